@@ -1,0 +1,105 @@
+package schemas
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Reason says why an event or a line was rejected. It is what a dead-letter
+// record carries and what the rejection counters are labelled with, so the
+// set is small and stable.
+type Reason string
+
+// The reasons an event can be rejected.
+const (
+	ReasonParse       Reason = "parse"        // the line or record could not be decoded
+	ReasonEmptyKey    Reason = "empty_key"    // no key, or an empty one
+	ReasonKeyTooLong  Reason = "key_too_long" // key over Limits.MaxKeyBytes
+	ReasonKeyNotUTF8  Reason = "key_not_utf8" // key is not valid UTF-8 where text is required
+	ReasonTimeSkew    Reason = "time_skew"    // event time too far from now
+	ReasonMissingTime Reason = "missing_time" // the format demands a time and the line had none
+)
+
+// InvalidEventError is returned when an event fails validation or decoding.
+// Reason is the stable machine-readable cause; Detail is for people.
+type InvalidEventError struct {
+	Reason Reason
+	Detail string
+}
+
+func (e *InvalidEventError) Error() string {
+	if e.Detail == "" {
+		return "invalid event: " + string(e.Reason)
+	}
+	return "invalid event: " + string(e.Reason) + ": " + e.Detail
+}
+
+// ReasonOf returns the Reason carried by err, or ReasonParse when err is not
+// (and does not wrap) an *InvalidEventError.
+func ReasonOf(err error) Reason {
+	var ie *InvalidEventError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return ReasonParse
+}
+
+// DefaultMaxKeyBytes is the default key length limit: 1 KiB. Keys longer
+// than that are almost always a parser picking the wrong field.
+const DefaultMaxKeyBytes = 1024
+
+// DefaultMaxSkew is how far an event time may be from now before it is
+// rejected by default. Wide enough for replays of a recent day, narrow
+// enough to catch seconds-vs-milliseconds mistakes.
+const DefaultMaxSkew = 7 * 24 * time.Hour
+
+// Limits are the checks Validate applies. The zero value uses the defaults
+// for MaxKeyBytes and MaxSkew and requires UTF-8 keys.
+type Limits struct {
+	// MaxKeyBytes is the longest key accepted; 0 means DefaultMaxKeyBytes.
+	MaxKeyBytes int
+	// MaxSkew is how far TimeMs may be from the now passed to Validate;
+	// 0 means DefaultMaxSkew, negative disables the check (replays of
+	// old archives).
+	MaxSkew time.Duration
+	// AllowBinaryKeys accepts keys that are not valid UTF-8. Formats that
+	// carry text (JSON, log lines) leave it false.
+	AllowBinaryKeys bool
+}
+
+// Validate checks e against l, using now (Unix ms) as the reference for the
+// time-skew check. The error is always an *InvalidEventError.
+func (l Limits) Validate(e *AccessEvent, nowMs int64) error {
+	if len(e.Key) == 0 {
+		return &InvalidEventError{Reason: ReasonEmptyKey}
+	}
+	maxKey := l.MaxKeyBytes
+	if maxKey <= 0 {
+		maxKey = DefaultMaxKeyBytes
+	}
+	if len(e.Key) > maxKey {
+		return &InvalidEventError{Reason: ReasonKeyTooLong,
+			Detail: fmt.Sprintf("key is %d bytes, limit %d", len(e.Key), maxKey)}
+	}
+	if !l.AllowBinaryKeys && !utf8.ValidString(e.Key) {
+		return &InvalidEventError{Reason: ReasonKeyNotUTF8}
+	}
+	skew := l.MaxSkew
+	if skew == 0 {
+		skew = DefaultMaxSkew
+	}
+	if skew > 0 {
+		d := e.TimeMs - nowMs
+		if d < 0 {
+			d = -d
+		}
+		if d > skew.Milliseconds() {
+			return &InvalidEventError{Reason: ReasonTimeSkew,
+				Detail: fmt.Sprintf("event time %d is %s from now; limit %s",
+					e.TimeMs, time.Duration(d)*time.Millisecond, skew)}
+		}
+	}
+	return nil
+}
