@@ -1,0 +1,132 @@
+package config
+
+import (
+	"time"
+)
+
+// Config is everything a keyheat command can be configured with. Each
+// section maps to one top-level key of the YAML file.
+type Config struct {
+	Log        Log        `mapstructure:"log"`
+	Metrics    Metrics    `mapstructure:"metrics"`
+	Kafka      Kafka      `mapstructure:"kafka"`
+	ClickHouse ClickHouse `mapstructure:"clickhouse"`
+	Events     Events     `mapstructure:"events"`
+}
+
+// Log configures the slog logger every command writes to standard error.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `mapstructure:"level"`
+	// Format is text (for people) or json (for log shippers).
+	Format string `mapstructure:"format"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Addr is the host:port serving /metrics; empty disables the endpoint.
+	Addr string `mapstructure:"addr"`
+}
+
+// Kafka says how to reach the brokers and which topics keyheat uses.
+type Kafka struct {
+	// Brokers are the seed brokers, host:port.
+	Brokers []string `mapstructure:"brokers"`
+	// ClientID is sent to the brokers; it shows in their logs and quotas.
+	ClientID string `mapstructure:"client_id"`
+	Topics   Topics `mapstructure:"topics"`
+	SASL     SASL   `mapstructure:"sasl"`
+	TLS      TLS    `mapstructure:"tls"`
+}
+
+// Topics names keyheat's Kafka topics.
+type Topics struct {
+	// Events carries AccessEvents keyed by access key.
+	Events string `mapstructure:"events"`
+	// DLQ carries dead-letter records for input that could not be used.
+	DLQ string `mapstructure:"dlq"`
+	// Hotkeys is the compacted registry of hot keys that apps subscribe to.
+	Hotkeys string `mapstructure:"hotkeys"`
+	// Windows is the internal hand-over of per-partition window summaries.
+	Windows string `mapstructure:"windows"`
+	// Reports carries the merged cluster-wide window reports.
+	Reports string `mapstructure:"reports"`
+}
+
+// SASL configures broker authentication.
+type SASL struct {
+	// Mechanism is empty (no SASL), plain, scram-sha-256 or scram-sha-512.
+	Mechanism string `mapstructure:"mechanism"`
+	User      string `mapstructure:"user"`
+	Password  string `mapstructure:"password"`
+}
+
+// TLS configures encryption to the brokers.
+type TLS struct {
+	Enabled bool `mapstructure:"enabled"`
+	// CAFile is a PEM bundle of CAs to trust; empty means the system pool.
+	CAFile string `mapstructure:"ca_file"`
+	// CertFile and KeyFile are a client certificate for mutual TLS; both
+	// or neither.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// ServerName overrides the name checked against the broker's
+	// certificate; empty means the broker's host.
+	ServerName string `mapstructure:"server_name"`
+	// InsecureSkipVerify disables certificate checks. For tests only.
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+}
+
+// ClickHouse configures the report store.
+type ClickHouse struct {
+	// Enabled turns the ClickHouse sink on.
+	Enabled bool `mapstructure:"enabled"`
+	// Addr are native-protocol addresses, host:port (9000 by default on
+	// a server; the HTTP port does not work with ClickHouse 18.16).
+	Addr        []string      `mapstructure:"addr"`
+	Database    string        `mapstructure:"database"`
+	User        string        `mapstructure:"user"`
+	Password    string        `mapstructure:"password"`
+	DialTimeout time.Duration `mapstructure:"dial_timeout"`
+}
+
+// Events configures how events are encoded and which are accepted.
+type Events struct {
+	// Codec is the wire encoding written to the events topic: json or
+	// binary. Readers accept both.
+	Codec string `mapstructure:"codec"`
+	// MaxKeyBytes rejects (dead-letters) keys longer than this.
+	MaxKeyBytes int `mapstructure:"max_key_bytes"`
+	// MaxSkew rejects events whose time is further than this from now;
+	// 0 disables the check (for replays of old logs).
+	MaxSkew time.Duration `mapstructure:"max_skew"`
+}
+
+// Defaults returns the configuration used for every key nobody set.
+func Defaults() Config {
+	return Config{
+		Log: Log{Level: "info", Format: "text"},
+		Kafka: Kafka{
+			Brokers:  []string{"127.0.0.1:9092"},
+			ClientID: "keyheat",
+			Topics: Topics{
+				Events:  "keyheat.events",
+				DLQ:     "keyheat.events.dlq",
+				Hotkeys: "keyheat.hotkeys",
+				Windows: "keyheat.windows",
+				Reports: "keyheat.reports",
+			},
+		},
+		ClickHouse: ClickHouse{
+			Addr:        []string{"127.0.0.1:9000"},
+			Database:    "keyheat",
+			User:        "default",
+			DialTimeout: 5 * time.Second,
+		},
+		Events: Events{
+			Codec:       "json",
+			MaxKeyBytes: 1024,
+			MaxSkew:     7 * 24 * time.Hour,
+		},
+	}
+}
