@@ -1,0 +1,83 @@
+# keyheat: the one test command is `make test` (see README.md).
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.ONESHELL:
+
+GO ?= go
+# How long each fuzz target runs in `make test`; `make fuzz FUZZTIME=5m` for longer.
+FUZZTIME ?= 5s
+# Where test logs go; git-ignored.
+OUT ?= .services/out
+
+.PHONY: test check vet unit integration accuracy fuzz bench services-up services-down build
+
+build:
+	$(GO) build ./...
+
+# test: what CI runs. Brings the real Kafka and ClickHouse up, runs every
+# check against them, and brings them down again, also when a step fails.
+test:
+	trap 'scripts/services.sh down' EXIT
+	$(MAKE) --no-print-directory check
+	scripts/services.sh up
+	eval "$$(scripts/services.sh env)"
+	$(MAKE) --no-print-directory unit accuracy fuzz
+
+# check: formatting and vet, no services needed.
+check:
+	unformatted=$$(gofmt -l $$(git ls-files '*.go'))
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# unit: every test under the race detector. With KEYHEAT_TEST_KAFKA and
+# KEYHEAT_TEST_CLICKHOUSE set (make test sets them) the integration tests
+# run against the real services; under CI=true they fail without them.
+unit:
+	mkdir -p $(OUT)
+	echo "go test -race ./... (full log: $(OUT)/unit.log)"
+	if ! $(GO) test -race -count=1 -v ./... > $(OUT)/unit.log 2>&1; then
+	  grep -E '^(\s*--- FAIL|FAIL|panic:)' $(OUT)/unit.log || true
+	  echo "---- tail of $(OUT)/unit.log ----"; tail -n 150 $(OUT)/unit.log; exit 1
+	fi
+	grep -E '^(--- (PASS|SKIP)|ok |\?)' $(OUT)/unit.log | grep -v '^?' || true
+	grep -cE '^\s*--- PASS' $(OUT)/unit.log | sed 's/^/tests and subtests passed: /'
+	if grep -qE '^\s*--- SKIP' $(OUT)/unit.log; then
+	  echo "skipped:"; grep -E '^\s*--- SKIP' $(OUT)/unit.log
+	  if [ "$${CI:-}" = true ]; then echo "tests skipped under CI=true"; exit 1; fi
+	fi
+
+# accuracy: the sketch accuracy tests at full size (10M events), without
+# the race detector, which would make them too slow to run at that size.
+accuracy:
+	mkdir -p $(OUT)
+	if $(GO) test -list 'Accuracy' ./sketch/ 2>/dev/null | grep -q '^Test'; then
+	  $(GO) test -count=1 -run 'Accuracy' -v ./sketch/ > $(OUT)/accuracy.log 2>&1 || { tail -n 80 $(OUT)/accuracy.log; exit 1; }
+	  grep -vE '^=== (RUN|PAUSE|CONT)' $(OUT)/accuracy.log
+	fi
+
+# fuzz: every Fuzz target for FUZZTIME, seeded from its testdata corpus.
+fuzz:
+	mkdir -p $(OUT)
+	for pkg in $$($(GO) list ./...); do
+	  for target in $$($(GO) test -list '^Fuzz' "$$pkg" | grep '^Fuzz' || true); do
+	    echo "fuzz $$pkg $$target ($(FUZZTIME))"
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) "$$pkg" > $(OUT)/fuzz.log 2>&1 || { tail -n 40 $(OUT)/fuzz.log; exit 1; }
+	  done
+	done
+
+# integration: only the tests that need the real services.
+integration:
+	trap 'scripts/services.sh down' EXIT
+	scripts/services.sh up
+	eval "$$(scripts/services.sh env)"
+	$(GO) test -race -count=1 -v ./internal/smoke/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+services-up:
+	scripts/services.sh up
+
+services-down:
+	scripts/services.sh down
