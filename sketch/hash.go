@@ -1,0 +1,61 @@
+package sketch
+
+import "github.com/cespare/xxhash/v2"
+
+// hashBytes and hashString return one 64-bit hash per key. Every structure in
+// the package derives all of its indexes from this single value, so a key is
+// hashed once per Add no matter how many rows a sketch has.
+//
+// A non-zero seed is folded in with a full 64-bit finalizer: two sketches with
+// different seeds then place keys independently (apart from full 64-bit xxhash
+// collisions, which are negligible).
+func hashBytes(b []byte, seed uint64) uint64 {
+	h := xxhash.Sum64(b)
+	if seed != 0 {
+		h = mix64(h ^ seed)
+	}
+	return h
+}
+
+func hashString(s string, seed uint64) uint64 {
+	h := xxhash.Sum64String(s)
+	if seed != 0 {
+		h = mix64(h ^ seed)
+	}
+	return h
+}
+
+// mix64 is the splitmix64 / murmur3 finalizer: a bijection on uint64 with
+// full avalanche.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// rowStep returns the two halves used for double hashing
+// (Kirsch & Mitzenmacher): column of row i is reduce(h1 + i*h2). h2 is forced
+// odd so that it is never zero, which would put a key in the same column on
+// every row.
+func rowStep(h uint64) (h1, h2 uint32) {
+	return uint32(h), uint32(h>>32) | 1
+}
+
+// reduce maps a uniformly distributed 32-bit value onto [0, n) without a
+// division (Lemire's multiply-shift range reduction).
+func reduce(x uint32, n uint32) uint32 {
+	return uint32((uint64(x) * uint64(n)) >> 32)
+}
+
+// satAdd adds without wrapping: a counter that would overflow stays at the
+// maximum, which keeps every estimate an upper bound.
+func satAdd(a, b uint64) uint64 {
+	c := a + b
+	if c < a {
+		return ^uint64(0)
+	}
+	return c
+}

@@ -1,0 +1,538 @@
+package sketch
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"unsafe"
+)
+
+// DefaultTopKCapacity is the number of keys a TopK tracks when its config
+// leaves Capacity at zero: ten times the top-100 a window report shows, so the
+// boundary of the top-100 is decided among tracked keys, not by admission.
+const DefaultTopKCapacity = 1024
+
+// MaxTopKCapacity bounds Capacity (and what a decoded blob may declare).
+const MaxTopKCapacity = 1 << 20
+
+// MaxKeyLen is the longest key a TopK encoding may carry. Longer keys are
+// still counted in memory; MarshalBinary refuses to encode them.
+const MaxKeyLen = 1 << 16
+
+// TopKConfig sizes a TopK. The zero value tracks DefaultTopKCapacity keys
+// behind a default 4 × 2048 Count-Min filter.
+type TopKConfig struct {
+	// Capacity is how many keys are tracked with exact-since-admission
+	// counts. Ask Top for at most this many; a few times more than you
+	// report makes the reported boundary reliable. 0 means
+	// DefaultTopKCapacity.
+	Capacity int
+	// Sketch sizes the Count-Min admission filter. The filter always uses
+	// conservative update (Sketch.Conservative is ignored): it only has to
+	// bound counts from above, and conservative bounds are tighter.
+	Sketch CountMinConfig
+}
+
+func (c TopKConfig) withDefaults() TopKConfig {
+	if c.Capacity == 0 {
+		c.Capacity = DefaultTopKCapacity
+	}
+	c.Sketch = c.Sketch.withDefaults()
+	c.Sketch.Conservative = true
+	return c
+}
+
+// Validate reports whether the config (after defaults) describes a TopK
+// this package can build.
+func (c TopKConfig) Validate() error {
+	c = c.withDefaults()
+	if c.Capacity < 1 || c.Capacity > MaxTopKCapacity {
+		return invalidf("top-k capacity %d: want 1..%d (0 for the default %d)", c.Capacity, MaxTopKCapacity, DefaultTopKCapacity)
+	}
+	return c.Sketch.Validate()
+}
+
+// Item is one key of a TopK report. The key's true total weight lies in
+// [Count − Error, Count]: Count never underestimates, and Count − Error is
+// weight the TopK saw for the key itself since it started tracking it.
+type Item struct {
+	Key   string
+	Count uint64
+	Error uint64
+}
+
+// entry is one tracked key. The heap orders entries by upper, so the
+// cheapest key to evict sits at index 0.
+type entry struct {
+	key   string
+	h     uint64
+	upper uint64 // ≥ true count: min(filter estimate, bound at admission + weight since)
+	lower uint64 // ≤ true count: weight seen since admission
+	slot  int32  // this entry's index in table
+}
+
+// TopK keeps the Capacity heaviest keys of a weighted stream with per-key
+// error bounds, in memory fixed at construction.
+//
+// Algorithm ("filtered Space-Saving"): every Add updates a conservative
+// Count-Min filter. A tracked key's counts are updated in place. An
+// untracked key is admitted while there is room, or, when full, only if its
+// filter estimate exceeds the smallest tracked upper bound, which it then
+// evicts. Because eviction always removes the smallest upper bound and
+// admission requires a larger estimate, every untracked key's true count is at
+// most Floor(): the admitted key starts at min(estimate, Floor()+weight) and
+// keeps exact counts from there. The filter is what keeps the long tail of
+// one-off keys from churning the tracked set (and allocating), which is the
+// weakness of plain Space-Saving.
+//
+// A TopK is not safe for concurrent use.
+type TopK struct {
+	cfg    TopKConfig
+	filter *CountMin
+	heap   []entry // min-heap on (upper, lower); cap == Capacity
+	table  []int32 // open addressing, linear probing: heap index + 1, 0 = empty
+	mask   uint64
+	// floor is a bound on untracked keys that merges establish; streaming
+	// keeps the bound in heap[0].upper. See untrackedBound.
+	floor uint64
+}
+
+// NewTopK builds an empty TopK. It returns an error wrapping
+// ErrInvalidConfig when cfg does not validate.
+func NewTopK(cfg TopKConfig) (*TopK, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	filter, err := NewCountMin(cfg.Sketch)
+	if err != nil {
+		return nil, err
+	}
+	return newTopK(cfg, filter), nil
+}
+
+func newTopK(cfg TopKConfig, filter *CountMin) *TopK {
+	slots := tableSlots(cfg.Capacity)
+	return &TopK{
+		cfg:    cfg,
+		filter: filter,
+		heap:   make([]entry, 0, cfg.Capacity),
+		table:  make([]int32, slots),
+		mask:   uint64(slots - 1),
+	}
+}
+
+// Config returns the TopK's configuration with defaults filled in.
+func (t *TopK) Config() TopKConfig { return t.cfg }
+
+// Len is the number of keys tracked now (at most Capacity).
+func (t *TopK) Len() int { return len(t.heap) }
+
+// Total is the sum of all weights added.
+func (t *TopK) Total() uint64 { return t.filter.Total() }
+
+// Filter returns the TopK's Count-Min filter, for estimates of keys it does
+// not track. It must not be modified.
+func (t *TopK) Filter() *CountMin { return t.filter }
+
+// Floor is an upper bound of the true count of every key the TopK does not
+// track: 0 until the TopK first fills, then the smallest tracked count (or a
+// larger bound established by Merge).
+func (t *TopK) Floor() uint64 { return t.untrackedBound() }
+
+// Bytes is the memory held: the filter's counters, the entry array, the hash
+// table and the copied keys. With keys of bounded length it is bounded by
+// the configuration, whatever the number of distinct keys added.
+func (t *TopK) Bytes() int {
+	n := t.filter.Bytes() + cap(t.heap)*topKEntryBytes + len(t.table)*4
+	for i := range t.heap {
+		n += roundUp8(len(t.heap[i].key))
+	}
+	return n
+}
+
+// Add counts one occurrence of key. The key is copied if it is admitted, so
+// the caller may reuse its buffer.
+func (t *TopK) Add(key []byte) { t.add(bytesView(key), 1) }
+
+// AddN adds weight n (for example response bytes) to key.
+func (t *TopK) AddN(key []byte, n uint64) { t.add(bytesView(key), n) }
+
+// AddString counts one occurrence of key.
+func (t *TopK) AddString(key string) { t.add(key, 1) }
+
+// AddStringN adds weight n to key.
+func (t *TopK) AddStringN(key string, n uint64) { t.add(key, n) }
+
+// bytesView lets lookups use a []byte key without copying it. The view is
+// never retained: admission copies it with strings.Clone.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (t *TopK) add(key string, n uint64) {
+	if n == 0 {
+		return
+	}
+	h := hashString(key, t.cfg.Sketch.Seed)
+	est := t.filter.addHash(h, n)
+	if i := t.find(key, h); i >= 0 {
+		e := &t.heap[i]
+		e.lower = satAdd(e.lower, n)
+		e.upper = min(satAdd(e.upper, n), est)
+		t.down(i)
+		return
+	}
+	upper := min(est, satAdd(t.untrackedBound(), n))
+	if len(t.heap) < cap(t.heap) {
+		t.heap = append(t.heap, entry{key: strings.Clone(key), h: h, upper: upper, lower: n})
+		i := len(t.heap) - 1
+		t.place(i)
+		t.up(i)
+		return
+	}
+	if est <= t.heap[0].upper {
+		return
+	}
+	t.unplace(uint64(t.heap[0].slot))
+	t.heap[0] = entry{key: strings.Clone(key), h: h, upper: upper, lower: n}
+	t.place(0)
+	t.down(0)
+}
+
+// untrackedBound is the largest true count an untracked key can have.
+func (t *TopK) untrackedBound() uint64 {
+	b := t.floor
+	if len(t.heap) == cap(t.heap) && len(t.heap) > 0 {
+		b = max(b, t.heap[0].upper)
+	}
+	return b
+}
+
+// Estimate returns bounds of key's true total weight: lower ≤ true ≤ upper.
+// For an untracked key lower is 0 and upper is min(filter estimate, Floor()).
+func (t *TopK) Estimate(key []byte) (upper, lower uint64) { return t.estimate(bytesView(key)) }
+
+// EstimateString is Estimate for a string key.
+func (t *TopK) EstimateString(key string) (upper, lower uint64) { return t.estimate(key) }
+
+func (t *TopK) estimate(key string) (upper, lower uint64) {
+	h := hashString(key, t.cfg.Sketch.Seed)
+	if i := t.find(key, h); i >= 0 {
+		return t.heap[i].upper, t.heap[i].lower
+	}
+	return min(t.filter.estimateHash(h), t.untrackedBound()), 0
+}
+
+// Top returns up to n tracked keys, heaviest first: by Count, then by the
+// lower bound Count − Error, then by key, so equal inputs give equal reports.
+func (t *TopK) Top(n int) []Item { return t.AppendTop(nil, n) }
+
+// AppendTop appends Top(n) to dst.
+func (t *TopK) AppendTop(dst []Item, n int) []Item {
+	idx := make([]int32, len(t.heap))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		ea, eb := &t.heap[a], &t.heap[b]
+		if c := cmp.Compare(eb.upper, ea.upper); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(eb.lower, ea.lower); c != 0 {
+			return c
+		}
+		return strings.Compare(ea.key, eb.key)
+	})
+	for _, i := range idx[:min(max(n, 0), len(idx))] {
+		e := &t.heap[i]
+		dst = append(dst, Item{Key: e.key, Count: e.upper, Error: e.upper - e.lower})
+	}
+	return dst
+}
+
+// Reset forgets every key and zeroes the filter, keeping the allocations.
+func (t *TopK) Reset() {
+	clear(t.heap) // drop the key strings
+	t.heap = t.heap[:0]
+	clear(t.table)
+	t.floor = 0
+	t.filter.Reset()
+}
+
+// --- hash table (linear probing, backward-shift deletion) -------------------
+
+// find returns the heap index of key, or -1.
+func (t *TopK) find(key string, h uint64) int {
+	for s := h & t.mask; ; s = (s + 1) & t.mask {
+		v := t.table[s]
+		if v == 0 {
+			return -1
+		}
+		if e := &t.heap[v-1]; e.h == h && e.key == key {
+			return int(v - 1)
+		}
+	}
+}
+
+// place puts heap entry i into the first free slot of its probe sequence.
+// The table is at most half full, so one exists.
+func (t *TopK) place(i int) {
+	s := t.heap[i].h & t.mask
+	for t.table[s] != 0 {
+		s = (s + 1) & t.mask
+	}
+	t.table[s] = int32(i + 1)
+	t.heap[i].slot = int32(s)
+}
+
+// unplace empties slot s and shifts later members of the probe run back so
+// lookups never stop early at the hole.
+func (t *TopK) unplace(s uint64) {
+	for {
+		t.table[s] = 0
+		j := s
+		for {
+			j = (j + 1) & t.mask
+			v := t.table[j]
+			if v == 0 {
+				return
+			}
+			home := t.heap[v-1].h & t.mask
+			// The entry at j may move to the hole at s unless its home lies
+			// cyclically in (s, j]: then s is before its home and a lookup
+			// starting at home would never reach it.
+			var stays bool
+			if s <= j {
+				stays = s < home && home <= j
+			} else {
+				stays = s < home || home <= j
+			}
+			if !stays {
+				t.table[s] = v
+				t.heap[v-1].slot = int32(s)
+				s = j
+				break
+			}
+		}
+	}
+}
+
+// --- min-heap on (upper, lower) ---------------------------------------------
+
+func (t *TopK) less(i, j int) bool {
+	a, b := &t.heap[i], &t.heap[j]
+	return a.upper < b.upper || (a.upper == b.upper && a.lower < b.lower)
+}
+
+func (t *TopK) swap(i, j int) {
+	h := t.heap
+	h[i], h[j] = h[j], h[i]
+	t.table[h[i].slot] = int32(i + 1)
+	t.table[h[j].slot] = int32(j + 1)
+}
+
+func (t *TopK) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !t.less(i, p) {
+			return
+		}
+		t.swap(i, p)
+		i = p
+	}
+}
+
+func (t *TopK) down(i int) {
+	n := len(t.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && t.less(r, l) {
+			m = r
+		}
+		if !t.less(m, i) {
+			return
+		}
+		t.swap(i, m)
+		i = m
+	}
+}
+
+// rebuild re-creates table and heap order from t.heap's entries.
+func (t *TopK) rebuild() {
+	clear(t.table)
+	for i := range t.heap {
+		t.place(i)
+	}
+	for i := len(t.heap)/2 - 1; i >= 0; i-- {
+		t.down(i)
+	}
+}
+
+// --- merge --------------------------------------------------------------------
+
+// Merge folds other into t so that t summarizes both streams, as the window
+// merger does with the partitions' summaries. For every key tracked by either
+// side the bounds add up: a side that does not track the key contributes
+// lower 0 and upper min(its filter estimate, its Floor()). The union is then
+// cut to t's Capacity by upper bound, and t's Floor rises to cover the keys
+// cut. Every key's true combined count stays within its reported bounds.
+//
+// The filters must have the same dimensions and seed (capacities may differ;
+// t keeps its own); otherwise Merge returns a *MismatchError matching
+// ErrDimensionMismatch and leaves t unchanged. other is not modified.
+func (t *TopK) Merge(other *TopK) error {
+	if !t.filter.sameLayout(other.filter) {
+		err := t.filter.mismatch(other.filter)
+		err.Kind = "top-k"
+		return err
+	}
+	boundT, boundO := t.untrackedBound(), other.untrackedBound()
+	cands := make([]entry, 0, len(t.heap)+len(other.heap))
+	for i := range t.heap {
+		e := t.heap[i]
+		if j := other.find(e.key, e.h); j >= 0 {
+			e.upper = satAdd(e.upper, other.heap[j].upper)
+			e.lower = satAdd(e.lower, other.heap[j].lower)
+		} else {
+			e.upper = satAdd(e.upper, min(other.filter.estimateHash(e.h), boundO))
+		}
+		cands = append(cands, e)
+	}
+	for i := range other.heap {
+		e := other.heap[i]
+		if t.find(e.key, e.h) >= 0 {
+			continue
+		}
+		e.upper = satAdd(e.upper, min(t.filter.estimateHash(e.h), boundT))
+		cands = append(cands, e)
+	}
+	if err := t.filter.Merge(other.filter); err != nil {
+		return err // unreachable: layouts were checked above
+	}
+	t.filter.cfg.Conservative = true
+	for i := range cands {
+		cands[i].upper = min(cands[i].upper, t.filter.estimateHash(cands[i].h))
+	}
+	slices.SortFunc(cands, func(a, b entry) int {
+		if c := cmp.Compare(b.upper, a.upper); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.lower, a.lower); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	floor := satAdd(boundT, boundO)
+	if len(cands) > cap(t.heap) {
+		floor = max(floor, cands[cap(t.heap)].upper)
+		cands = cands[:cap(t.heap)]
+	}
+	clear(t.heap)
+	t.heap = append(t.heap[:0], cands...)
+	t.floor = floor
+	t.rebuild()
+	return nil
+}
+
+// --- encoding -------------------------------------------------------------------
+
+const topKMagic = "KHTK"
+
+// MarshalBinary encodes the TopK (version 1): capacity, floor, the Count-Min
+// filter, then every tracked key with its bounds, followed by a CRC-32C.
+// It fails only if a tracked key is longer than MaxKeyLen.
+func (t *TopK) MarshalBinary() ([]byte, error) { return t.AppendBinary(nil) }
+
+// AppendBinary appends the MarshalBinary encoding to dst.
+func (t *TopK) AppendBinary(dst []byte) ([]byte, error) {
+	start := len(dst)
+	dst = appendHeader(dst, topKMagic)
+	dst = binary.AppendUvarint(dst, uint64(t.cfg.Capacity))
+	dst = binary.AppendUvarint(dst, t.floor)
+	dst = t.filter.appendBody(dst)
+	dst = binary.AppendUvarint(dst, uint64(len(t.heap)))
+	for i := range t.heap {
+		e := &t.heap[i]
+		if len(e.key) > MaxKeyLen {
+			return dst[:start], invalidf("top-k key of %d bytes exceeds MaxKeyLen %d; shorten keys at ingest", len(e.key), MaxKeyLen)
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(e.key)))
+		dst = append(dst, e.key...)
+		dst = binary.AppendUvarint(dst, e.upper)
+		dst = binary.AppendUvarint(dst, e.lower)
+	}
+	return appendCRC(dst, start), nil
+}
+
+// UnmarshalBinary replaces t with the TopK encoded in data. A truncated,
+// inconsistent or checksum-failing blob returns an error wrapping ErrCorrupt
+// and leaves t unchanged. It never panics.
+func (t *TopK) UnmarshalBinary(data []byte) error {
+	r := reader{buf: data}
+	r.header(topKMagic, "top-k")
+	capacity := r.uvarint("capacity")
+	floor := r.uvarint("floor")
+	if r.err != nil {
+		return r.err
+	}
+	if capacity < 1 || capacity > MaxTopKCapacity {
+		return corruptf("top-k: capacity %d out of range", capacity)
+	}
+	filter, err := decodeCountMin(&r)
+	if err != nil {
+		return err
+	}
+	if !filter.cfg.Conservative {
+		return corruptf("top-k: filter is not conservative")
+	}
+	n := r.uvarint("key count")
+	if r.err != nil {
+		return r.err
+	}
+	// Each entry takes at least 3 bytes; check before allocating.
+	if n > capacity || n > uint64(r.remaining()/3) {
+		return corruptf("top-k: %d keys declared for capacity %d with %d bytes left", n, capacity, r.remaining())
+	}
+	if floor > filter.total {
+		return corruptf("top-k: floor %d above total %d", floor, filter.total)
+	}
+	cfg := TopKConfig{Capacity: int(capacity), Sketch: filter.cfg}
+	nt := newTopK(cfg, filter)
+	nt.floor = floor
+	var lowers uint64
+	for range n {
+		kl := r.uvarint("key length")
+		if kl > MaxKeyLen {
+			return corruptf("top-k: key length %d over %d", kl, MaxKeyLen)
+		}
+		key := string(r.bytes("key", kl))
+		upper := r.uvarint("upper")
+		lower := r.uvarint("lower")
+		if r.err != nil {
+			return r.err
+		}
+		h := hashString(key, cfg.Sketch.Seed)
+		if lower == 0 || lower > upper || upper > filter.estimateHash(h) {
+			return corruptf("top-k: key %q has bounds [%d, %d] outside [1, filter estimate %d]", key, lower, upper, filter.estimateHash(h))
+		}
+		lowers = satAdd(lowers, lower)
+		if nt.find(key, h) >= 0 {
+			return corruptf("top-k: key %q appears twice", key)
+		}
+		nt.heap = append(nt.heap, entry{key: key, h: h, upper: upper, lower: lower})
+		nt.place(len(nt.heap) - 1)
+	}
+	if lowers > filter.total {
+		return corruptf("top-k: tracked lower bounds sum to %d, above total %d", lowers, filter.total)
+	}
+	if err := r.finish("top-k"); err != nil {
+		return err
+	}
+	nt.rebuild()
+	*t = *nt
+	return nil
+}
