@@ -1,0 +1,89 @@
+package schemas
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Codec is one wire format for AccessEvent, so that config can pick the
+// format of keyheat.events by name ("json" or "binary") and producers and
+// consumers are written once against this interface.
+type Codec interface {
+	// Name is the codec's config name: "json" or "binary".
+	Name() string
+	// Append appends the encoding of e to dst and returns the extended buffer.
+	Append(dst []byte, e *AccessEvent) []byte
+	// Decode decodes one record into e, overwriting all its fields. Errors
+	// are *InvalidEventError values (ReasonParse for malformed input).
+	Decode(src []byte, e *AccessEvent) error
+}
+
+// JSONCodec is the JSON wire format (AppendJSON, DecodeJSON), the default
+// on keyheat.events because anything can produce and read it.
+type JSONCodec struct{}
+
+// BinaryCodec is the compact binary wire format (AppendBinary,
+// DecodeBinary), for throughput and for keys that are not UTF-8.
+type BinaryCodec struct{}
+
+// JSON and Binary are the two codecs; their types carry no state, so these
+// values are only a convenient spelling.
+var (
+	JSON   JSONCodec
+	Binary BinaryCodec
+)
+
+var (
+	_ Codec = JSONCodec{}
+	_ Codec = BinaryCodec{}
+)
+
+// Name returns "json".
+func (JSONCodec) Name() string { return "json" }
+
+// Append is AppendJSON.
+func (JSONCodec) Append(dst []byte, e *AccessEvent) []byte { return AppendJSON(dst, e) }
+
+// Decode is DecodeJSON.
+func (JSONCodec) Decode(src []byte, e *AccessEvent) error { return DecodeJSON(src, e) }
+
+// Name returns "binary".
+func (BinaryCodec) Name() string { return "binary" }
+
+// Append is AppendBinary.
+func (BinaryCodec) Append(dst []byte, e *AccessEvent) []byte { return AppendBinary(dst, e) }
+
+// Decode is DecodeBinary.
+func (BinaryCodec) Decode(src []byte, e *AccessEvent) error { return DecodeBinary(src, e) }
+
+// CodecByName returns the codec called name ("json" or "binary", any case),
+// as a config file or flag spells it.
+func CodecByName(name string) (Codec, error) {
+	switch {
+	case strings.EqualFold(name, "json"):
+		return JSON, nil
+	case strings.EqualFold(name, "binary"):
+		return Binary, nil
+	}
+	return nil, fmt.Errorf("unknown event codec %q: use \"json\" or \"binary\"", name)
+}
+
+// Detect returns the codec that wrote src: Binary when src starts with
+// BinaryMagic, JSON otherwise (a byte JSON can never start with, see
+// AppendBinary). It looks only at the first byte; decoding still checks
+// the rest.
+func Detect(src []byte) Codec {
+	if len(src) > 0 && src[0] == BinaryMagic {
+		return Binary
+	}
+	return JSON
+}
+
+// DecodeAny decodes a record written by either codec, so a consumer keeps
+// working while producers switch format.
+func DecodeAny(src []byte, e *AccessEvent) error {
+	if len(src) > 0 && src[0] == BinaryMagic {
+		return DecodeBinary(src, e)
+	}
+	return DecodeJSON(src, e)
+}
