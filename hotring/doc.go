@@ -1,0 +1,76 @@
+// Package hotring tracks how often keys are accessed and reports the hot
+// ones, exactly, in bounded memory. It is keyheat's per-partition exact
+// tracker: the pipeline admits keys whose Count-Min estimate passed a gate
+// and asks the ring for their exact sliding-window counts.
+//
+// # What it owns, what it does not
+//
+// It owns counting (lifetime, weighted, sliding-window), throttling
+// (TouchAndClamp), ranking (TopN, KeysAbove), and bounding its own memory
+// (node cap, sampling, cold eviction, dual-generation rotation). It does not
+// estimate keys it does not track (that is package sketch), know about
+// Kafka, events, rules or partitions, export metrics or log, or start
+// goroutines. It imports nothing else of keyheat's.
+//
+// # Structure
+//
+// A ring has 2^Bits buckets. A key's 64-bit xxhash picks the bucket (low
+// bits); each bucket is a lock-free singly linked list sorted by (hash,
+// key), so a lookup stops early. Readers never lock. New nodes are spliced
+// in with a CAS on the bucket head or the predecessor's next pointer.
+// Lifetime counts are atomic; a node's sliding window is guarded by a tiny
+// per-node spin lock, never a ring-wide mutex. Removal marks a node dead
+// and then unlinks it behind a marker node; table.go walks through why
+// that is safe against concurrent inserts, touches and walks.
+//
+// # Time
+//
+// The ring never calls time.Now on its own initiative. Time comes from the
+// caller: each XAt method takes "now" in nanoseconds since the Unix epoch
+// (event time), and the plain methods read Options.Clock, which defaults to
+// wall-clock time and is read only when windows, rotation, decay or sweeps
+// need it. Feeding event times makes a replay of an archive give exactly
+// the answers of the live run. Rotation, decay and sweeps run inline in the
+// first call whose time reaches their deadline (at instants aligned to
+// multiples of their interval), never in the background. Late events are
+// counted in their own slot if it is still inside the key's window.
+//
+// # Counts and generations
+//
+// Without a window a key's count is its lifetime count, optionally decayed
+// (count >>= DecayShift every DecayInterval). With a window of WindowSlots
+// × WindowSlotDuration, reads report the touches inside the window ending
+// at "now"; decay is then switched off. With RotationInterval set, an active
+// generation takes touches and a warm one keeps the previous generation.
+// TopN and KeysAbove sum a key's counts over both. Frequency and
+// TouchAndClamp take the maximum of lifetime counts (as NoKV's HotRing does)
+// but the sum of window counts: every touch is in exactly one generation
+// and the window drops old ones, so the sum is exact, whereas the maximum
+// would under-count a key whose window straddles a rotation.
+//
+// # Memory bound
+//
+// Each generation holds at most NodeCap nodes, plus keys admitted past the
+// cap (Admit, Options.Admit, and with SampleBits > 0 about 1/2^SampleBits of
+// the new keys seen once full). With rotation two generations live at once,
+// so the bound is about 2 × NodeCap nodes: halve NodeCap for a fixed budget.
+// A node is 64 bytes on 64-bit platforms, plus 8 bytes per window slot
+// rounded up to 4, 8, 16, 32 or 64 slots (128 bytes with the default
+// 8 slots), plus the key's bytes, plus 8 bytes per bucket. A strict cap
+// alone would lock out a key that turns hot after the ring filled; Admit and
+// cold eviction (EvictCold, Options.ColdSweepInterval) are the remedy.
+//
+// # Keys
+//
+// The string-keyed methods keep the caller's string as the node's key
+// without copying it, which is what makes an insert a single allocation.
+// Ordinary Go strings are immutable, so this is safe; a string that aliases
+// a reused buffer (made with unsafe.String) must not be passed. Use
+// TouchBytesAt for such keys: it copies the key only when it creates a node.
+//
+// # Determinism
+//
+// Given the same sequence of calls and times from one goroutine, a ring
+// returns the same answers: hashing is unseeded, schedules are aligned,
+// and TopN and KeysAbove break count ties by key.
+package hotring

@@ -1,0 +1,449 @@
+package hotring
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// emptyEpoch marks a window that holds no slot yet.
+const emptyEpoch = math.MinInt64
+
+// Ring tracks how often each key is touched and answers which keys are hot.
+// It is safe for concurrent use; lookups and counting never take a lock
+// shared by the whole ring. It starts no goroutines: rotation, decay and
+// cold sweeps run inline in whichever call first observes that they are due.
+//
+// Every time-dependent method comes in two forms: X reads Options.Clock,
+// XAt takes the time in nanoseconds since the Unix epoch (event time). Mix
+// them only if the clock and the explicit times agree.
+type Ring struct {
+	opts     Options
+	windowed bool
+	slots    int
+	slotDur  int64
+	clock    func() int64
+	needTime bool // windows, rotation, decay or sweeps are on
+	maxNodes int64
+	sample   uint // SampleBits
+	admit    func(string) bool
+
+	active atomic.Pointer[table]
+	warm   atomic.Pointer[table] // nil until the first rotation
+
+	// nextMaint is the earliest time at which maintain has work to do;
+	// math.MaxInt64 when there is none. It is the only maintenance state
+	// the hot path reads.
+	nextMaint atomic.Int64
+	maintMu   sync.Mutex // guards the fields below
+	started   bool
+	nextRot   int64
+	nextDecay int64
+	nextSweep int64
+
+	touches, clamped, refused, sampledOut striped
+	forced, evicted, removed, rotations   atomic.Uint64
+	decays                                atomic.Uint64
+}
+
+// KeyCount is a key and its count, as returned by TopN and KeysAbove.
+type KeyCount struct {
+	Key   string
+	Count uint64
+}
+
+// New returns an empty ring configured by opts. It returns an error
+// wrapping ErrInvalidOptions if opts.Validate fails.
+func New(opts Options) (*Ring, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Bits == 0 {
+		opts.Bits = 12
+	}
+	if opts.windowed() {
+		// The window already forgets old traffic; decaying on top of it
+		// would only distort lifetime counts nobody reads (seed rule).
+		opts.DecayInterval, opts.DecayShift = 0, 0
+	}
+	r := &Ring{
+		opts:     opts,
+		windowed: opts.windowed(),
+		slots:    opts.WindowSlots,
+		slotDur:  int64(opts.WindowSlotDuration),
+		clock:    opts.Clock,
+		maxNodes: int64(opts.NodeCap),
+		sample:   uint(opts.SampleBits),
+		admit:    opts.Admit,
+	}
+	if r.clock == nil {
+		r.clock = wallClock
+	}
+	r.needTime = r.windowed || opts.RotationInterval > 0 || opts.DecayInterval > 0 || opts.ColdSweepInterval > 0
+	if r.needTime && (opts.RotationInterval > 0 || opts.DecayInterval > 0 || opts.ColdSweepInterval > 0) {
+		r.nextMaint.Store(math.MinInt64) // first call initializes the schedule
+	} else {
+		r.nextMaint.Store(math.MaxInt64)
+	}
+	r.active.Store(newTable(opts.Bits))
+	return r, nil
+}
+
+// Options returns the options the ring runs with, after defaults and
+// normalization.
+func (r *Ring) Options() Options { return r.opts }
+
+func (r *Ring) now() int64 {
+	if r.needTime {
+		return r.clock()
+	}
+	return 0
+}
+
+func (r *Ring) epoch(now int64) int64 {
+	if !r.windowed {
+		return 0
+	}
+	e := now / r.slotDur
+	if now%r.slotDur < 0 {
+		e--
+	}
+	return e
+}
+
+// Touch counts one access to key now (per Options.Clock) and reports
+// whether key is tracked. It returns false when the node cap refused a new
+// key. The ring keeps the key string itself, so key must not be mutated
+// afterwards (see the package documentation).
+func (r *Ring) Touch(key string) bool { return r.touch(key, 1, r.now(), true) }
+
+// TouchAt is Touch at time now, in nanoseconds since the Unix epoch.
+func (r *Ring) TouchAt(key string, now int64) bool { return r.touch(key, 1, now, true) }
+
+// TouchN counts n accesses to key (or a weight of n, e.g. bytes) and
+// reports whether key is tracked. TouchN(key, 0) tracks key without
+// counting.
+func (r *Ring) TouchN(key string, n uint64) bool { return r.touch(key, n, r.now(), true) }
+
+// TouchNAt is TouchN at time now, in nanoseconds since the Unix epoch.
+func (r *Ring) TouchNAt(key string, n uint64, now int64) bool { return r.touch(key, n, now, true) }
+
+// TouchBytesAt is TouchNAt for a key held in a byte slice, typically a
+// buffer the caller reuses. It does not allocate for a key already tracked,
+// and copies the key only when it creates a node, so the caller may reuse
+// the slice as soon as the call returns.
+func (r *Ring) TouchBytesAt(key []byte, n uint64, now int64) bool {
+	return r.touch(unsafe.String(unsafe.SliceData(key), len(key)), n, now, false)
+}
+
+// touch is the hot path. owned says whether key may be retained.
+func (r *Ring) touch(key string, d uint64, now int64, owned bool) bool {
+	h := xxhash.Sum64String(key)
+	if now >= r.nextMaint.Load() {
+		r.maintain(now)
+	}
+	t := r.active.Load()
+	e := r.epoch(now)
+	for {
+		n := t.lookup(h, key)
+		if n == nil {
+			if n, _ = r.insert(t, h, key, owned, false); n == nil {
+				return false
+			}
+		}
+		if r.add(n, d, e) {
+			r.touches.add(h, d)
+			return true
+		}
+		// n was deleted between lookup and add: count on its replacement.
+	}
+}
+
+// add counts d touches at epoch e on n. It returns false, having counted
+// nothing that anyone will read, if n is dead.
+func (r *Ring) add(n *node, d uint64, e int64) bool {
+	if !r.windowed {
+		return n.count.Add(d)&deadBit == 0
+	}
+	n.lock()
+	if n.dead() {
+		n.unlock()
+		return false
+	}
+	n.count.Add(d)
+	n.winAdd(e, d, r.slots)
+	n.unlock()
+	return true
+}
+
+// insert creates a node for key in t unless the cap refuses it, and returns
+// the live node for key (new or existing), or nil if refused. force admits
+// past the cap.
+func (r *Ring) insert(t *table, h uint64, key string, owned, force bool) (n *node, inserted bool) {
+	if !r.reserve(t) {
+		switch {
+		case force:
+			r.forced.Add(1)
+		case r.sample > 0 && h>>(64-r.sample) == 0:
+			// Sampled in. The top hash bits are independent of the bucket
+			// (low bits), so sampling does not favour some buckets.
+		case r.admit != nil && r.admit(key):
+			r.forced.Add(1)
+		case r.sample > 0:
+			r.sampledOut.add(h, 1)
+			return nil, false
+		default:
+			r.refused.add(h, 1)
+			return nil, false
+		}
+		t.nodes.Add(1)
+	}
+	if !owned {
+		key = strings.Clone(key)
+	}
+	n, inserted = t.findOrInsert(newNode(h, key, r.slots))
+	if !inserted {
+		t.nodes.Add(-1) // another goroutine inserted key first
+	}
+	return n, inserted
+}
+
+// reserve takes one node of t's cap, reporting false if it is full.
+func (r *Ring) reserve(t *table) bool {
+	if r.maxNodes == 0 {
+		t.nodes.Add(1)
+		return true
+	}
+	if t.nodes.Load() >= r.maxNodes {
+		return false
+	}
+	if t.nodes.Add(1) > r.maxNodes {
+		t.nodes.Add(-1)
+		return false
+	}
+	return true
+}
+
+// Admit makes sure key is tracked by the active generation, creating its
+// node with a zero count even when the node cap or sampling would refuse
+// it. Use it for keys known to matter, e.g. whose Count-Min estimate passed
+// a gate, so that a key turning hot after the ring filled is still tracked
+// exactly. It reports whether a node was created.
+func (r *Ring) Admit(key string) bool {
+	h := xxhash.Sum64String(key)
+	t := r.active.Load()
+	if t.lookup(h, key) != nil {
+		return false
+	}
+	_, inserted := r.insert(t, h, key, true, true)
+	return inserted
+}
+
+// score is n's count as of epoch e: its window total when windowed, its
+// lifetime count otherwise; 0 if n is dead or nil.
+func (r *Ring) score(n *node, e int64) uint64 {
+	if n == nil {
+		return 0
+	}
+	if !r.windowed {
+		c := n.count.Load()
+		if c&deadBit != 0 {
+			return 0
+		}
+		return c
+	}
+	n.lock()
+	var s uint64
+	if !n.dead() {
+		s = n.winTotal(e, r.slots)
+	}
+	n.unlock()
+	return s
+}
+
+// combine merges a key's counts in the active and warm generations for
+// point reads (Frequency, TouchAndClamp). Windowed counts are summed: each
+// touch lives in exactly one generation and the window drops old ones, so
+// the sum is the exact window count, while the seed's max would let a key
+// whose window straddles a rotation read low and escape its clamp. Lifetime
+// counts take the max, as the seed does, so a key reads about one
+// generation's worth of touches.
+func (r *Ring) combine(a, w uint64) uint64 {
+	if r.windowed {
+		return a + w
+	}
+	return max(a, w)
+}
+
+// Frequency returns key's count now (per Options.Clock): its touches in the
+// sliding window if one is configured, else its lifetime count (decayed, if
+// decay is on). With rotation it merges both generations (see the package
+// documentation). An untracked key reads 0.
+func (r *Ring) Frequency(key string) uint64 { return r.FrequencyAt(key, r.now()) }
+
+// FrequencyAt is Frequency at time now, in nanoseconds since the Unix epoch.
+func (r *Ring) FrequencyAt(key string, now int64) uint64 {
+	h := xxhash.Sum64String(key)
+	if now >= r.nextMaint.Load() {
+		r.maintain(now)
+	}
+	e := r.epoch(now)
+	a := r.score(r.active.Load().lookup(h, key), e)
+	var w uint64
+	if wt := r.warm.Load(); wt != nil {
+		w = r.score(wt.lookup(h, key), e)
+	}
+	return r.combine(a, w)
+}
+
+// TouchAndClamp counts one access to key unless key's count (as Frequency
+// reports it) already reached limit. It returns the count after the call
+// and whether the access was refused (limited). Callers use it to throttle:
+// limited means "over the limit, back off". A key the node cap refuses is
+// not counted; it reports its warm-generation count, limited if that
+// reached limit.
+//
+// Within one generation check and count are atomic, so concurrent callers
+// never push a key past limit; the warm generation's share is read just
+// before, so a rotation at that instant can let one extra touch through.
+func (r *Ring) TouchAndClamp(key string, limit uint64) (count uint64, limited bool) {
+	return r.TouchAndClampAt(key, limit, r.now())
+}
+
+// TouchAndClampAt is TouchAndClamp at time now, in nanoseconds since the
+// Unix epoch.
+func (r *Ring) TouchAndClampAt(key string, limit uint64, now int64) (count uint64, limited bool) {
+	h := xxhash.Sum64String(key)
+	if now >= r.nextMaint.Load() {
+		r.maintain(now)
+	}
+	e := r.epoch(now)
+	t := r.active.Load()
+	var w uint64
+	if wt := r.warm.Load(); wt != nil {
+		w = r.score(wt.lookup(h, key), e)
+	}
+	for {
+		n := t.lookup(h, key)
+		if n == nil {
+			if n, _ = r.insert(t, h, key, true, false); n == nil {
+				return w, w >= limit
+			}
+		}
+		count, limited, ok := r.clamp(n, limit, w, e)
+		if !ok {
+			continue // n was deleted meanwhile; retry on its replacement
+		}
+		if limited {
+			r.clamped.add(h, 1)
+		} else {
+			r.touches.add(h, 1)
+		}
+		return count, limited
+	}
+}
+
+// clamp is TouchAndClamp on one node; w is the warm generation's count.
+func (r *Ring) clamp(n *node, limit, w uint64, e int64) (count uint64, limited, ok bool) {
+	if !r.windowed {
+		for {
+			c := n.count.Load()
+			if c&deadBit != 0 {
+				return 0, false, false
+			}
+			if cur := max(c, w); cur >= limit {
+				return cur, true, true
+			}
+			if n.count.CompareAndSwap(c, c+1) {
+				return max(c+1, w), false, true
+			}
+		}
+	}
+	n.lock()
+	defer n.unlock()
+	if n.dead() {
+		return 0, false, false
+	}
+	cur := n.winTotal(e, r.slots) + w
+	if cur >= limit {
+		return cur, true, true
+	}
+	n.count.Add(1)
+	if !n.winAdd(e, 1, r.slots) {
+		return cur, false, true // too late for the window: counted for life only
+	}
+	return cur + 1, false, true
+}
+
+// Remove stops tracking key in both generations and reports whether it was
+// tracked. Its counts are discarded; a later touch starts from zero.
+func (r *Ring) Remove(key string) bool {
+	h := xxhash.Sum64String(key)
+	found := false
+	for _, t := range r.tables() {
+		for {
+			n := t.lookup(h, key)
+			if n == nil {
+				break
+			}
+			if r.kill(t, n, false, 0) {
+				found = true
+				r.removed.Add(1)
+			}
+		}
+	}
+	return found
+}
+
+// kill logically deletes n from t, then unlinks it. With onlyCold it
+// deletes n only if its score at epoch e is zero. It reports whether n was
+// deleted by this call.
+func (r *Ring) kill(t *table, n *node, onlyCold bool, e int64) bool {
+	if !r.windowed {
+		for {
+			c := n.count.Load()
+			if c&deadBit != 0 || (onlyCold && c != 0) {
+				return false
+			}
+			if n.count.CompareAndSwap(c, c|deadBit) {
+				break
+			}
+		}
+	} else {
+		n.lock()
+		if n.dead() || (onlyCold && n.winTotal(e, r.slots) != 0) {
+			n.unlock()
+			return false
+		}
+		n.count.Or(deadBit)
+		n.unlock()
+	}
+	t.nodes.Add(-1)
+	mu := t.lockBucket(n.hash)
+	t.unlink(n)
+	mu.Unlock()
+	return true
+}
+
+// tables returns the live generations, active first.
+func (r *Ring) tables() []*table {
+	a, w := r.active.Load(), r.warm.Load()
+	if w == nil {
+		return []*table{a}
+	}
+	return []*table{a, w}
+}
+
+// Len returns the number of nodes in both generations. A key tracked by
+// both counts twice; this is the number that the memory bound is about.
+func (r *Ring) Len() int {
+	n := r.active.Load().nodes.Load()
+	if w := r.warm.Load(); w != nil {
+		n += w.nodes.Load()
+	}
+	return int(n)
+}

@@ -1,0 +1,153 @@
+package hotring
+
+import "math"
+
+// Maintenance: rotation, decay and cold sweeps. There is no background
+// goroutine. Every method that takes a time compares it with nextMaint (one
+// atomic load) and, when due, runs maintain inline. Schedules are aligned
+// to multiples of their interval since the Unix epoch, so a replay that
+// starts mid-stream rotates at the same instants as the live run did.
+
+// Tick runs the rotation, decay and cold sweep that are due at now (per
+// Options.Clock) without touching any key. Call it on idle partitions so
+// time still moves for them.
+func (r *Ring) Tick() { r.TickAt(r.now()) }
+
+// TickAt is Tick at time now, in nanoseconds since the Unix epoch.
+func (r *Ring) TickAt(now int64) {
+	if now >= r.nextMaint.Load() {
+		r.maintain(now)
+	}
+}
+
+// nextAfter returns the first multiple of iv strictly after now.
+func nextAfter(now, iv int64) int64 {
+	q := now / iv
+	if now%iv < 0 {
+		q--
+	}
+	return (q + 1) * iv
+}
+
+// maintain runs what is due at now. If another goroutine is already
+// maintaining, it returns at once and the caller proceeds with the current
+// generations, which is safe: every state the caller can observe is valid.
+// Time that moves backwards (late events) never undoes maintenance.
+func (r *Ring) maintain(now int64) {
+	if !r.maintMu.TryLock() {
+		return
+	}
+	defer r.maintMu.Unlock()
+	if now < r.nextMaint.Load() {
+		return // another caller just did it
+	}
+	o := &r.opts
+	if !r.started {
+		r.started = true
+		r.nextRot, r.nextDecay, r.nextSweep = math.MaxInt64, math.MaxInt64, math.MaxInt64
+		if o.RotationInterval > 0 {
+			r.nextRot = nextAfter(now, int64(o.RotationInterval))
+		}
+		if o.DecayInterval > 0 {
+			r.nextDecay = nextAfter(now, int64(o.DecayInterval))
+		}
+		if o.ColdSweepInterval > 0 {
+			r.nextSweep = nextAfter(now, int64(o.ColdSweepInterval))
+		}
+	}
+	if now >= r.nextRot {
+		iv := int64(o.RotationInterval)
+		k := (now-r.nextRot)/iv + 1 // boundaries crossed
+		r.rotate(k)
+		r.nextRot = nextAfter(now, iv)
+	}
+	if now >= r.nextDecay {
+		iv := int64(o.DecayInterval)
+		k := (now-r.nextDecay)/iv + 1
+		r.decay(k)
+		r.nextDecay = nextAfter(now, iv)
+	}
+	if now >= r.nextSweep {
+		r.sweep(now, true)
+		r.nextSweep = nextAfter(now, int64(o.ColdSweepInterval))
+	}
+	r.nextMaint.Store(min(r.nextRot, r.nextDecay, r.nextSweep))
+}
+
+// rotate moves the generations k rotation boundaries forward: the active
+// one becomes warm and a fresh one becomes active; after two or more
+// boundaries both old generations are out of date and are dropped.
+//
+// A touch that loaded the old active table just before the swap lands in
+// what is now the warm generation; it is still counted by every read.
+func (r *Ring) rotate(k int64) {
+	old := r.active.Load()
+	if k >= 2 {
+		r.warm.Store(nil)
+	} else {
+		r.warm.Store(old)
+	}
+	r.active.Store(newTable(r.opts.Bits))
+	r.rotations.Add(uint64(k))
+}
+
+// decay shifts every lifetime count right by k × DecayShift bits.
+func (r *Ring) decay(k int64) {
+	shift := uint64(r.opts.DecayShift) * uint64(k)
+	for _, t := range r.tables() {
+		t.walk(func(n *node) {
+			for {
+				c := n.count.Load()
+				if c&deadBit != 0 {
+					return
+				}
+				var nc uint64
+				if shift < 64 {
+					nc = c >> shift
+				}
+				if n.count.CompareAndSwap(c, nc) {
+					return
+				}
+			}
+		})
+	}
+	r.decays.Add(uint64(k))
+}
+
+// EvictCold removes every cold node now (per Options.Clock) and returns how
+// many it removed. A node is cold when its window count is zero, or,
+// without a window, when its lifetime count decayed to zero. Without a
+// window and without decay nothing is ever cold; rotation is then what
+// frees memory. EvictCold walks every node: O(Len()).
+func (r *Ring) EvictCold() int { return r.EvictColdAt(r.now()) }
+
+// EvictColdAt is EvictCold at time now, in nanoseconds since the Unix
+// epoch.
+func (r *Ring) EvictColdAt(now int64) int { return r.sweep(now, false) }
+
+// sweep removes cold nodes. With onlyFull it skips generations that are
+// below 3/4 of the cap, where the room is not needed.
+func (r *Ring) sweep(now int64, onlyFull bool) int {
+	e := r.epoch(now)
+	total := 0
+	for _, t := range r.tables() {
+		if onlyFull && r.maxNodes > 0 && t.nodes.Load()*4 < r.maxNodes*3 {
+			continue
+		}
+		var cold []*node
+		t.walk(func(n *node) {
+			if r.score(n, e) == 0 {
+				cold = append(cold, n)
+			}
+		})
+		for _, n := range cold {
+			// kill re-checks coldness atomically with the deletion, so a
+			// node touched since the walk survives.
+			if r.kill(t, n, true, e) {
+				total++
+			}
+		}
+	}
+	r.evicted.Add(uint64(total))
+	return total
+}
