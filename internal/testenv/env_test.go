@@ -41,7 +41,7 @@ func run(t *testing.T, f func(testing.TB)) *recordTB {
 
 func TestRequire(t *testing.T) {
 	for _, tc := range []struct {
-		name, value, ci string
+		name, value, ci    string
 		wantSkip, wantFail bool
 	}{
 		{name: "set", value: "127.0.0.1:1", ci: "true"},
