@@ -100,17 +100,20 @@ func (r *reader) bytes(what string, n uint64) []byte {
 	return b
 }
 
-// header checks magic and version.
+// header checks magic and version at the cursor.
 func (r *reader) header(magic, kind string) {
-	if len(r.buf) < len(magic)+1+crcLen {
-		r.fail("%s: %d bytes is shorter than the smallest encoding", kind, len(r.buf))
+	if r.err != nil {
 		return
 	}
-	if string(r.buf[:len(magic)]) != magic {
-		r.fail("%s: bad magic %q, want %q (is this blob of another type?)", kind, r.buf[:len(magic)], magic)
+	if r.remaining() < len(magic)+1+crcLen {
+		r.fail("%s at offset %d: %d bytes left, shorter than the smallest encoding", kind, r.off, r.remaining())
 		return
 	}
-	r.off = len(magic)
+	if got := r.buf[r.off : r.off+len(magic)]; string(got) != magic {
+		r.fail("%s at offset %d: bad magic %q, want %q (is this blob of another type?)", kind, r.off, got, magic)
+		return
+	}
+	r.off += len(magic)
 	if v := r.byte("version"); v != codecVersion && r.err == nil {
 		r.fail("%s: unsupported version %d (this build reads version %d; upgrade the reader)", kind, v, codecVersion)
 	}

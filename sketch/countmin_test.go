@@ -1,0 +1,256 @@
+package sketch
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// randomStream returns n key ids drawn from a skewed distribution over
+// keys distinct keys, so some keys repeat a lot and many collide.
+func randomStream(seed uint64, n, keys int) []uint64 {
+	r := rand.New(rand.NewPCG(seed, 99))
+	z := rand.NewZipf(r, 1.3, 1, uint64(keys-1))
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = z.Uint64()
+	}
+	return out
+}
+
+func newCMS(t testing.TB, cfg CountMinConfig) *CountMin {
+	t.Helper()
+	s, err := NewCountMin(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+func TestCountMinConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  CountMinConfig
+		ok   bool
+	}{
+		{"zero value is the default", CountMinConfig{}, true},
+		{"explicit", CountMinConfig{Depth: 5, Width: 1000, Seed: 7}, true},
+		{"negative depth", CountMinConfig{Depth: -1}, false},
+		{"depth over max", CountMinConfig{Depth: MaxDepth + 1}, false},
+		{"negative width", CountMinConfig{Width: -3}, false},
+		{"width over max", CountMinConfig{Width: MaxWidth + 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			_, err = NewCountMin(tc.cfg)
+			require.ErrorIs(t, err, ErrInvalidConfig)
+		})
+	}
+}
+
+func TestCountMinNeverUnderestimates(t *testing.T) {
+	for _, cfg := range []CountMinConfig{
+		{Depth: 4, Width: 64},
+		{Depth: 4, Width: 64, Conservative: true},
+		{Depth: 2, Width: 17, Seed: 3},
+		{Depth: 1, Width: 1, Conservative: true},
+	} {
+		s := newCMS(t, cfg)
+		exact := map[uint64]uint64{}
+		r := rand.New(rand.NewPCG(1, 2))
+		for _, id := range randomStream(5, 20_000, 5_000) {
+			w := 1 + r.Uint64N(3)
+			exact[id] += w
+			if w == 1 {
+				s.Add(appendKey(nil, id))
+			} else {
+				s.AddStringN(string(appendKey(nil, id)), w)
+			}
+		}
+		var total uint64
+		for id, c := range exact {
+			total += c
+			require.GreaterOrEqual(t, s.Estimate(appendKey(nil, id)), c, "cfg %+v key %d", cfg, id)
+			require.Equal(t, s.Estimate(appendKey(nil, id)), s.EstimateString(string(appendKey(nil, id))))
+		}
+		require.Equal(t, total, s.Total())
+	}
+}
+
+// TestCountMinErrorBound checks the (ε, δ) guarantee on a fixed-seed stream:
+// the fraction of keys whose over-estimate exceeds ε·N stays below δ.
+func TestCountMinErrorBound(t *testing.T) {
+	for _, cfg := range []CountMinConfig{{Depth: 3, Width: 272}, {Depth: 4, Width: 2048}} {
+		s := newCMS(t, cfg)
+		exact := map[uint64]uint64{}
+		for _, id := range randomStream(11, 200_000, 100_000) {
+			exact[id]++
+			s.Add(appendKey(nil, id))
+		}
+		bound := cfg.Epsilon() * float64(s.Total())
+		bad := 0
+		for id, c := range exact {
+			if float64(s.Estimate(appendKey(nil, id))-c) > bound {
+				bad++
+			}
+		}
+		frac := float64(bad) / float64(len(exact))
+		t.Logf("%dx%d: %d of %d keys over ε·N = %.0f (%.4f%%, δ = %.4f%%)", cfg.Depth, cfg.Width, bad, len(exact), bound, 100*frac, 100*cfg.Delta())
+		require.Less(t, frac, cfg.Delta())
+	}
+}
+
+func TestCountMinMergeEqualsOneSketch(t *testing.T) {
+	cfg := CountMinConfig{Depth: 4, Width: 128, Seed: 9}
+	a, b, both := newCMS(t, cfg), newCMS(t, cfg), newCMS(t, cfg)
+	for i, id := range randomStream(3, 30_000, 4_000) {
+		k := appendKey(nil, id)
+		if i%3 == 0 {
+			a.AddN(k, 2)
+		} else {
+			b.Add(k)
+		}
+		if i%3 == 0 {
+			both.AddN(k, 2)
+		} else {
+			both.Add(k)
+		}
+	}
+	require.NoError(t, a.Merge(b))
+	require.Equal(t, both.counters, a.counters, "merged counters differ from one sketch fed both streams")
+	require.Equal(t, both.Total(), a.Total())
+}
+
+func TestCountMinConservativeMergeIsUpperBound(t *testing.T) {
+	cfg := CountMinConfig{Depth: 3, Width: 50, Conservative: true}
+	a, b := newCMS(t, cfg), newCMS(t, cfg)
+	exact := map[uint64]uint64{}
+	for i, id := range randomStream(4, 10_000, 3_000) {
+		exact[id]++
+		if i%2 == 0 {
+			a.Add(appendKey(nil, id))
+		} else {
+			b.Add(appendKey(nil, id))
+		}
+	}
+	require.NoError(t, a.Merge(b))
+	for id, c := range exact {
+		require.GreaterOrEqual(t, a.Estimate(appendKey(nil, id)), c)
+	}
+}
+
+func TestCountMinMergeMismatch(t *testing.T) {
+	base := CountMinConfig{Depth: 4, Width: 100, Seed: 1}
+	for _, other := range []CountMinConfig{
+		{Depth: 3, Width: 100, Seed: 1},
+		{Depth: 4, Width: 101, Seed: 1},
+		{Depth: 4, Width: 100, Seed: 2},
+	} {
+		a, b := newCMS(t, base), newCMS(t, other)
+		a.AddString("x")
+		before := a.Clone()
+		err := a.Merge(b)
+		require.ErrorIs(t, err, ErrDimensionMismatch)
+		var me *MismatchError
+		require.ErrorAs(t, err, &me)
+		require.Equal(t, MismatchError{Kind: "count-min", Depth: 4, Width: 100, Seed: 1,
+			OtherDepth: other.Depth, OtherWidth: other.Width, OtherSeed: other.Seed}, *me)
+		require.Equal(t, before, a, "a failed merge must leave the receiver unchanged")
+	}
+}
+
+func TestCountMinRoundTrip(t *testing.T) {
+	for _, cfg := range []CountMinConfig{{}, {Depth: 2, Width: 33, Seed: math.MaxUint64, Conservative: true}} {
+		s := newCMS(t, cfg)
+		for _, id := range randomStream(8, 5_000, 1_000) {
+			s.AddN(appendKey(nil, id), id%7+1)
+		}
+		b, err := s.MarshalBinary()
+		require.NoError(t, err)
+		var got CountMin
+		require.NoError(t, got.UnmarshalBinary(b))
+		require.Equal(t, s, &got)
+		// AppendBinary onto a prefix frames the same bytes.
+		b2, err := s.AppendBinary([]byte("prefix"))
+		require.NoError(t, err)
+		require.Equal(t, b, b2[len("prefix"):])
+	}
+}
+
+func TestCountMinRejectsCorruption(t *testing.T) {
+	s := newCMS(t, CountMinConfig{Depth: 2, Width: 16})
+	for i := range 100 {
+		s.AddString(string(appendKey(nil, uint64(i))))
+	}
+	good, err := s.MarshalBinary()
+	require.NoError(t, err)
+	check := func(name string, b []byte) {
+		t.Helper()
+		var d CountMin
+		err := d.UnmarshalBinary(b)
+		require.ErrorIs(t, err, ErrCorrupt, name)
+	}
+	for n := range len(good) {
+		check("truncated", good[:n])
+	}
+	check("trailing byte", append(append([]byte{}, good...), 0))
+	for i := range good {
+		for _, bit := range []byte{1, 0x80} {
+			b := append([]byte{}, good...)
+			b[i] ^= bit
+			check("bit flip", b)
+		}
+	}
+	bad := append([]byte{}, good...)
+	bad[4] = 2
+	var d CountMin
+	require.ErrorContains(t, d.UnmarshalBinary(bad), "unsupported version 2")
+	require.True(t, errors.Is(d.UnmarshalBinary(nil), ErrCorrupt))
+}
+
+func TestDimensionsForError(t *testing.T) {
+	d, w, err := DimensionsForError(0.001, 0.01)
+	require.NoError(t, err)
+	require.Equal(t, 5, d)    // ⌈ln 100⌉
+	require.Equal(t, 2719, w) // ⌈e / 0.001⌉
+	s, err := NewCountMinWithError(0.001, 0.01, 0)
+	require.NoError(t, err)
+	require.LessOrEqual(t, s.Config().Epsilon(), 0.001)
+	require.LessOrEqual(t, s.Config().Delta(), 0.01)
+	for _, bad := range [][2]float64{{0, 0.1}, {0.1, 0}, {1, 0.1}, {0.1, 1}, {math.NaN(), 0.1}, {1e-12, 0.1}} {
+		_, _, err := DimensionsForError(bad[0], bad[1])
+		require.ErrorIs(t, err, ErrInvalidConfig, "%v", bad)
+	}
+}
+
+func TestDimensionsForBudget(t *testing.T) {
+	cfg, err := DimensionsForBudget(1<<20, 0)
+	require.NoError(t, err)
+	require.Equal(t, CountMinConfig{Depth: 4, Width: 32768}, cfg)
+	require.Equal(t, 1<<20, cfg.Bytes())
+	_, err = DimensionsForBudget(16, 4)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = DimensionsForBudget(1<<20, MaxDepth+1)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+
+	tk, err := TopKConfigForBudget(1<<20, 2048, 32)
+	require.NoError(t, err)
+	want := TopKTableBytes(2048) + 2048*TopKEntryBytes(32) + tk.Sketch.Bytes()
+	require.LessOrEqual(t, want, 1<<20)
+	_, err = TopKConfigForBudget(1<<16, 2048, 32)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = TopKConfigForBudget(1<<20, 0, 32)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+func TestDefaultMemory(t *testing.T) {
+	s := newCMS(t, CountMinConfig{})
+	require.Equal(t, 64<<10, s.Bytes())
+	require.InDelta(t, 0.00133, s.Config().Epsilon(), 0.00001)
+}
