@@ -50,7 +50,8 @@ type Options struct {
 	// RotationInterval enables dual-ring rotation: every RotationInterval of
 	// ring time the active generation becomes the warm one and a fresh empty
 	// active generation starts; the old warm generation is dropped. This
-	// bounds memory to about 2 × NodeCap nodes. 0 disables rotation.
+	// bounds memory to about 2 × NodeCap nodes. 0 disables rotation. With
+	// a window it must be at least the window's length.
 	RotationInterval time.Duration
 
 	// NodeCap caps the number of nodes per generation. 0 means no cap.
@@ -134,6 +135,11 @@ func (o Options) Validate() error {
 		return invalid("SampleBits = %d, want 0 to %d", o.SampleBits, MaxSampleBits)
 	case o.SampleBits > 0 && o.NodeCap == 0:
 		return invalid("SampleBits = %d has no effect without NodeCap; set NodeCap or SampleBits = 0", o.SampleBits)
+	case o.RotationInterval > 0 && o.windowed() && o.RotationInterval < time.Duration(o.WindowSlots)*o.WindowSlotDuration:
+		// A generation is dropped one interval after it stops taking
+		// touches; shorter than the window, that would drop touches still
+		// inside it and window counts would read low.
+		return invalid("RotationInterval = %v is shorter than the window (%d × %v); raise it", o.RotationInterval, o.WindowSlots, o.WindowSlotDuration)
 	case o.ColdSweepInterval < 0:
 		return invalid("ColdSweepInterval = %v, want >= 0", o.ColdSweepInterval)
 	}

@@ -31,6 +31,9 @@ func (r *Ring) TopNAt(n int, now int64) []KeyCount {
 			h.down(0)
 		}
 	})
+	if len(h) == 0 {
+		return nil
+	}
 	out := []KeyCount(h)
 	sortDesc(out)
 	return out

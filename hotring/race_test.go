@@ -1,0 +1,5 @@
+//go:build race
+
+package hotring
+
+const raceEnabled = true
