@@ -385,7 +385,7 @@ func (r *Ring) Remove(key string) bool {
 	h := xxhash.Sum64String(key)
 	found := false
 	for _, t := range r.tables() {
-		for {
+		for t != nil {
 			n := t.lookup(h, key)
 			if n == nil {
 				break
@@ -429,13 +429,10 @@ func (r *Ring) kill(t *table, n *node, onlyCold bool, e int64) bool {
 	return true
 }
 
-// tables returns the live generations, active first.
-func (r *Ring) tables() []*table {
-	a, w := r.active.Load(), r.warm.Load()
-	if w == nil {
-		return []*table{a}
-	}
-	return []*table{a, w}
+// tables returns the generations, active first; the warm one is nil
+// before the first rotation. An array, so that callers do not allocate.
+func (r *Ring) tables() [2]*table {
+	return [2]*table{r.active.Load(), r.warm.Load()}
 }
 
 // Len returns the number of nodes in both generations. A key tracked by

@@ -95,6 +95,9 @@ func (r *Ring) rotate(k int64) {
 func (r *Ring) decay(k int64) {
 	shift := uint64(r.opts.DecayShift) * uint64(k)
 	for _, t := range r.tables() {
+		if t == nil {
+			continue
+		}
 		t.walk(func(n *node) {
 			for {
 				c := n.count.Load()
@@ -131,6 +134,9 @@ func (r *Ring) sweep(now int64, onlyFull bool) int {
 	e := r.epoch(now)
 	total := 0
 	for _, t := range r.tables() {
+		if t == nil {
+			continue
+		}
 		if onlyFull && r.maxNodes > 0 && t.nodes.Load()*4 < r.maxNodes*3 {
 			continue
 		}

@@ -1,0 +1,253 @@
+package hotring
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// checkSnapshot verifies what a concurrent reader may rely on: sorted,
+// no key twice.
+func checkSnapshot(t testing.TB, kcs []KeyCount) {
+	seen := make(map[string]bool, len(kcs))
+	for i, kc := range kcs {
+		if seen[kc.Key] {
+			t.Errorf("key %q twice in snapshot", kc.Key)
+		}
+		seen[kc.Key] = true
+		if i > 0 && better(kc, kcs[i-1]) {
+			t.Errorf("snapshot out of order at %d: %v before %v", i, kcs[i-1], kc)
+		}
+	}
+}
+
+// Many goroutines touching overlapping keys lose no increment, with or
+// without a window, while walkers run TopN and KeysAbove.
+func TestConcurrentTouchesNotLost(t *testing.T) {
+	for _, o := range []Options{
+		{Bits: 2},
+		{Bits: 2, WindowSlots: 8, WindowSlotDuration: time.Hour},
+	} {
+		t.Run(fmt.Sprintf("window=%v", o.WindowSlots > 0), func(t *testing.T) {
+			r := newRing(t, o)
+			const workers, keys = 8, 64
+			per := 20000
+			if short() {
+				per = 4000
+			}
+			var want [keys]atomic.Uint64
+			var wg, walkers sync.WaitGroup
+			stop := make(chan struct{})
+			for w := 0; w < 2; w++ {
+				walkers.Add(1)
+				go func() {
+					defer walkers.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						checkSnapshot(t, r.TopNAt(10, t0))
+						checkSnapshot(t, r.KeysAboveAt(1, t0))
+					}
+				}()
+			}
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func(seed uint64) {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(seed, 9))
+					for i := 0; i < per; i++ {
+						k := rng.IntN(keys)
+						n := 1 + rng.Uint64N(3)
+						if !r.TouchNAt(keyName(k), n, t0) {
+							t.Errorf("touch of %d refused", k)
+						}
+						want[k].Add(n)
+					}
+				}(uint64(w))
+			}
+			wg.Wait()
+			close(stop)
+			walkers.Wait()
+			var total uint64
+			for k := range want {
+				require.Equal(t, want[k].Load(), r.FrequencyAt(keyName(k), t0), "key %d", k)
+				total += want[k].Load()
+			}
+			require.Equal(t, total, r.Stats().Touches)
+			require.Equal(t, keys, r.Len())
+			checkInvariants(t, r)
+		})
+	}
+}
+
+// Concurrent TouchAndClamp never lets a key past its limit.
+func TestConcurrentClampExact(t *testing.T) {
+	for _, o := range []Options{{}, {WindowSlots: 4, WindowSlotDuration: time.Hour}} {
+		t.Run(fmt.Sprintf("window=%v", o.WindowSlots > 0), func(t *testing.T) {
+			r := newRing(t, o)
+			const workers, per, limit = 8, 500, 1234
+			var admitted, limited atomic.Int64
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < per; i++ {
+						c, lim := r.TouchAndClampAt("k", limit, t0)
+						if c > limit {
+							t.Errorf("count %d past limit", c)
+						}
+						if lim {
+							limited.Add(1)
+						} else {
+							admitted.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			require.EqualValues(t, limit, admitted.Load())
+			require.EqualValues(t, workers*per-limit, limited.Load())
+			require.EqualValues(t, limit, r.FrequencyAt("k", t0))
+			require.EqualValues(t, workers*per-limit, r.Stats().Clamped)
+		})
+	}
+}
+
+// Removal, cold eviction and admission race with touches and walkers. The
+// list structure stays intact, and eviction never loses a touch: a touch
+// racing with the eviction of its key moves to a fresh node.
+func TestConcurrentRemoveEvictTouch(t *testing.T) {
+	for _, o := range []Options{
+		{Bits: 2},
+		{Bits: 2, WindowSlots: 4, WindowSlotDuration: time.Hour},
+	} {
+		t.Run(fmt.Sprintf("window=%v", o.WindowSlots > 0), func(t *testing.T) {
+			r := newRing(t, o)
+			const keys = 40
+			per := 5000
+			if short() {
+				per = 1500
+			}
+			var want [keys]atomic.Uint64
+			var wg, bg sync.WaitGroup
+			stop := make(chan struct{})
+			running := func() bool {
+				select {
+				case <-stop:
+					return false
+				default:
+					return true
+				}
+			}
+			bg.Add(3)
+			go func() { // evictor: only zero-count nodes may go
+				defer bg.Done()
+				for running() {
+					r.EvictColdAt(t0)
+				}
+			}()
+			go func() { // admits and removes keys nobody touches
+				defer bg.Done()
+				for i := 0; running(); i++ {
+					k := fmt.Sprintf("cold-%d", i%17)
+					r.Admit(k)
+					r.Remove(fmt.Sprintf("cold-%d", (i+5)%17))
+				}
+			}()
+			go func() {
+				defer bg.Done()
+				for running() {
+					checkSnapshot(t, r.KeysAboveAt(0, t0))
+				}
+			}()
+			for w := 0; w < 4; w++ {
+				wg.Add(1)
+				go func(seed uint64) {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(seed, 7))
+					for i := 0; i < per; i++ {
+						k := rng.IntN(keys)
+						r.TouchAt(keyName(k), t0)
+						want[k].Add(1)
+					}
+				}(uint64(w))
+			}
+			wg.Wait()
+			close(stop)
+			bg.Wait()
+			for k := range want {
+				require.Equal(t, want[k].Load(), r.FrequencyAt(keyName(k), t0), "key %d", k)
+			}
+			checkInvariants(t, r)
+		})
+	}
+}
+
+// Removing touched keys while others touch them keeps the structure sound
+// and a key's count afterwards is at most its touches.
+func TestConcurrentRemoveWhileTouching(t *testing.T) {
+	r := newRing(t, Options{Bits: 1})
+	const keys = 16
+	var wg sync.WaitGroup
+	var touched [keys]atomic.Uint64
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 5))
+			for i := 0; i < 3000; i++ {
+				k := rng.IntN(keys)
+				if rng.IntN(10) == 0 {
+					r.Remove(keyName(k))
+				} else {
+					r.Touch(keyName(k))
+					touched[k].Add(1)
+				}
+			}
+		}(uint64(w))
+	}
+	wg.Wait()
+	for k := range touched {
+		require.LessOrEqual(t, r.Frequency(keyName(k)), touched[k].Load())
+	}
+	checkInvariants(t, r)
+}
+
+// Touches and rotations race: every touch lands in some generation.
+func TestConcurrentRotation(t *testing.T) {
+	clk := NewManualClock(time.Unix(0, t0))
+	r := newRing(t, Options{Bits: 3, RotationInterval: time.Minute, Clock: clk.Now})
+	var wg sync.WaitGroup
+	const workers, per = 4, 2000
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				r.Touch("k")
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 20; i++ {
+			clk.Advance(5 * time.Second) // 100 s: crosses exactly one boundary
+			r.Tick()
+		}
+	}()
+	wg.Wait()
+	sum := r.TopN(1)
+	require.Len(t, sum, 1)
+	require.EqualValues(t, workers*per, sum[0].Count, "active + warm holds every touch")
+	require.EqualValues(t, 1, r.Stats().Rotations)
+}
