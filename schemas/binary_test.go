@@ -28,7 +28,7 @@ func TestBinaryLayout(t *testing.T) {
 }
 
 func TestDecodeBinaryRejects(t *testing.T) {
-	valid := AppendBinary(nil, &typicalEvent)
+	valid := AppendBinary(nil, &fullEvent)
 	header := func(lens ...uint64) []byte {
 		b := []byte{BinaryMagic, BinaryVersion, 0, 0, 0, 0}
 		for _, n := range lens {
@@ -57,7 +57,7 @@ func TestDecodeBinaryRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := typicalEvent
+			e := fullEvent
 			err := DecodeBinary(tt.src, &e)
 			requireReason(t, err, ReasonParse, &e)
 			require.ErrorContains(t, err, tt.detail)
@@ -66,7 +66,7 @@ func TestDecodeBinaryRejects(t *testing.T) {
 }
 
 func TestDecodeBinaryEveryTruncationFails(t *testing.T) {
-	valid := AppendBinary(nil, &typicalEvent)
+	valid := AppendBinary(nil, &fullEvent)
 	for n := range len(valid) {
 		var e AccessEvent
 		require.Error(t, DecodeBinary(valid[:n], &e), "prefix of %d bytes", n)

@@ -12,7 +12,7 @@ import (
 // roundTripEvents are events every codec must carry unchanged (all keys are
 // valid UTF-8, so JSON can carry them too).
 var roundTripEvents = map[string]AccessEvent{
-	"typical":  typicalEvent,
+	"typical":  fullEvent,
 	"zero":     {},
 	"key only": {Key: "k"},
 	"all max": {TimeMs: math.MaxInt64, Key: strings.Repeat("x", 1024), App: "a", Op: "SET",
@@ -48,20 +48,20 @@ func TestCodecsRoundTrip(t *testing.T) {
 func TestDecodedStringsDoNotAliasInput(t *testing.T) {
 	for _, c := range []Codec{JSON, Binary} {
 		t.Run(c.Name(), func(t *testing.T) {
-			src := c.Append(nil, &typicalEvent)
+			src := c.Append(nil, &fullEvent)
 			var e AccessEvent
 			require.NoError(t, c.Decode(src, &e))
 			for i := range src {
 				src[i] = 'Z' // the consumer reuses its fetch buffer
 			}
-			require.Equal(t, typicalEvent, e)
+			require.Equal(t, fullEvent, e)
 		})
 	}
 }
 
 func TestDecodeAllocatesOnce(t *testing.T) {
 	for _, c := range []Codec{JSON, Binary} {
-		src := c.Append(nil, &typicalEvent)
+		src := c.Append(nil, &fullEvent)
 		var e AccessEvent
 		allocs := testing.AllocsPerRun(100, func() {
 			if err := c.Decode(src, &e); err != nil {
@@ -75,7 +75,7 @@ func TestDecodeAllocatesOnce(t *testing.T) {
 func TestEncodeDoesNotAllocate(t *testing.T) {
 	for _, c := range []Codec{JSON, Binary} {
 		buf := make([]byte, 0, 512)
-		allocs := testing.AllocsPerRun(100, func() { buf = c.Append(buf[:0], &typicalEvent) })
+		allocs := testing.AllocsPerRun(100, func() { buf = c.Append(buf[:0], &fullEvent) })
 		require.Zero(t, allocs, c.Name())
 	}
 }

@@ -14,7 +14,7 @@ func TestAppendJSON(t *testing.T) {
 		e    AccessEvent
 		want string
 	}{
-		{"typical", typicalEvent,
+		{"typical", fullEvent,
 			`{"ts":1767225600123,"key":"user:42:profile","app":"shop","op":"GET","bytes":512,"status":200,"client":"10.1.2.3","node":"redis-3","lat_us":870}`},
 		{"zero omits optional fields", AccessEvent{}, `{"ts":0,"key":""}`},
 		{"negatives are not omitted", AccessEvent{TimeMs: -1, Key: "k", Bytes: -2, Status: -3, LatencyUs: -4},
@@ -55,9 +55,9 @@ func TestDecodeJSON(t *testing.T) {
 		want AccessEvent
 	}{
 		{"typical", `{"ts":1767225600123,"key":"user:42:profile","app":"shop","op":"GET","bytes":512,"status":200,"client":"10.1.2.3","node":"redis-3","lat_us":870}`,
-			typicalEvent},
+			fullEvent},
 		{"any order and whitespace", " \t\r\n{ \"lat_us\" : 870 ,\n\"node\":\"redis-3\",\"client\":\"10.1.2.3\",\"status\":200,\"bytes\":512,\"op\":\"GET\",\"app\":\"shop\",\"key\":\"user:42:profile\",\"ts\":1767225600123 }\n",
-			typicalEvent},
+			fullEvent},
 		{"empty object", `{}`, AccessEvent{}},
 		{"missing key decodes with empty key", `{"ts":5,"app":"a"}`, AccessEvent{TimeMs: 5, App: "a"}},
 		{"unknown fields skipped", `{"x":{"a":[1,2,{"b":null}],"c":"}"},"key":"k","y":[[],{}],"z":true,"w":false,"v":null,"u":-1.5e-3,"t":"\"]"}`,
@@ -140,14 +140,14 @@ func TestDecodeJSONRejects(t *testing.T) {
 		{"bad nested object", `{"x":{"a" 1}}`, ReasonParse, "expected ':'", false},
 		{"too deep", `{"x":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`, ReasonParse, "nesting too deep", true},
 		{"ts string not a time", `{"ts":"yesterday"}`, ReasonParse, "neither Unix milliseconds nor an RFC 3339", true},
-		{"binary record", string(AppendBinary(nil, &typicalEvent)), ReasonParse, "expected '{'", false},
+		{"binary record", string(AppendBinary(nil, &fullEvent)), ReasonParse, "expected '{'", false},
 		{"invalid UTF-8 in key", "{\"key\":\"a\xffb\"}", ReasonKeyNotUTF8, "not valid UTF-8", true},
 		{"lone surrogate in key", `{"key":"a\ud800"}`, ReasonKeyNotUTF8, "not valid UTF-8", true},
 		{"reversed surrogates in key", `{"key":"\udc00\ud800"}`, ReasonKeyNotUTF8, "not valid UTF-8", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := typicalEvent
+			e := fullEvent
 			err := DecodeJSON([]byte(tt.src), &e)
 			requireReason(t, err, tt.reason, &e)
 			require.ErrorContains(t, err, tt.detail)

@@ -56,6 +56,13 @@ func (s *jsonScanner) fail(msg string) error {
 }
 
 func (s *jsonScanner) skipWS() {
+	if s.pos < len(s.src) && s.src[s.pos] > ' ' { // compact JSON: nothing to skip
+		return
+	}
+	s.skipWSSlow()
+}
+
+func (s *jsonScanner) skipWSSlow() {
 	for s.pos < len(s.src) {
 		switch s.src[s.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -109,23 +116,59 @@ func (s *jsonScanner) end() error {
 	return nil
 }
 
+// Byte classes inside a JSON string; see scanString.
+const (
+	chPlain    = iota // printable ASCII other than '"' and '\\'
+	chQuote           // '"'
+	chEscape          // '\\'
+	chControl         // < 0x20, not allowed raw
+	chNonASCII        // >= 0x80, part of a (maybe invalid) UTF-8 sequence
+)
+
+var strClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c < 0x20:
+			t[c] = chControl
+		case c == '"':
+			t[c] = chQuote
+		case c == '\\':
+			t[c] = chEscape
+		case c >= utf8.RuneSelf:
+			t[c] = chNonASCII
+		}
+	}
+	return t
+}()
+
 // scanString consumes a string starting at the current '"' and returns its
 // raw span. Escapes are checked for syntax but not decoded.
 func (s *jsonScanner) scanString() (strSpan, error) {
 	src := s.src
 	i := s.pos + 1 // past the opening quote
 	sp := strSpan{start: i, set: true}
-	for i < len(src) {
-		c := src[i]
-		if c == '"' {
+	for {
+		i = skipPlain(src, i)
+		if i >= len(src) {
+			s.pos = len(src)
+			return sp, s.fail("unterminated string")
+		}
+		switch strClass[src[i]] {
+		case chQuote:
 			sp.end = i
 			s.pos = i + 1
 			return sp, nil
-		}
-		if c == '\\' {
+		case chNonASCII:
+			sp.flags |= strNonASCII
+			i++
+		case chControl:
+			s.pos = i
+			return sp, s.fail("control character in string")
+		case chEscape:
 			sp.flags |= strEscaped
 			if i+1 >= len(src) {
-				break
+				s.pos = len(src)
+				return sp, s.fail("unterminated string")
 			}
 			switch src[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -140,19 +183,18 @@ func (s *jsonScanner) scanString() (strSpan, error) {
 				s.pos = i
 				return sp, s.fail("invalid escape in string")
 			}
-			continue
 		}
-		if c < 0x20 {
-			s.pos = i
-			return sp, s.fail("control character in string")
-		}
-		if c >= utf8.RuneSelf {
-			sp.flags |= strNonASCII
-		}
+	}
+}
+
+// skipPlain returns the index of the first byte at or after i that is not
+// chPlain (or len(src)). A table lookup per byte measured twice as fast as
+// testing eight bytes at a time (SWAR): event strings are short.
+func skipPlain(src []byte, i int) int {
+	for i < len(src) && strClass[src[i]] == chPlain {
 		i++
 	}
-	s.pos = len(src)
-	return sp, s.fail("unterminated string")
+	return i
 }
 
 func isHex4(b []byte) bool {
@@ -373,19 +415,23 @@ func (s *jsonScanner) memberName() (string, error) {
 	if s.peek() != '"' {
 		return "", s.fail("expected string for object member name")
 	}
-	sp, err := s.scanString()
-	if err != nil {
-		return "", err
-	}
-	raw := s.src[sp.start:sp.end]
 	var name string
-	if sp.flags&strEscaped != 0 {
-		b, _ := appendUnescaped(nil, raw, sp.flags, false)
-		name = string(b)
+	src := s.src
+	if i := skipPlain(src, s.pos+1); i < len(src) && src[i] == '"' {
+		// Fast path: a plain ASCII name, as every producer writes them.
+		name = unsafe.String(unsafe.SliceData(src[s.pos+1:]), i-(s.pos+1))
+		s.pos = i + 1
 	} else {
-		name = unsafe.String(unsafe.SliceData(raw), len(raw))
+		sp, err := s.scanString()
+		if err != nil {
+			return "", err
+		}
+		b, _ := appendUnescaped(nil, src[sp.start:sp.end], sp.flags, false)
+		name = string(b)
 	}
-	if err := s.expect(':', "expected ':' after object member name"); err != nil {
+	if s.pos < len(src) && src[s.pos] == ':' {
+		s.pos++
+	} else if err := s.expect(':', "expected ':' after object member name"); err != nil {
 		return "", err
 	}
 	s.skipWS()
