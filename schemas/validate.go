@@ -3,6 +3,7 @@ package schemas
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf8"
 )
@@ -70,7 +71,11 @@ type Limits struct {
 }
 
 // Validate checks e against l, using now (Unix ms) as the reference for the
-// time-skew check. The error is always an *InvalidEventError.
+// time-skew check. The error is always an *InvalidEventError, checked in
+// this order: ReasonEmptyKey, ReasonKeyTooLong, ReasonKeyNotUTF8 (unless
+// AllowBinaryKeys), then, unless the skew check is disabled,
+// ReasonMissingTime for TimeMs 0 (a decoder's "no time given") and
+// ReasonTimeSkew for a time more than MaxSkew away from nowMs.
 func (l Limits) Validate(e *AccessEvent, nowMs int64) error {
 	if len(e.Key) == 0 {
 		return &InvalidEventError{Reason: ReasonEmptyKey}
@@ -84,22 +89,39 @@ func (l Limits) Validate(e *AccessEvent, nowMs int64) error {
 			Detail: fmt.Sprintf("key is %d bytes, limit %d", len(e.Key), maxKey)}
 	}
 	if !l.AllowBinaryKeys && !utf8.ValidString(e.Key) {
-		return &InvalidEventError{Reason: ReasonKeyNotUTF8}
+		return &InvalidEventError{Reason: ReasonKeyNotUTF8,
+			Detail: "key is not valid UTF-8; use the binary codec and AllowBinaryKeys for binary keys"}
 	}
 	skew := l.MaxSkew
 	if skew == 0 {
 		skew = DefaultMaxSkew
 	}
 	if skew > 0 {
-		d := e.TimeMs - nowMs
-		if d < 0 {
-			d = -d
+		if e.TimeMs == 0 {
+			return &InvalidEventError{Reason: ReasonMissingTime,
+				Detail: "event has no time (ts is 0 or missing)"}
 		}
-		if d > skew.Milliseconds() {
+		// |TimeMs - nowMs| computed in uint64 cannot overflow, even for
+		// times near the ends of int64 (a corrupt record, a µs-vs-ms mixup).
+		var d uint64
+		if e.TimeMs >= nowMs {
+			d = uint64(e.TimeMs) - uint64(nowMs)
+		} else {
+			d = uint64(nowMs) - uint64(e.TimeMs)
+		}
+		if d > uint64(skew.Milliseconds()) {
 			return &InvalidEventError{Reason: ReasonTimeSkew,
-				Detail: fmt.Sprintf("event time %d is %s from now; limit %s",
-					e.TimeMs, time.Duration(d)*time.Millisecond, skew)}
+				Detail: fmt.Sprintf("event time %d is %s from now %d; limit %s (is it in seconds or microseconds instead of milliseconds?)",
+					e.TimeMs, msString(d), nowMs, skew)}
 		}
 	}
 	return nil
+}
+
+// msString formats a millisecond count as a duration when it fits one.
+func msString(ms uint64) string {
+	if ms > uint64(math.MaxInt64/int64(time.Millisecond)) {
+		return fmt.Sprintf("%dms", ms)
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
 }

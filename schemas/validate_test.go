@@ -1,0 +1,111 @@
+package schemas
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidate(t *testing.T) {
+	const now = int64(1767225600000)
+	day := (24 * time.Hour).Milliseconds()
+	ok := func(mod func(*AccessEvent)) AccessEvent {
+		e := AccessEvent{TimeMs: now, Key: "k"}
+		if mod != nil {
+			mod(&e)
+		}
+		return e
+	}
+	tests := []struct {
+		name   string
+		limits Limits
+		e      AccessEvent
+		want   Reason // "" means valid
+		detail string
+	}{
+		{name: "valid", e: ok(nil)},
+		{name: "empty key", e: ok(func(e *AccessEvent) { e.Key = "" }), want: ReasonEmptyKey},
+		{name: "key at default limit", e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("k", 1024) })},
+		{name: "key over default limit", e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("k", 1025) }),
+			want: ReasonKeyTooLong, detail: "key is 1025 bytes, limit 1024"},
+		{name: "key at custom limit", limits: Limits{MaxKeyBytes: 4}, e: ok(func(e *AccessEvent) { e.Key = "abcd" })},
+		{name: "key over custom limit", limits: Limits{MaxKeyBytes: 4}, e: ok(func(e *AccessEvent) { e.Key = "abcde" }),
+			want: ReasonKeyTooLong, detail: "limit 4"},
+		{name: "negative limit means default", limits: Limits{MaxKeyBytes: -1},
+			e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("k", 1025) }), want: ReasonKeyTooLong},
+		{name: "non-UTF-8 key", e: ok(func(e *AccessEvent) { e.Key = "a\xffb" }), want: ReasonKeyNotUTF8},
+		{name: "non-UTF-8 key allowed", limits: Limits{AllowBinaryKeys: true}, e: ok(func(e *AccessEvent) { e.Key = "a\xffb" })},
+		{name: "empty beats too long and UTF-8 checks", e: ok(func(e *AccessEvent) { e.Key = ""; e.TimeMs = 0 }), want: ReasonEmptyKey},
+		{name: "too long checked before UTF-8", e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("\xff", 2000) }), want: ReasonKeyTooLong},
+		{name: "missing time", e: ok(func(e *AccessEvent) { e.TimeMs = 0 }), want: ReasonMissingTime},
+		{name: "missing time accepted when skew disabled", limits: Limits{MaxSkew: -1}, e: ok(func(e *AccessEvent) { e.TimeMs = 0 })},
+		{name: "at default skew in the past", e: ok(func(e *AccessEvent) { e.TimeMs = now - 7*day })},
+		{name: "past default skew", e: ok(func(e *AccessEvent) { e.TimeMs = now - 7*day - 1 }),
+			want: ReasonTimeSkew, detail: "168h0m0.001s from now"},
+		{name: "future default skew", e: ok(func(e *AccessEvent) { e.TimeMs = now + 7*day + 1 }), want: ReasonTimeSkew},
+		{name: "seconds instead of ms", e: ok(func(e *AccessEvent) { e.TimeMs = now / 1000 }), want: ReasonTimeSkew,
+			detail: "seconds or microseconds"},
+		{name: "microseconds instead of ms", e: ok(func(e *AccessEvent) { e.TimeMs = now * 1000 }), want: ReasonTimeSkew},
+		{name: "custom skew", limits: Limits{MaxSkew: time.Minute}, e: ok(func(e *AccessEvent) { e.TimeMs = now + 60_001 }),
+			want: ReasonTimeSkew, detail: "limit 1m0s"},
+		{name: "within custom skew", limits: Limits{MaxSkew: time.Minute}, e: ok(func(e *AccessEvent) { e.TimeMs = now - 60_000 })},
+		{name: "skew disabled", limits: Limits{MaxSkew: -1}, e: ok(func(e *AccessEvent) { e.TimeMs = 1 })},
+		{name: "min int64 time does not overflow", e: ok(func(e *AccessEvent) { e.TimeMs = math.MinInt64 }), want: ReasonTimeSkew},
+		{name: "max int64 time does not overflow", e: ok(func(e *AccessEvent) { e.TimeMs = math.MaxInt64 }), want: ReasonTimeSkew},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.limits.Validate(&tt.e, now)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ie *InvalidEventError
+			require.ErrorAs(t, err, &ie)
+			require.Equal(t, tt.want, ie.Reason, "error: %v", err)
+			require.ErrorContains(t, err, tt.detail)
+		})
+	}
+}
+
+func TestValidateMinInt64AgainstZeroNow(t *testing.T) {
+	// |MinInt64 - 0| does not fit an int64: the old signed arithmetic
+	// wrapped it to a negative distance and accepted the event.
+	err := Limits{}.Validate(&AccessEvent{Key: "k", TimeMs: math.MinInt64}, 0)
+	require.Equal(t, ReasonTimeSkew, ReasonOf(err))
+}
+
+func TestReasonOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want Reason
+	}{
+		{&InvalidEventError{Reason: ReasonEmptyKey}, ReasonEmptyKey},
+		{fmt.Errorf("decode: %w", &InvalidEventError{Reason: ReasonKeyTooLong}), ReasonKeyTooLong},
+		{errors.New("boom"), ReasonParse},
+		{nil, ReasonParse},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, ReasonOf(tt.err), "%v", tt.err)
+	}
+}
+
+func TestInvalidEventErrorMessage(t *testing.T) {
+	require.Equal(t, "invalid event: empty_key", (&InvalidEventError{Reason: ReasonEmptyKey}).Error())
+	require.Equal(t, "invalid event: parse: at offset 3", (&InvalidEventError{Reason: ReasonParse, Detail: "at offset 3"}).Error())
+}
+
+// TestDecodeThenValidate shows the documented path of a JSON record with no
+// key: decoding succeeds and validation names the reason.
+func TestDecodeThenValidate(t *testing.T) {
+	var e AccessEvent
+	require.NoError(t, DecodeJSON([]byte(`{"ts":1767225600000,"app":"shop"}`), &e))
+	require.Equal(t, ReasonEmptyKey, ReasonOf(Limits{}.Validate(&e, 1767225600000)))
+	require.NoError(t, DecodeJSON([]byte(`{"key":"k"}`), &e))
+	require.Equal(t, ReasonMissingTime, ReasonOf(Limits{}.Validate(&e, 1767225600000)))
+}
