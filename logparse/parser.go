@@ -1,0 +1,84 @@
+package logparse
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// Parser turns one log line into an AccessEvent.
+//
+// Parse resets e and fills it from line, which has no trailing newline.
+// It returns nil, ErrSkip for a well-formed line that records no keyed
+// access (MONITOR's "OK", a PING), or an *schemas.InvalidEventError whose
+// Reason says why the line is unusable (ReasonParse, ReasonEmptyKey,
+// ReasonMissingTime). e.TimeMs is 0 when the line carries no time; the
+// caller substitutes the arrival time. The strings Parse stores in e never
+// alias line, so the caller may reuse line's buffer at once.
+//
+// A Parser holds no mutable state and is safe for concurrent use.
+type Parser interface {
+	// Name is the format's registered name, as config spells it.
+	Name() string
+	Parse(line []byte, e *schemas.AccessEvent) error
+}
+
+// ErrSkip is returned by Parse for lines that are well formed but record no
+// keyed access, such as the "OK" redis-cli prints when MONITOR starts or a
+// PING. Callers count these lines instead of dead-lettering them.
+var ErrSkip = errors.New("line records no keyed access")
+
+// Config selects a format and configures it. Only the section of the
+// chosen format is read.
+type Config struct {
+	// Format is a registered name: json, combined (alias nginx, apache),
+	// redis or regex.
+	Format string
+	// App is the app of events whose line names none. For redis it
+	// prefixes the database number: "cache" gives "cache/db0".
+	App      string
+	JSON     JSONConfig
+	Combined CombinedConfig
+	Regex    RegexConfig
+}
+
+// factories is the registry of formats. It is never written after
+// initialisation, so it is not global state in the sense that matters.
+var factories = map[string]func(Config) (Parser, error){
+	"json":     func(c Config) (Parser, error) { return NewJSON(c.JSON, c.App) },
+	"combined": func(c Config) (Parser, error) { return NewCombined(c.Combined, c.App) },
+	"nginx":    func(c Config) (Parser, error) { return NewCombined(c.Combined, c.App) },
+	"apache":   func(c Config) (Parser, error) { return NewCombined(c.Combined, c.App) },
+	"redis":    func(c Config) (Parser, error) { return NewRedis(c.App), nil },
+	"regex":    func(c Config) (Parser, error) { return NewRegex(c.Regex, c.App) },
+}
+
+// Formats returns the registered format names, sorted.
+func Formats() []string {
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// New returns the parser cfg.Format names, configured by cfg.
+func New(cfg Config) (Parser, error) {
+	f, ok := factories[strings.ToLower(cfg.Format)]
+	if !ok {
+		return nil, fmt.Errorf("unknown log format %q: use one of %s", cfg.Format, strings.Join(Formats(), ", "))
+	}
+	return f(cfg)
+}
+
+func parseErr(format string, args ...any) error {
+	return &schemas.InvalidEventError{Reason: schemas.ReasonParse, Detail: fmt.Sprintf(format, args...)}
+}
+
+func emptyKey(detail string) error {
+	return &schemas.InvalidEventError{Reason: schemas.ReasonEmptyKey, Detail: detail}
+}
