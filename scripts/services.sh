@@ -8,7 +8,7 @@
 #   scripts/services.sh up      install what is missing, start both, wait until
 #                               they answer, print the env (idempotent)
 #   scripts/services.sh env     print the export lines the tests read
-#   scripts/services.sh status  say what runs
+#   scripts/services.sh status  say what runs (exit 3 when a service is stopped)
 #   scripts/services.sh down    stop both (TERM, then KILL) and delete their data
 #
 #   eval "$(scripts/services.sh up)"   # progress goes to stderr, env to stdout
@@ -311,8 +311,10 @@ kafka_up() {
 	pid=$!
 	echo "$pid" >"$RUN/kafka.pid"
 
+	# Each readiness probe is a JVM start (1-3 s of CPU on two cores), so
+	# probe once the broker's log says it started, not in a busy loop.
 	local deadline=$((SECONDS + START_TIMEOUT))
-	until kafka_ready; do
+	until grep -q 'Kafka Server started' "$LOG_DIR/kafka.log" && kafka_ready; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			log "kafka: broker exited during start"
 			tail_log "$LOG_DIR/kafka.log"
