@@ -3,7 +3,30 @@
 // that carries a line ingest could not use, and their wire codecs (JSON by
 // default, a compact binary codec for throughput).
 //
-// Later it also owns the window and report types, the ClickHouse DDL and the
-// Parquet schemas, so that every on-disk or on-wire format lives in one
-// obvious place. It imports nothing else of keyheat's.
+// Where things are:
+//
+//   - event.go: AccessEvent.
+//   - validate.go: Limits.Validate and the rejection Reasons that
+//     InvalidEventError and DeadLetter carry.
+//   - codec.go: the Codec interface, the JSON and Binary values,
+//     CodecByName for config, Detect and DecodeAny for consumers that accept
+//     both formats.
+//   - json.go, jsonscan.go: the JSON format (field names and rules are
+//     documented on AppendJSON and DecodeJSON) and its hand-written scanner.
+//   - binary.go: the binary format (layout documented at the top of the
+//     file), which starts with the magic byte 0xC1 that no JSON can start
+//     with, and which alone carries keys that are not UTF-8.
+//   - deadletter.go: DeadLetter, the value of keyheat.events.dlq records.
+//
+// Decoding is on the hot path of every detect worker, so the decoders cost
+// one allocation per event: all string fields of a decoded event share one
+// backing array that does not alias the input. Decoding checks the format
+// only; whether an event is acceptable (key present, not too long, time
+// near now) is Limits.Validate's job, so a record that decodes but is
+// invalid still reaches the dead-letter topic with a precise reason.
+//
+// Later this package also owns the window and report types, the ClickHouse
+// DDL and the Parquet schemas, so that every on-disk or on-wire format lives
+// in one obvious place. It does not own transport (Kafka clients, files) or
+// parsing of access-log formats. It imports nothing else of keyheat's.
 package schemas

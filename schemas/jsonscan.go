@@ -14,6 +14,10 @@ import (
 // several allocations and about a microsecond per event. The scanner
 // validates everything it passes over (RFC 8259 grammar, including values of
 // unknown fields), so "decoded without error" means "was JSON".
+//
+// The scanner makes strings over the input with unsafe.String (member names,
+// number text) only to compare or parse them on the spot; none of them is
+// stored or returned, because the input belongs to the caller.
 
 // maxJSONDepth bounds the nesting of skipped values so that a record of a
 // million '[' cannot exhaust the stack.

@@ -30,6 +30,7 @@ type InvalidEventError struct {
 	Detail string
 }
 
+// Error formats the error as "invalid event: <reason>[: <detail>]".
 func (e *InvalidEventError) Error() string {
 	if e.Detail == "" {
 		return "invalid event: " + string(e.Reason)
