@@ -201,6 +201,23 @@ func (s *CountMin) addHash(h, n uint64) uint64 {
 	return target
 }
 
+// raiseTo is the second half of a conservative update of the key hashed to
+// h: every counter of the key below target is raised to target. The caller
+// computed target as the key's current estimate plus the weight added.
+func (s *CountMin) raiseTo(h, n, target uint64) {
+	s.total = satAdd(s.total, n)
+	h1, h2 := rowStep(h)
+	w := s.width
+	c := s.counters
+	for base := uint32(0); int(base) < len(c); base += w {
+		i := base + reduce(h1, w)
+		if c[i] < target {
+			c[i] = target
+		}
+		h1 += h2
+	}
+}
+
 func (s *CountMin) estimateHash(h uint64) uint64 {
 	h1, h2 := rowStep(h)
 	w := s.width

@@ -67,29 +67,37 @@ type Item struct {
 type entry struct {
 	key   string
 	h     uint64
-	upper uint64 // ≥ true count: min(filter estimate, bound at admission + weight since)
-	lower uint64 // ≤ true count: weight seen since admission
+	upper uint64 // ≥ true count: bound at admission + weight since
+	lower uint64 // ≤ true count: weight since admission, held here and not in the filter
 	slot  int32  // this entry's index in table
 }
 
 // TopK keeps the Capacity heaviest keys of a weighted stream with per-key
 // error bounds, in memory fixed at construction.
 //
-// Algorithm ("filtered Space-Saving"): every Add updates a conservative
-// Count-Min filter. A tracked key's counts are updated in place. An
-// untracked key is admitted while there is room, or, when full, only if its
-// filter estimate exceeds the smallest tracked upper bound, which it then
-// evicts. Because eviction always removes the smallest upper bound and
-// admission requires a larger estimate, every untracked key's true count is at
-// most Floor(): the admitted key starts at min(estimate, Floor()+weight) and
-// keeps exact counts from there. The filter is what keeps the long tail of
-// one-off keys from churning the tracked set (and allocating), which is the
-// weakness of plain Space-Saving.
+// Algorithm ("filtered Space-Saving"): a tracked key's counts are updated in
+// place and nothing else is touched. An untracked key's weight goes into a
+// conservative Count-Min filter, and the key is admitted while there is room,
+// or, when full, only if its filter estimate exceeds the smallest tracked
+// upper bound, which it then evicts; an evicted key's weight since admission
+// is added back into the filter. So the filter holds exactly the weight no
+// tracked entry holds, and every untracked key's filter estimate bounds its
+// true count. Because eviction always removes the smallest upper bound and
+// admission requires a larger estimate, every untracked key's true count is
+// also at most Floor(): the admitted key starts at min(estimate, Floor())
+// plus its weight, and keeps exact counts from there.
+//
+// The filter keeps the long tail of one-off keys from churning the tracked
+// set (and allocating), the weakness of plain Space-Saving; keeping the heavy
+// keys out of the filter (as the Augmented Sketch does) leaves its counters
+// to the tail, which tightens the tail's estimates, and makes the common case
+// (a heavy key) one hash, one probe and one heap step.
 //
 // A TopK is not safe for concurrent use.
 type TopK struct {
 	cfg    TopKConfig
 	filter *CountMin
+	total  uint64
 	heap   []entry // min-heap on (upper, lower); cap == Capacity
 	table  []int32 // open addressing, linear probing: heap index + 1, 0 = empty
 	mask   uint64
@@ -130,11 +138,7 @@ func (t *TopK) Config() TopKConfig { return t.cfg }
 func (t *TopK) Len() int { return len(t.heap) }
 
 // Total is the sum of all weights added.
-func (t *TopK) Total() uint64 { return t.filter.Total() }
-
-// Filter returns the TopK's Count-Min filter, for estimates of keys it does
-// not track. It must not be modified.
-func (t *TopK) Filter() *CountMin { return t.filter }
+func (t *TopK) Total() uint64 { return t.total }
 
 // Floor is an upper bound of the true count of every key the TopK does not
 // track: 0 until the TopK first fills, then the smallest tracked count (or a
@@ -173,30 +177,52 @@ func (t *TopK) add(key string, n uint64) {
 	if n == 0 {
 		return
 	}
+	t.total = satAdd(t.total, n)
 	h := hashString(key, t.cfg.Sketch.Seed)
-	est := t.filter.addHash(h, n)
 	if i := t.find(key, h); i >= 0 {
 		e := &t.heap[i]
 		e.lower = satAdd(e.lower, n)
-		e.upper = min(satAdd(e.upper, n), est)
+		e.upper = satAdd(e.upper, n)
 		t.down(i)
 		return
 	}
-	upper := min(est, satAdd(t.untrackedBound(), n))
+	// The key's weight so far is all in the filter, and at most the bound
+	// on untracked keys.
+	prior := t.untrackedBound()
+	var est uint64
+	if prior > 0 {
+		est = t.filter.estimateHash(h)
+		prior = min(prior, est)
+	}
 	if len(t.heap) < cap(t.heap) {
-		t.heap = append(t.heap, entry{key: strings.Clone(key), h: h, upper: upper, lower: n})
-		i := len(t.heap) - 1
+		t.admit(len(t.heap), key, h, satAdd(prior, n), n)
+		return
+	}
+	if satAdd(prior, n) <= t.heap[0].upper {
+		// Not admitted: the weight stays with the filter (a conservative
+		// update, reusing the estimate just read).
+		t.filter.raiseTo(h, n, satAdd(est, n))
+		return
+	}
+	ev := &t.heap[0]
+	t.filter.addHash(ev.h, ev.lower)
+	t.unplace(uint64(ev.slot))
+	t.admit(0, key, h, satAdd(prior, n), n)
+}
+
+// admit stores key at heap index i (i == len(t.heap) appends) and restores
+// heap order.
+func (t *TopK) admit(i int, key string, h, upper, lower uint64) {
+	e := entry{key: strings.Clone(key), h: h, upper: upper, lower: lower}
+	if i == len(t.heap) {
+		t.heap = append(t.heap, e)
 		t.place(i)
 		t.up(i)
 		return
 	}
-	if est <= t.heap[0].upper {
-		return
-	}
-	t.unplace(uint64(t.heap[0].slot))
-	t.heap[0] = entry{key: strings.Clone(key), h: h, upper: upper, lower: n}
-	t.place(0)
-	t.down(0)
+	t.heap[i] = e
+	t.place(i)
+	t.down(i)
 }
 
 // untrackedBound is the largest true count an untracked key can have.
@@ -256,6 +282,7 @@ func (t *TopK) Reset() {
 	t.heap = t.heap[:0]
 	clear(t.table)
 	t.floor = 0
+	t.total = 0
 	t.filter.Reset()
 }
 
@@ -414,8 +441,11 @@ func (t *TopK) Merge(other *TopK) error {
 		return err // unreachable: layouts were checked above
 	}
 	t.filter.cfg.Conservative = true
+	t.total = satAdd(t.total, other.total)
+	// The merged filter bounds the weight a key does not hold in lower.
 	for i := range cands {
-		cands[i].upper = min(cands[i].upper, t.filter.estimateHash(cands[i].h))
+		c := &cands[i]
+		c.upper = min(c.upper, satAdd(t.filter.estimateHash(c.h), c.lower))
 	}
 	slices.SortFunc(cands, func(a, b entry) int {
 		if c := cmp.Compare(b.upper, a.upper); c != 0 {
@@ -429,6 +459,11 @@ func (t *TopK) Merge(other *TopK) error {
 	floor := satAdd(boundT, boundO)
 	if len(cands) > cap(t.heap) {
 		floor = max(floor, cands[cap(t.heap)].upper)
+		// Keys cut from the tracked set hand their weight to the filter,
+		// which must bound every untracked key.
+		for i := range cands[cap(t.heap):] {
+			t.filter.addHash(cands[cap(t.heap)+i].h, cands[cap(t.heap)+i].lower)
+		}
 		cands = cands[:cap(t.heap)]
 	}
 	clear(t.heap)
@@ -442,8 +477,9 @@ func (t *TopK) Merge(other *TopK) error {
 
 const topKMagic = "KHTK"
 
-// MarshalBinary encodes the TopK (version 1): capacity, floor, the Count-Min
-// filter, then every tracked key with its bounds, followed by a CRC-32C.
+// MarshalBinary encodes the TopK (version 1): capacity, total, floor, the
+// Count-Min filter, then every tracked key with its bounds, followed by a
+// CRC-32C.
 // It fails only if a tracked key is longer than MaxKeyLen.
 func (t *TopK) MarshalBinary() ([]byte, error) { return t.AppendBinary(nil) }
 
@@ -452,6 +488,7 @@ func (t *TopK) AppendBinary(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst = appendHeader(dst, topKMagic)
 	dst = binary.AppendUvarint(dst, uint64(t.cfg.Capacity))
+	dst = binary.AppendUvarint(dst, t.total)
 	dst = binary.AppendUvarint(dst, t.floor)
 	dst = t.filter.appendBody(dst)
 	dst = binary.AppendUvarint(dst, uint64(len(t.heap)))
@@ -475,6 +512,7 @@ func (t *TopK) UnmarshalBinary(data []byte) error {
 	r := reader{buf: data}
 	r.header(topKMagic, "top-k")
 	capacity := r.uvarint("capacity")
+	total := r.uvarint("total")
 	floor := r.uvarint("floor")
 	if r.err != nil {
 		return r.err
@@ -497,13 +535,14 @@ func (t *TopK) UnmarshalBinary(data []byte) error {
 	if n > capacity || n > uint64(r.remaining()/3) {
 		return corruptf("top-k: %d keys declared for capacity %d with %d bytes left", n, capacity, r.remaining())
 	}
-	if floor > filter.total {
-		return corruptf("top-k: floor %d above total %d", floor, filter.total)
+	if floor > total {
+		return corruptf("top-k: floor %d above total %d", floor, total)
 	}
 	cfg := TopKConfig{Capacity: int(capacity), Sketch: filter.cfg}
 	nt := newTopK(cfg, filter)
 	nt.floor = floor
-	var lowers uint64
+	nt.total = total
+	lowers := filter.total
 	for range n {
 		kl := r.uvarint("key length")
 		if kl > MaxKeyLen {
@@ -516,8 +555,8 @@ func (t *TopK) UnmarshalBinary(data []byte) error {
 			return r.err
 		}
 		h := hashString(key, cfg.Sketch.Seed)
-		if lower == 0 || lower > upper || upper > filter.estimateHash(h) {
-			return corruptf("top-k: key %q has bounds [%d, %d] outside [1, filter estimate %d]", key, lower, upper, filter.estimateHash(h))
+		if lower == 0 || lower > upper || upper > total {
+			return corruptf("top-k: key %q has bounds [%d, %d] outside [1, total %d]", key, lower, upper, total)
 		}
 		lowers = satAdd(lowers, lower)
 		if nt.find(key, h) >= 0 {
@@ -526,8 +565,9 @@ func (t *TopK) UnmarshalBinary(data []byte) error {
 		nt.heap = append(nt.heap, entry{key: key, h: h, upper: upper, lower: lower})
 		nt.place(len(nt.heap) - 1)
 	}
-	if lowers > filter.total {
-		return corruptf("top-k: tracked lower bounds sum to %d, above total %d", lowers, filter.total)
+	// Every unit of weight is held either by the filter or by one entry.
+	if lowers != total {
+		return corruptf("top-k: filter total plus tracked lower bounds is %d, total is %d", lowers, total)
 	}
 	if err := r.finish("top-k"); err != nil {
 		return err
