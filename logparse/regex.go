@@ -121,4 +121,3 @@ func (p *Regex) Parse(line []byte, e *schemas.AccessEvent) error {
 	}
 	return nil
 }
-

@@ -1,0 +1,17 @@
+//go:build unix
+
+package ingest
+
+import (
+	"os"
+	"syscall"
+)
+
+// fileIDOf returns the device and inode of fi: what survives a rename and
+// changes when a file is recreated, so rotation can be told from growth.
+func fileIDOf(fi os.FileInfo) fileID {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{Dev: uint64(st.Dev), Ino: st.Ino} //nolint:unconvert // Dev is int32 on some platforms
+	}
+	return fileID{}
+}

@@ -1,0 +1,496 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// TailConfig configures a Tailer.
+type TailConfig struct {
+	// Paths are the files to follow, by name, like tail -F.
+	Paths []string
+	// StateFile keeps each path's acknowledged position across restarts;
+	// empty keeps none (every start is a first start).
+	StateFile string
+	// FromStart reads what a file held before ingest first saw it; by
+	// default reading starts at its end. Ignored for paths in the state
+	// file, and files created after the start are always read whole.
+	FromStart bool
+	// PollInterval is how often an idle file is checked for growth,
+	// rotation and truncation; default 200ms.
+	PollInterval time.Duration
+	// SaveInterval is how often the state file is rewritten while
+	// positions advance; default 1s. It is also the most a crash can
+	// re-send: lines acknowledged since the last save.
+	SaveInterval time.Duration
+	// MaxLineBytes bounds a line; longer ones are dead-lettered with
+	// ReasonLineTooLong. Default 1 MiB.
+	MaxLineBytes int
+	// FlushTimeout bounds the final flush at shutdown; default 30s.
+	FlushTimeout time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Tailer follows files into a Pipeline. Each path has its own goroutine
+// and its own ackSeq; a saver goroutine writes the state file.
+type Tailer struct {
+	cfg   TailConfig
+	pl    *Pipeline
+	log   *slog.Logger
+	saveMu sync.Mutex          // serialises save between the saver and Run's final save
+	saved  map[string]filePos // last state written (or loaded); under saveMu after Run starts
+
+	mu        sync.Mutex
+	followers []*follower
+}
+
+// NewTailer returns a Tailer for cfg.Paths feeding pl.
+func NewTailer(cfg TailConfig, pl *Pipeline) (*Tailer, error) {
+	if len(cfg.Paths) == 0 {
+		return nil, errors.New("tail: no files to follow")
+	}
+	seen := map[string]bool{}
+	for i, p := range cfg.Paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("tail %s: %w", p, err)
+		}
+		if seen[abs] {
+			return nil, fmt.Errorf("tail: %s is named twice", p)
+		}
+		seen[abs] = true
+		cfg.Paths[i] = abs
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 200 * time.Millisecond
+	}
+	if cfg.SaveInterval <= 0 {
+		cfg.SaveInterval = time.Second
+	}
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = 1 << 20
+	}
+	if cfg.FlushTimeout <= 0 {
+		cfg.FlushTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	saved, err := loadState(cfg.StateFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Tailer{cfg: cfg, pl: pl, log: cfg.Logger, saved: saved}, nil
+}
+
+// Run follows the files until ctx ends or a record fails. Then it stops
+// reading, flushes what was produced (at most FlushTimeout), saves the
+// acknowledged positions and returns: nil after a clean stop.
+func (t *Tailer) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.cfg.Paths))
+	for i, p := range t.cfg.Paths {
+		f := &follower{t: t, path: p, acks: newAckSeq(0)}
+		t.mu.Lock()
+		t.followers = append(t.followers, f)
+		t.mu.Unlock()
+		wg.Go(func() {
+			if err := f.run(ctx); err != nil && ctx.Err() == nil {
+				errs[i] = err
+				cancel(err)
+			}
+		})
+	}
+	saverDone := make(chan struct{})
+	go func() {
+		defer close(saverDone)
+		tick := time.NewTicker(t.cfg.SaveInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := t.save(); err != nil {
+					t.log.Error("save tail state", "err", err)
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	cancel(nil)
+	<-saverDone
+
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.FlushTimeout)
+	defer fcancel()
+	ferr := t.pl.Producer().Flush(fctx)
+	if ferr != nil {
+		ferr = fmt.Errorf("flush at shutdown: %w", ferr)
+	}
+	return errors.Join(errors.Join(errs...), ferr, t.save())
+}
+
+// Positions returns the acknowledged position of every followed path, as
+// the state file would record it now.
+func (t *Tailer) Positions() map[string]filePos {
+	t.saveMu.Lock()
+	out := maps.Clone(t.saved)
+	t.saveMu.Unlock()
+	t.mu.Lock()
+	fs := append([]*follower(nil), t.followers...)
+	t.mu.Unlock()
+	for _, f := range fs {
+		if pos, ok := f.position(); ok {
+			out[f.path] = pos
+		}
+	}
+	return out
+}
+
+// Acked returns the acknowledged byte offset in the file now at path (or
+// being drained for it) and whether it is followed yet. Tests poll it.
+func (t *Tailer) Acked(path string) (int64, bool) {
+	abs, _ := filepath.Abs(path)
+	pos, ok := t.Positions()[abs]
+	return pos.Offset, ok
+}
+
+func (t *Tailer) save() error {
+	if t.cfg.StateFile == "" {
+		return nil
+	}
+	pos := t.Positions()
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	if maps.Equal(pos, t.saved) {
+		return nil
+	}
+	if err := saveState(t.cfg.StateFile, pos); err != nil {
+		return err
+	}
+	t.saved = pos
+	return nil
+}
+
+// follower follows one path. Its fields are owned by its goroutine except
+// the ones under mu, which position reads.
+type follower struct {
+	t    *Tailer
+	path string
+
+	f        *os.File
+	readPos  int64  // file offset just past the bytes in buf
+	buf      []byte // unconsumed bytes are buf[start:end]
+	start    int
+	end      int
+	idPrefix string
+	tooLong  int64 // >=0: discarding a too-long line that started here
+	prefix   []byte
+
+	mu   sync.Mutex
+	open bool
+	id   fileID
+	gen  uint64
+	acks *ackSeq
+}
+
+func (f *follower) position() (filePos, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.open {
+		return filePos{}, false
+	}
+	off, _ := f.acks.Acked()
+	return filePos{ID: f.id, Gen: f.gen, Offset: off}, true
+}
+
+func (f *follower) run(ctx context.Context) error {
+	defer func() {
+		if f.f != nil {
+			_ = f.f.Close()
+		}
+	}()
+	f.buf = make([]byte, max(f.t.cfg.MaxLineBytes, 64<<10)+1)
+	f.tooLong = -1
+	if err := f.openFirst(ctx); err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil
+		}
+		n, err := f.f.Read(f.buf[f.end:])
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("tail %s: %w", f.path, err)
+		}
+		if n > 0 {
+			f.end += n
+			f.readPos += int64(n)
+			if err := f.lines(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := f.acks.Acked(); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("tail %s: kafka refused a record: %w", f.path, err)
+		}
+		switched, err := f.checkRotation(ctx)
+		if err != nil || switched {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(f.t.cfg.PollInterval):
+		}
+	}
+}
+
+// openFirst opens path where the state file says, or at its end (start
+// with FromStart), or, when the file that was at path has been rotated
+// away while ingest was down, the rotated file at the saved offset: the
+// rotation check then moves on to path once it is drained.
+func (f *follower) openFirst(ctx context.Context) error {
+	f.t.saveMu.Lock()
+	saved, known := f.t.saved[f.path]
+	f.t.saveMu.Unlock()
+	fromStart := f.t.cfg.FromStart
+	var file *os.File
+	for {
+		var err error
+		file, err = os.Open(f.path)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("tail: %w", err)
+		}
+		// Not there yet: wait, then read it whole (it is new).
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(f.t.cfg.PollInterval):
+		}
+		known = false
+		fromStart = true
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		_ = file.Close()
+		return fmt.Errorf("tail: %w", err)
+	}
+	id := fileIDOf(fi)
+	var off int64
+	gen := uint64(0)
+	switch {
+	case known && saved.ID == id && fi.Size() >= saved.Offset:
+		off, gen = saved.Offset, saved.Gen
+	case known && saved.ID == id:
+		f.t.log.Warn("file shrank while ingest was down; reading it from the start", "path", f.path)
+		gen = saved.Gen + 1
+	case known:
+		if rotated := findByID(filepath.Dir(f.path), saved.ID); rotated != "" {
+			f.t.log.Info("file was rotated while ingest was down; draining the rotated file first", "path", f.path, "rotated", rotated)
+			if rf, err := os.Open(rotated); err == nil {
+				_ = file.Close()
+				file, id, off, gen = rf, saved.ID, saved.Offset, saved.Gen
+				break
+			}
+		}
+		f.t.log.Warn("file was replaced while ingest was down and the old one is gone; lines after the saved position in it are lost", "path", f.path)
+	case fromStart:
+	default:
+		off = fi.Size()
+	}
+	if _, err := file.Seek(off, io.SeekStart); err != nil {
+		_ = file.Close()
+		return fmt.Errorf("tail %s: %w", f.path, err)
+	}
+	f.switchTo(file, id, gen, off)
+	return nil
+}
+
+func (f *follower) switchTo(file *os.File, id fileID, gen uint64, off int64) {
+	if f.f != nil && f.f != file {
+		_ = f.f.Close()
+	}
+	f.f, f.readPos, f.start, f.end, f.tooLong = file, off, 0, 0, -1
+	f.idPrefix = f.path + "@" + strconv.FormatUint(id.Dev, 10) + ":" + strconv.FormatUint(id.Ino, 10) + ":" + strconv.FormatUint(gen, 10) + ":"
+	f.mu.Lock()
+	f.open, f.id, f.gen, f.acks = true, id, gen, newAckSeq(off)
+	f.mu.Unlock()
+}
+
+// lines sends every complete line in the buffer.
+func (f *follower) lines(ctx context.Context) error {
+	for {
+		data := f.buf[f.start:f.end]
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		lineStart := f.readPos - int64(f.end-f.start)
+		line := data[:i]
+		if f.tooLong >= 0 {
+			if err := f.send(ctx, f.prefix, f.tooLong, lineStart+int64(i)+1,
+				&lineErr{fmt.Sprintf("line is longer than %d bytes", f.t.cfg.MaxLineBytes)}); err != nil {
+				return err
+			}
+			f.tooLong = -1
+		} else if err := f.send(ctx, bytes.TrimSuffix(line, []byte{'\r'}), lineStart, lineStart+int64(i)+1, nil); err != nil {
+			return err
+		}
+		f.start += i + 1
+	}
+	if f.start == f.end {
+		f.start, f.end = 0, 0
+		return nil
+	}
+	if f.end < len(f.buf) {
+		return nil
+	}
+	if f.start > 0 {
+		f.end = copy(f.buf, f.buf[f.start:f.end])
+		f.start = 0
+		return nil
+	}
+	// A full buffer without a newline: the line is too long. Keep its start
+	// for the dead letter and discard the rest up to its newline.
+	if f.tooLong < 0 {
+		f.tooLong = f.readPos - int64(f.end)
+		f.prefix = append(f.prefix[:0], f.buf[:min(f.end, 64<<10)]...)
+	}
+	f.start, f.end = 0, 0
+	return nil
+}
+
+type lineErr struct{ detail string }
+
+func (e *lineErr) Error() string { return e.detail }
+
+func (f *follower) send(ctx context.Context, line []byte, off, end int64, lerr error) error {
+	seq := f.acks.Add(end)
+	l := Line{Data: line, Source: f.path, IDPrefix: f.idPrefix, Offset: off}
+	if lerr != nil {
+		l.Err = tooLongErr(lerr.Error())
+	}
+	return f.t.pl.Send(ctx, &l, f.acks, seq)
+}
+
+// checkRotation looks at path after reading hit the end of the open file.
+// It returns true when it switched to another file.
+func (f *follower) checkRotation(ctx context.Context) (bool, error) {
+	cur, err := f.f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("tail %s: %w", f.path, err)
+	}
+	fi, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil // moved away, not yet recreated: keep draining the old file
+	case err != nil:
+		return false, fmt.Errorf("tail %s: %w", f.path, err)
+	case !os.SameFile(fi, cur):
+		// Rotated. A writer may still append to the old file until it
+		// reopens; one more read after seeing the new file catches what
+		// it wrote before we looked.
+		for {
+			n, err := f.f.Read(f.buf[f.end:])
+			if n > 0 {
+				f.end += n
+				f.readPos += int64(n)
+				if err := f.lines(ctx); err != nil {
+					return false, err
+				}
+				continue
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return false, fmt.Errorf("tail %s: %w", f.path, err)
+			}
+			break
+		}
+		if f.end > f.start { // an unterminated last line: it will never be finished
+			if err := f.send(ctx, f.buf[f.start:f.end], f.readPos-int64(f.end-f.start), f.readPos, nil); err != nil {
+				return false, err
+			}
+		}
+		if err := f.waitAcked(ctx); err != nil {
+			return false, err
+		}
+		nf, err := os.Open(f.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // rotated again already; the next check finds it
+		}
+		if err != nil {
+			return false, fmt.Errorf("tail %s: %w", f.path, err)
+		}
+		nfi, err := nf.Stat()
+		if err != nil {
+			_ = nf.Close()
+			return false, fmt.Errorf("tail %s: %w", f.path, err)
+		}
+		f.t.pl.stats.Rotations.Add(1)
+		f.t.log.Info("followed rotation", "path", f.path)
+		f.switchTo(nf, fileIDOf(nfi), 0, 0)
+		return true, nil
+	case cur.Size() < f.readPos:
+		// Truncated in place (copytruncate). Lines written after our last
+		// read and before the truncation are gone: nobody can read them.
+		if err := f.waitAcked(ctx); err != nil {
+			return false, err
+		}
+		if _, err := f.f.Seek(0, io.SeekStart); err != nil {
+			return false, fmt.Errorf("tail %s: %w", f.path, err)
+		}
+		f.t.pl.stats.Truncates.Add(1)
+		f.t.log.Warn("file truncated; reading it from the start", "path", f.path)
+		f.mu.Lock()
+		gen := f.gen + 1
+		f.mu.Unlock()
+		f.switchTo(f.f, f.id, gen, 0)
+		return true, nil
+	}
+	return false, nil
+}
+
+// waitAcked waits until every line of the current file is acknowledged,
+// so the state never holds two files for one path. Rotations are rare; the
+// wait is one linger plus one produce round trip.
+func (f *follower) waitAcked(ctx context.Context) error {
+	return f.acks.Wait(ctx)
+}
+
+// findByID returns the file in dir with identity id, or "".
+func findByID(dir string, id fileID) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if fi, err := os.Stat(p); err == nil && fileIDOf(fi) == id {
+			return p
+		}
+	}
+	return ""
+}
