@@ -18,7 +18,7 @@ func TestBinaryCarriesNonUTF8Keys(t *testing.T) {
 func TestBinaryLayout(t *testing.T) {
 	e := AccessEvent{TimeMs: -1, Key: "k", Op: "GET", Status: 200, LatencyUs: 1}
 	want := []byte{BinaryMagic, BinaryVersion,
-		0x01,       // ts -1 zig-zag
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // ts -1
 		0x00,       // bytes
 		0x90, 0x03, // status 200 zig-zag = 400
 		0x02,          // lat_us 1
@@ -30,7 +30,7 @@ func TestBinaryLayout(t *testing.T) {
 func TestDecodeBinaryRejects(t *testing.T) {
 	valid := AppendBinary(nil, &fullEvent)
 	header := func(lens ...uint64) []byte {
-		b := []byte{BinaryMagic, BinaryVersion, 0, 0, 0, 0}
+		b := []byte{BinaryMagic, BinaryVersion, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 		for _, n := range lens {
 			b = binary.AppendUvarint(b, n)
 		}
@@ -43,17 +43,19 @@ func TestDecodeBinaryRejects(t *testing.T) {
 	}{
 		{"empty", nil, "missing magic"},
 		{"json", []byte(`{"key":"k"}`), "missing magic"},
-		{"magic only", []byte{BinaryMagic}, "missing magic"},
+		{"magic only", []byte{BinaryMagic}, "truncated in its header"},
+		{"short header", []byte{BinaryMagic, BinaryVersion, 1, 2, 3}, "truncated in its header"},
 		{"future version", []byte{BinaryMagic, 2, 0}, "unsupported binary event version 2"},
 		{"no fields", []byte{BinaryMagic, BinaryVersion}, "truncated"},
-		{"truncated varint", []byte{BinaryMagic, BinaryVersion, 0x80}, "truncated"},
-		{"overlong varint", append([]byte{BinaryMagic, BinaryVersion}, bytes.Repeat([]byte{0xff}, 11)...), "truncated or a varint is overlong"},
+		{"truncated varint", append(header(), 0x80), "truncated"},
+		{"overlong varint", append(header(), bytes.Repeat([]byte{0xff}, 11)...), "truncated or a varint is overlong"},
+		{"varint over 64 bits", append(header(), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 0), "overlong"},
 		{"truncated strings", valid[:len(valid)-1], "exceed"},
 		{"every prefix of valid is rejected: lengths", valid[:10], ""},
 		{"trailing byte", append(append([]byte{}, valid...), 'x'), "1 unexpected bytes"},
 		{"huge length", header(1<<62, 0, 0, 0, 0), "exceed"},
 		{"lengths sum overflows", header(1<<63, 1<<63, 0, 0, 0), "exceed"},
-		{"status over int32", []byte{BinaryMagic, BinaryVersion, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0, 0, 0, 0}, "status out of int32"},
+		{"status over int32", []byte{BinaryMagic, BinaryVersion, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0, 0, 0, 0}, "status out of int32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
