@@ -97,10 +97,10 @@ type Producer struct {
 // closure per record. Records come from and return to a pool.
 type record struct {
 	kgo.Record
-	hdr   [1]kgo.RecordHeader
-	buf   []byte
-	ack   Acker
-	seq   uint64
+	hdr [1]kgo.RecordHeader
+	buf []byte
+	ack Acker
+	seq uint64
 }
 
 // NewProducer connects a producer. It does not contact the brokers yet.

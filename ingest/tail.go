@@ -46,10 +46,10 @@ type TailConfig struct {
 // Tailer follows files into a Pipeline. Each path has its own goroutine
 // and its own ackSeq; a saver goroutine writes the state file.
 type Tailer struct {
-	cfg   TailConfig
-	pl    *Pipeline
-	log   *slog.Logger
-	saveMu sync.Mutex          // serialises save between the saver and Run's final save
+	cfg    TailConfig
+	pl     *Pipeline
+	log    *slog.Logger
+	saveMu sync.Mutex         // serialises save between the saver and Run's final save
 	saved  map[string]filePos // last state written (or loaded); under saveMu after Run starts
 
 	mu        sync.Mutex
