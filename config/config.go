@@ -12,6 +12,7 @@ type Config struct {
 	Kafka      Kafka      `mapstructure:"kafka"`
 	ClickHouse ClickHouse `mapstructure:"clickhouse"`
 	Events     Events     `mapstructure:"events"`
+	Ingest     Ingest     `mapstructure:"ingest"`
 }
 
 // Log configures the slog logger every command writes to standard error.
@@ -102,6 +103,63 @@ type Events struct {
 	MaxSkew time.Duration `mapstructure:"max_skew"`
 }
 
+// Ingest configures cmd/ingest: how lines are parsed and produced.
+type Ingest struct {
+	// Format is the log format: json, combined (nginx, apache), redis or regex.
+	Format string `mapstructure:"format"`
+	// App is the app of events whose line names none.
+	App      string         `mapstructure:"app"`
+	JSON     IngestJSON     `mapstructure:"json"`
+	Combined IngestCombined `mapstructure:"combined"`
+	Regex    IngestRegex    `mapstructure:"regex"`
+	// Compression of produced batches: zstd, lz4, snappy, gzip or none.
+	Compression string `mapstructure:"compression"`
+	// Linger is how long a batch waits to fill.
+	Linger time.Duration `mapstructure:"linger"`
+	// MaxBufferedRecords bounds records awaiting acknowledgement; reading
+	// waits beyond it.
+	MaxBufferedRecords int `mapstructure:"max_buffered_records"`
+	// MaxLineBytes dead-letters longer lines (reason line_too_long).
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
+	// DLQMaxRaw bounds the copy of a bad line in its dead letter.
+	DLQMaxRaw int `mapstructure:"dlq_max_raw"`
+	// StateFile keeps tail positions across restarts; empty keeps none.
+	StateFile string `mapstructure:"state_file"`
+	// PollInterval is how often an idle tailed file is checked.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// SaveInterval is how often the state file is rewritten.
+	SaveInterval time.Duration `mapstructure:"save_interval"`
+}
+
+// IngestJSON are the dotted field paths of the json format.
+type IngestJSON struct {
+	Key        string `mapstructure:"key"`
+	Time       string `mapstructure:"time"`
+	Op         string `mapstructure:"op"`
+	Bytes      string `mapstructure:"bytes"`
+	App        string `mapstructure:"app"`
+	Status     string `mapstructure:"status"`
+	Client     string `mapstructure:"client"`
+	Node       string `mapstructure:"node"`
+	LatencyUs  string `mapstructure:"latency_us"`
+	TimeFormat string `mapstructure:"time_format"`
+}
+
+// IngestCombined configures the nginx/Apache combined format.
+type IngestCombined struct {
+	// Key is path, path_noquery or query.
+	Key string `mapstructure:"key"`
+	// QueryParam is the parameter holding the key when Key is query.
+	QueryParam string `mapstructure:"query_param"`
+}
+
+// IngestRegex configures the regex format.
+type IngestRegex struct {
+	// Pattern is an RE2 expression with a (?P<key>…) group.
+	Pattern    string `mapstructure:"pattern"`
+	TimeFormat string `mapstructure:"time_format"`
+}
+
 // Defaults returns the configuration used for every key nobody set.
 func Defaults() Config {
 	return Config{
@@ -127,6 +185,20 @@ func Defaults() Config {
 			Codec:       "json",
 			MaxKeyBytes: 1024,
 			MaxSkew:     7 * 24 * time.Hour,
+		},
+		Ingest: Ingest{
+			Format: "combined",
+			JSON: IngestJSON{Key: "key", Time: "time", Op: "op", Bytes: "bytes", App: "app", Status: "status",
+				Client: "client", Node: "node", LatencyUs: "latency_us", TimeFormat: "auto"},
+			Combined:           IngestCombined{Key: "path_noquery"},
+			Regex:              IngestRegex{TimeFormat: "auto"},
+			Compression:        "zstd",
+			Linger:             5 * time.Millisecond,
+			MaxBufferedRecords: 100000,
+			MaxLineBytes:       1 << 20,
+			DLQMaxRaw:          16 << 10,
+			PollInterval:       200 * time.Millisecond,
+			SaveInterval:       time.Second,
 		},
 	}
 }

@@ -35,6 +35,7 @@ func (c *Config) Validate() error {
 	c.Kafka.validate(&p)
 	c.ClickHouse.validate(&p)
 	c.Events.validate(&p)
+	c.Ingest.validate(&p)
 	if c.Metrics.Addr != "" {
 		checkHostPort(&p, "metrics.addr", c.Metrics.Addr)
 	}
@@ -166,4 +167,51 @@ func isIdent(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+func (in *Ingest) validate(p *problems) {
+	switch in.Format {
+	case "json", "combined", "nginx", "apache", "redis":
+	case "regex":
+		if in.Regex.Pattern == "" {
+			p.add("ingest.regex.pattern", "must be set when ingest.format is regex, with a (?P<key>…) group")
+		}
+	default:
+		p.add("ingest.format", "%q is not one of json, combined, nginx, apache, redis, regex", in.Format)
+	}
+	if in.Format == "json" && in.JSON.Key == "" {
+		p.add("ingest.json.key", "must be set when ingest.format is json")
+	}
+	switch in.Combined.Key {
+	case "path", "path_noquery":
+	case "query":
+		if in.Combined.QueryParam == "" {
+			p.add("ingest.combined.query_param", "must be set when ingest.combined.key is query")
+		}
+	default:
+		p.add("ingest.combined.key", "%q is not one of path, path_noquery, query", in.Combined.Key)
+	}
+	switch in.Compression {
+	case "zstd", "lz4", "snappy", "gzip", "none":
+	default:
+		p.add("ingest.compression", "%q is not one of zstd, lz4, snappy, gzip, none", in.Compression)
+	}
+	if in.Linger < 0 {
+		p.add("ingest.linger", "must not be negative")
+	}
+	if in.MaxBufferedRecords < 1 {
+		p.add("ingest.max_buffered_records", "must be at least 1")
+	}
+	if in.MaxLineBytes < 1 {
+		p.add("ingest.max_line_bytes", "must be at least 1")
+	}
+	if in.DLQMaxRaw < 1 {
+		p.add("ingest.dlq_max_raw", "must be at least 1")
+	}
+	if in.PollInterval <= 0 {
+		p.add("ingest.poll_interval", "must be positive, e.g. 200ms")
+	}
+	if in.SaveInterval <= 0 {
+		p.add("ingest.save_interval", "must be positive, e.g. 1s")
+	}
 }

@@ -1,0 +1,244 @@
+// Command ingest reads access logs (files, stdin, synthetic traffic) and
+// produces keyed AccessEvents to Kafka; bad lines go to the DLQ.
+//
+//	ingest tail /var/log/nginx/access.log --ingest.state_file=/var/lib/keyheat/tail.json
+//	redis-cli monitor | ingest stdin --ingest.format=redis
+//	ingest gen --rate=50000 --duration=1m --hot key=product:42,start=10s,for=30s,share=5%
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/keyheat/keyheat/config"
+	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "ingest:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{Use: "ingest", Short: "Access logs to keyed events on Kafka", SilenceUsage: true, SilenceErrors: true}
+	pf := root.PersistentFlags()
+	config.AddFlags(pf)
+	def := config.Defaults()
+	pf.String("ingest.format", def.Ingest.Format, "log format: "+strings.Join(logparse.Formats(), ", "))
+	pf.String("ingest.app", def.Ingest.App, "app of events whose line names none")
+	pf.String("events.codec", def.Events.Codec, "event encoding: json or binary")
+	pf.String("ingest.compression", def.Ingest.Compression, "zstd, lz4, snappy, gzip or none")
+
+	tail := &cobra.Command{Use: "tail FILE…", Short: "Follow files like tail -F, resuming from a state file", Args: cobra.MinimumNArgs(1)}
+	tail.Flags().Bool("from-start", false, "read what the files held before the first start")
+	tail.Flags().String("ingest.state_file", def.Ingest.StateFile, "keep positions here across restarts")
+	tail.RunE = func(cmd *cobra.Command, args []string) error {
+		return withEnv(cmd, func(ctx context.Context, env *env) error {
+			fromStart, _ := cmd.Flags().GetBool("from-start")
+			in := env.cfg.Ingest
+			tl, err := ingest.NewTailer(ingest.TailConfig{Paths: args, StateFile: in.StateFile, FromStart: fromStart,
+				PollInterval: in.PollInterval, SaveInterval: in.SaveInterval, MaxLineBytes: in.MaxLineBytes, Logger: env.log}, env.pl)
+			if err != nil {
+				return err
+			}
+			return tl.Run(ctx)
+		})
+	}
+
+	stdin := &cobra.Command{Use: "stdin", Short: "Read lines from standard input", Args: cobra.NoArgs}
+	stdin.RunE = func(cmd *cobra.Command, _ []string) error {
+		return withEnv(cmd, func(ctx context.Context, env *env) error {
+			return ingest.ReadLines(ctx, os.Stdin, schemas.SourceStdin, env.cfg.Ingest.MaxLineBytes, env.pl)
+		})
+	}
+
+	gen := &cobra.Command{Use: "gen", Short: "Produce synthetic Zipf traffic with planted hot keys", Args: cobra.NoArgs}
+	gf := gen.Flags()
+	gf.Int("keys", 100_000, "distinct background keys")
+	gf.Float64("zipf", 1.1, "Zipf exponent s (0: uniform)")
+	gf.Float64("rate", 0, "events per second (0: as fast as possible)")
+	gf.Duration("duration", 0, "stop after this long (event time)")
+	gf.Int64("count", 0, "stop after this many events")
+	gf.Uint64("seed", 1, "random seed")
+	gf.StringArray("hot", nil, "planted key, repeatable: key=product:42,start=10s,for=30s,share=5%")
+	gen.RunE = func(cmd *cobra.Command, _ []string) error {
+		return withEnv(cmd, func(ctx context.Context, env *env) error {
+			var cfg ingest.GenConfig
+			cfg.Keys, _ = gf.GetInt("keys")
+			cfg.S, _ = gf.GetFloat64("zipf")
+			cfg.Rate, _ = gf.GetFloat64("rate")
+			cfg.Duration, _ = gf.GetDuration("duration")
+			cfg.Count, _ = gf.GetInt64("count")
+			cfg.Seed, _ = gf.GetUint64("seed")
+			cfg.App = env.cfg.Ingest.App
+			hots, _ := gf.GetStringArray("hot")
+			for _, h := range hots {
+				hk, err := ingest.ParseHotKey(h)
+				if err != nil {
+					return err
+				}
+				cfg.Hot = append(cfg.Hot, hk)
+			}
+			g, err := ingest.NewGen(cfg, env.prod, env.stats)
+			if err != nil {
+				return err
+			}
+			counts, err := g.Run(ctx)
+			// The contract with tests and users: one line per planted key,
+			// on stdout, with its exact acknowledged count.
+			for _, h := range cfg.Hot {
+				fmt.Fprintf(os.Stdout, "planted key=%s count=%d\n", h.Key, counts[h.Key])
+			}
+			fmt.Fprintf(os.Stdout, "total events=%d\n", env.stats.Events.Load())
+			return err
+		})
+	}
+	root.AddCommand(tail, stdin, gen)
+	return root
+}
+
+type env struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	stats *ingest.Stats
+	prod  *ingest.Producer
+	pl    *ingest.Pipeline
+}
+
+// withEnv loads config, starts logging, metrics, the producer and the
+// progress line, runs fn, and tears everything down.
+func withEnv(cmd *cobra.Command, fn func(context.Context, *env) error) error {
+	ctx := cmd.Context()
+	fs := pflag.NewFlagSet("all", pflag.ContinueOnError)
+	fs.AddFlagSet(cmd.Flags())
+	fs.AddFlagSet(cmd.InheritedFlags())
+	file, _ := fs.GetString("config")
+	cfg, err := config.Load(config.Source{File: file, Flags: fs})
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log)
+	var reg prometheus.Registerer
+	if cfg.Metrics.Addr != "" {
+		r := prometheus.NewRegistry()
+		reg = r
+		stopMetrics, err := serveMetrics(cfg.Metrics.Addr, r, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+	codec, err := schemas.CodecByName(cfg.Events.Codec)
+	if err != nil {
+		return err
+	}
+	opts, err := cfg.Kafka.ClientOpts()
+	if err != nil {
+		return err
+	}
+	in := cfg.Ingest
+	prod, err := ingest.NewProducer(ingest.ProducerConfig{ClientOpts: opts, Topic: cfg.Kafka.Topics.Events,
+		DLQTopic: cfg.Kafka.Topics.DLQ, Codec: codec, Compression: in.Compression, Linger: in.Linger,
+		MaxBufferedRecords: in.MaxBufferedRecords, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	parser, err := logparse.New(logparse.Config{Format: in.Format, App: in.App,
+		JSON: logparse.JSONConfig{Key: in.JSON.Key, Time: in.JSON.Time, Op: in.JSON.Op, Bytes: in.JSON.Bytes,
+			App: in.JSON.App, Status: in.JSON.Status, Client: in.JSON.Client, Node: in.JSON.Node,
+			LatencyUs: in.JSON.LatencyUs, TimeFormat: in.JSON.TimeFormat},
+		Combined: logparse.CombinedConfig{Key: in.Combined.Key, QueryParam: in.Combined.QueryParam},
+		Regex:    logparse.RegexConfig{Pattern: in.Regex.Pattern, TimeFormat: in.Regex.TimeFormat}})
+	if err != nil {
+		return err
+	}
+	stats := ingest.NewStats(reg)
+	pl, err := ingest.NewPipeline(ingest.PipelineConfig{Parser: parser, Producer: prod, Stats: stats, MaxDLQRaw: in.DLQMaxRaw,
+		Limits: schemas.Limits{MaxKeyBytes: cfg.Events.MaxKeyBytes, MaxSkew: skew(cfg.Events.MaxSkew)}})
+	if err != nil {
+		return err
+	}
+	pctx, stopProgress := context.WithCancel(context.WithoutCancel(ctx))
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		var tty io.Writer
+		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = os.Stderr
+		}
+		interval := time.Second
+		if tty == nil {
+			interval = 10 * time.Second
+		}
+		ingest.Progress(pctx, stats, tty, log, interval)
+	}()
+	err = fn(ctx, &env{cfg: cfg, log: log, stats: stats, prod: prod, pl: pl})
+	stopProgress()
+	<-progressDone
+	log.Info("stopped", "lines", stats.Lines.Load(), "events", stats.Events.Load(), "dlq", stats.DLQ.Load(),
+		"skipped", stats.Skipped.Load(), "failed", stats.Failed.Load())
+	return err
+}
+
+// skew maps the config's "0 disables" onto schemas.Limits' "negative disables".
+func skew(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+func newLogger(c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
