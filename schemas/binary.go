@@ -5,7 +5,16 @@ import (
 	"strconv"
 )
 
-// Binary wire format of an AccessEvent (version 1):
+// BinaryMagic is the first byte of every binary-encoded event.
+const BinaryMagic byte = 0xC1
+
+// BinaryVersion is the layout version this package writes and reads.
+const BinaryVersion byte = 1
+
+// AppendBinary appends e to dst in the binary format and returns the
+// extended buffer. A typical event takes about half its JSON size.
+//
+// The binary wire format of an AccessEvent (version 1) is:
 //
 //	magic    1 byte   0xC1 (BinaryMagic)
 //	version  1 byte   1    (BinaryVersion)
@@ -18,9 +27,8 @@ import (
 //
 // "varint" is a zig-zag signed varint (encoding/binary.AppendVarint); ts is
 // fixed-width because a millisecond time needs 6 varint bytes anyway and
-// one 8-byte load decodes faster than a 6-byte varint. The
-// strings are any bytes: unlike JSON, the binary codec carries keys that are
-// not UTF-8 unchanged. Keeping them in one block after all the lengths lets
+// one 8-byte load decodes faster. The strings are any bytes: unlike JSON,
+// the binary codec carries keys that are not UTF-8 unchanged. Keeping them in one block after all the lengths lets
 // the decoder check the lengths against the input once and copy every
 // string with one copy into one allocation. Every field is always present
 // (an absent one costs one byte), the lengths must add up to exactly the
@@ -28,15 +36,6 @@ import (
 //
 // 0xC1 is never valid in UTF-8, so no JSON text (nor any UTF-8 log line)
 // can start with it: DecodeAny tells the two codecs apart by the first byte.
-
-// BinaryMagic is the first byte of every binary-encoded event.
-const BinaryMagic byte = 0xC1
-
-// BinaryVersion is the layout version this package writes and reads.
-const BinaryVersion byte = 1
-
-// AppendBinary appends e to dst in the binary format and returns the
-// extended buffer. A typical event takes about half its JSON size.
 func AppendBinary(dst []byte, e *AccessEvent) []byte {
 	dst = append(dst, BinaryMagic, BinaryVersion)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.TimeMs))

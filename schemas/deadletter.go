@@ -190,10 +190,10 @@ func decodeDeadLetter(src []byte, d *DeadLetter) error {
 			case "truncated":
 				d.Truncated, err = s.boolValue(name)
 			case "orig_len":
+				hasOrigLen = s.peek() != 'n' // null means absent
 				var v int64
 				v, err = s.intValue(name, 0, math.MaxInt)
 				d.OrigLen = int(v)
-				hasOrigLen = true
 			default:
 				err = s.skipValue(0)
 			}

@@ -107,6 +107,7 @@ func TestDecodeDeadLetterLenient(t *testing.T) {
 		{"empty raw is nil", `{"raw":""}`, DeadLetter{}},
 		{"unknown reason kept", `{"reason":"future_reason"}`, DeadLetter{Reason: "future_reason"}},
 		{"nulls", `{"truncated":null,"raw":null,"detail":null}`, DeadLetter{}},
+		{"null orig_len is absent", `{"raw":"abc","orig_len":null}`, DeadLetter{Raw: []byte("abc")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

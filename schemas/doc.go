@@ -13,9 +13,9 @@
 //     both formats.
 //   - json.go, jsonscan.go: the JSON format (field names and rules are
 //     documented on AppendJSON and DecodeJSON) and its hand-written scanner.
-//   - binary.go: the binary format (layout documented at the top of the
-//     file), which starts with the magic byte 0xC1 that no JSON can start
-//     with, and which alone carries keys that are not UTF-8.
+//   - binary.go: the binary format (layout documented on AppendBinary),
+//     which starts with the magic byte 0xC1 that no JSON can start with, and
+//     which alone carries keys that are not UTF-8.
 //   - deadletter.go: DeadLetter, the value of keyheat.events.dlq records.
 //
 // Decoding is on the hot path of every detect worker, so the decoders cost

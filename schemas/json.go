@@ -7,7 +7,10 @@ import (
 	"unsafe"
 )
 
-// JSON wire format of an AccessEvent, one object per record:
+// AppendJSON appends e to dst as one JSON object and returns the extended
+// buffer.
+//
+// The JSON wire format of an AccessEvent is one object per record:
 //
 //	{"ts":1767225600123,"key":"user:42:profile","app":"shop","op":"GET",
 //	 "bytes":512,"status":200,"client":"10.1.2.3","node":"redis-3","lat_us":870}
@@ -25,10 +28,9 @@ import (
 //
 // The names are short because they repeat in every record, and stable
 // because producers outside keyheat write them.
-
-// AppendJSON appends e to dst as one JSON object and returns the extended
-// buffer. Fields are written in the order above; zero-valued optional fields
-// (all but ts and key) are omitted.
+//
+// Fields are written in the order above; zero-valued optional fields (all
+// but ts and key) are omitted.
 //
 // JSON text is UTF-8, so a Key (or any string) that is not valid UTF-8
 // cannot be carried: each invalid byte is written as \ufffd, as

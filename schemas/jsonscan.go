@@ -96,7 +96,7 @@ func (s *jsonScanner) expect(c byte, msg string) error {
 	return nil
 }
 
-// endObject is called after a member's value: it consumes ',' (returning
+// endMember is called after a member's value: it consumes ',' (returning
 // false, more members follow) or '}' (returning true).
 func (s *jsonScanner) endMember() (done bool, err error) {
 	s.skipWS()
