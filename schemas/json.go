@@ -159,7 +159,7 @@ func fieldOf(name string) int {
 // names and strings, small integers). Anything else (whitespace, escapes,
 // non-ASCII, fractions, null, unknown members) hands the position to the
 // general jsonScanner methods and takes it back. Flattening the common path
-// roughly halved the cost against calling a method per token.
+// cut the cost by about a third against calling a method per token.
 func decodeJSON(src []byte, e *AccessEvent) error {
 	s := jsonScanner{src: src}
 	var spans [numStringFields]strSpan
@@ -315,17 +315,16 @@ func decodeJSON(src []byte, e *AccessEvent) error {
 		}
 		ends[i] = len(buf)
 	}
-	*e = AccessEvent{
-		TimeMs:    ts,
-		Key:       bufString(buf, 0, ends[sfKey]),
-		App:       bufString(buf, ends[sfKey], ends[sfApp]),
-		Op:        bufString(buf, ends[sfApp], ends[sfOp]),
-		Bytes:     nbytes,
-		Status:    status,
-		Client:    bufString(buf, ends[sfOp], ends[sfClient]),
-		Node:      bufString(buf, ends[sfClient], ends[sfNode]),
-		LatencyUs: lat,
-	}
+	// Field by field, as decodeBinary does: no temporary struct to copy.
+	e.TimeMs = ts
+	e.Key = bufString(buf, 0, ends[sfKey])
+	e.App = bufString(buf, ends[sfKey], ends[sfApp])
+	e.Op = bufString(buf, ends[sfApp], ends[sfOp])
+	e.Bytes = nbytes
+	e.Status = status
+	e.Client = bufString(buf, ends[sfOp], ends[sfClient])
+	e.Node = bufString(buf, ends[sfClient], ends[sfNode])
+	e.LatencyUs = lat
 	return nil
 }
 
