@@ -88,7 +88,8 @@ const (
 // where the input is not JSON:
 //
 //   - members may come in any order and with any whitespace; unknown members
-//     are skipped whatever their value (nested objects and arrays included);
+//     are skipped whatever their value (nested objects and arrays, up to
+//     512 levels deep);
 //     when a name repeats, the last one wins; names are case-sensitive;
 //   - strings may use every JSON escape, \uXXXX and surrogate pairs included;
 //     in app, op, client and node, bytes that are not UTF-8 and lone
