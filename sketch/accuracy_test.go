@@ -24,6 +24,7 @@ type accuracyResult struct {
 	top10MaxErr  float64
 	top100Err    float64 // mean relative error over the reported top-k (k as for precision)
 	bytes        int
+	floor        uint64 // Floor(): bound on any untracked key's count
 }
 
 // runAccuracy feeds events of w into a TopK sized for accuracyBudget and
@@ -88,6 +89,7 @@ func runAccuracyWith(t testing.TB, cfg TopKConfig, w workload, events int, add f
 
 	var res accuracyResult
 	res.bytes = tk.Bytes()
+	res.floor = tk.Floor()
 	top100 := tk.Top(100)
 	reported := make(map[string]Item, len(top100))
 	for _, it := range top100 {
@@ -155,8 +157,9 @@ func TestAccuracyAt1MiB(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			r := runAccuracy(t, w, events)
-			t.Logf("%s, %d events, %d B: recall(>0.1%% share) %.4f of %d keys; precision@%d %.4f; top-10 relative count error mean %.5f%% max %.5f%%",
-				w.name, events, r.bytes, r.recall, r.aboveShare, r.k, r.precision, 100*r.top10MeanErr, 100*r.top10MaxErr)
+			t.Logf("%s, %d events, %d B: recall(>0.1%% share) %.4f of %d keys; precision@%d %.4f; top-10 relative count error mean %.5f%% max %.5f%%; top-%d mean %.5f%%; floor %d (%.4f%% of N)",
+				w.name, events, r.bytes, r.recall, r.aboveShare, r.k, r.precision, 100*r.top10MeanErr, 100*r.top10MaxErr,
+				r.k, 100*r.top100Err, r.floor, 100*float64(r.floor)/float64(events))
 			if r.bytes > accuracyBudget {
 				t.Errorf("structures use %d bytes, over the %d budget", r.bytes, accuracyBudget)
 			}

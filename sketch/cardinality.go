@@ -107,12 +107,12 @@ func (c *Cardinality) AppendBinary(dst []byte) ([]byte, error) {
 // UnmarshalBinary replaces c with the estimate encoded in data. Corrupt input
 // returns an error wrapping ErrCorrupt and leaves c unchanged.
 func (c *Cardinality) UnmarshalBinary(data []byte) error {
-	r := reader{buf: data}
+	r := newReader(data, "cardinality")
 	r.header(hllMagic, "cardinality")
 	if r.err != nil {
 		return r.err
 	}
-	body := r.bytes("body", uint64(max(r.remaining()-crcLen, 0)))
+	body := r.bytes("body", uint64(r.remaining()))
 	if err := r.finish("cardinality"); err != nil {
 		return err
 	}

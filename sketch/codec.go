@@ -9,9 +9,9 @@ import (
 //
 //	magic (4 bytes) | version (1 byte) | body ... | CRC-32C of all preceding bytes (4 bytes, little endian)
 //
-// Integers in the body are unsigned varints unless noted. The decoder parses
-// the whole body first and checks the checksum last, so a corrupt blob is
-// rejected by its structure where possible and by the checksum otherwise;
+// Integers in the body are unsigned varints unless noted. The decoder checks
+// the checksum first, so a damaged blob is rejected before any length in it
+// is trusted for an allocation, and then every structural rule of the body;
 // either way the error wraps ErrCorrupt and the receiver is left unchanged.
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -31,12 +31,31 @@ func appendCRC(dst []byte, start int) []byte {
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
-// reader is a bounds-checked cursor over an encoding. The first failure is
-// sticky: later reads return zero values and err keeps the first cause.
+// reader is a bounds-checked cursor over an encoding's body. The first
+// failure is sticky: later reads return zero values and err keeps the first
+// cause.
 type reader struct {
 	buf []byte
 	off int
 	err error
+}
+
+// newReader verifies data's trailing checksum and returns a reader over the
+// body before it.
+func newReader(data []byte, kind string) *reader {
+	r := &reader{buf: data}
+	if len(data) < crcLen {
+		r.fail("%s: %d bytes, too short for a checksum", kind, len(data))
+		return r
+	}
+	body := data[:len(data)-crcLen]
+	want := binary.LittleEndian.Uint32(data[len(body):])
+	if got := crc32.Checksum(body, castagnoli); got != want {
+		r.fail("%s: checksum %#08x, want %#08x (truncated or damaged in transit?)", kind, got, want)
+		return r
+	}
+	r.buf = body
+	return r
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -105,7 +124,7 @@ func (r *reader) header(magic, kind string) {
 	if r.err != nil {
 		return
 	}
-	if r.remaining() < len(magic)+1+crcLen {
+	if r.remaining() < len(magic)+1 {
 		r.fail("%s at offset %d: %d bytes left, shorter than the smallest encoding", kind, r.off, r.remaining())
 		return
 	}
@@ -119,17 +138,13 @@ func (r *reader) header(magic, kind string) {
 	}
 }
 
-// finish checks that exactly the checksum is left and that it matches.
+// finish checks that the body was consumed exactly.
 func (r *reader) finish(kind string) error {
 	if r.err != nil {
 		return r.err
 	}
-	if r.remaining() != crcLen {
-		return corruptf("%s: %d bytes after the body, want %d-byte checksum", kind, r.remaining(), crcLen)
-	}
-	want := binary.LittleEndian.Uint32(r.buf[r.off:])
-	if got := crc32.Checksum(r.buf[:r.off], castagnoli); got != want {
-		return corruptf("%s: checksum %#08x, want %#08x", kind, got, want)
+	if r.remaining() != 0 {
+		return corruptf("%s: %d unexpected bytes after the body", kind, r.remaining())
 	}
 	return nil
 }

@@ -314,8 +314,8 @@ func (s *CountMin) appendBody(dst []byte) []byte {
 // inconsistent or checksum-failing blob returns an error wrapping ErrCorrupt
 // and leaves s unchanged. It never panics.
 func (s *CountMin) UnmarshalBinary(data []byte) error {
-	r := reader{buf: data}
-	d, err := decodeCountMin(&r)
+	r := newReader(data, "count-min")
+	d, err := decodeCountMin(r)
 	if err != nil {
 		return err
 	}

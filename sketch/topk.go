@@ -509,7 +509,7 @@ func (t *TopK) AppendBinary(dst []byte) ([]byte, error) {
 // inconsistent or checksum-failing blob returns an error wrapping ErrCorrupt
 // and leaves t unchanged. It never panics.
 func (t *TopK) UnmarshalBinary(data []byte) error {
-	r := reader{buf: data}
+	r := newReader(data, "top-k")
 	r.header(topKMagic, "top-k")
 	capacity := r.uvarint("capacity")
 	total := r.uvarint("total")
@@ -520,7 +520,7 @@ func (t *TopK) UnmarshalBinary(data []byte) error {
 	if capacity < 1 || capacity > MaxTopKCapacity {
 		return corruptf("top-k: capacity %d out of range", capacity)
 	}
-	filter, err := decodeCountMin(&r)
+	filter, err := decodeCountMin(r)
 	if err != nil {
 		return err
 	}

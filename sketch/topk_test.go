@@ -78,6 +78,9 @@ func TestTopKBoundsHoldOnRandomStreams(t *testing.T) {
 			}
 		}
 		checkTopK(t, tk, exact)
+		// Space-Saving's bound: without merges the tracked upper bounds sum
+		// to at most N, so the smallest is at most N / Capacity.
+		require.LessOrEqual(t, tk.Floor(), tk.Total()/uint64(tc.capacity))
 		require.LessOrEqual(t, tk.Len(), tc.capacity)
 		require.Equal(t, min(tc.capacity, len(exact)), tk.Len())
 	}
