@@ -36,9 +36,9 @@ func TestCodecsRoundTrip(t *testing.T) {
 				require.Equal(t, want, got)
 
 				// DecodeAny must pick the right codec by itself.
-				var any AccessEvent
-				require.NoError(t, DecodeAny(buf[6:], &any))
-				require.Equal(t, want, any)
+				var viaAny AccessEvent
+				require.NoError(t, DecodeAny(buf[6:], &viaAny))
+				require.Equal(t, want, viaAny)
 				require.Equal(t, c, Detect(buf[6:]))
 			})
 		}
@@ -116,8 +116,8 @@ func TestDetect(t *testing.T) {
 	require.False(t, json.Valid([]byte{BinaryMagic, '{', '}'}))
 }
 
-// requireParseError asserts err is an *InvalidEventError with want reason,
-// and that e was reset.
+// requireReason asserts err is an *InvalidEventError with want reason and
+// a detail, and that e was reset.
 func requireReason(t *testing.T, err error, want Reason, e *AccessEvent) {
 	t.Helper()
 	require.Error(t, err)
