@@ -143,16 +143,35 @@ func (s *CountMin) ErrorBound() uint64 {
 }
 
 // Add counts one occurrence of key. key is not retained.
-func (s *CountMin) Add(key []byte) { s.addHash(hashBytes(key, s.cfg.Seed), 1) }
+func (s *CountMin) Add(key []byte) { s.add(hashBytes(key, s.cfg.Seed), 1) }
 
 // AddString counts one occurrence of key.
-func (s *CountMin) AddString(key string) { s.addHash(hashString(key, s.cfg.Seed), 1) }
+func (s *CountMin) AddString(key string) { s.add(hashString(key, s.cfg.Seed), 1) }
 
 // AddN adds weight n (for example the bytes of a request) to key.
-func (s *CountMin) AddN(key []byte, n uint64) { s.addHash(hashBytes(key, s.cfg.Seed), n) }
+func (s *CountMin) AddN(key []byte, n uint64) { s.add(hashBytes(key, s.cfg.Seed), n) }
 
 // AddStringN adds weight n to key.
-func (s *CountMin) AddStringN(key string, n uint64) { s.addHash(hashString(key, s.cfg.Seed), n) }
+func (s *CountMin) AddStringN(key string, n uint64) { s.add(hashString(key, s.cfg.Seed), n) }
+
+// add is addHash without computing the new estimate, the common case: a
+// plain update is then just depth independent read-modify-writes the CPU
+// can overlap.
+func (s *CountMin) add(h, n uint64) {
+	if s.cfg.Conservative || n == 0 {
+		s.addHash(h, n)
+		return
+	}
+	s.total = satAdd(s.total, n)
+	h1, h2 := rowStep(h)
+	w := s.width
+	c := s.counters
+	for base := uint32(0); int(base) < len(c); base += w {
+		i := base + reduce(h1, w)
+		c[i] = satAdd(c[i], n)
+		h1 += h2
+	}
+}
 
 // Estimate returns an upper bound of the total weight added for key.
 func (s *CountMin) Estimate(key []byte) uint64 { return s.estimateHash(hashBytes(key, s.cfg.Seed)) }

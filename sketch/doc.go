@@ -91,7 +91,10 @@
 // error reached 10⁶ %). Keeping heavy keys out of the filter (as the
 // Augmented Sketch of Roy et al. 2016 does) removes exactly those collisions,
 // and a tracked key costs one hash, one probe and one heap step, which is
-// also why it is the fastest of the three (see the figures below).
+// also why it is the fastest of the three on the Zipf stream at 1 MiB
+// (median of 5 on a shared 2-core machine: 44 ns/op and 0 B/op, against
+// 96 ns/op and 8 B/op of key copies for plain Space-Saving and 52 ns/op
+// for Count-Min + heap).
 // HeavyKeeper was not built: it undercounts by design (its decay loses
 // counts, so no lower/upper bounds), it does not merge exactly, and the
 // published Go implementations run 79 ns/op (segmentio/topk) to

@@ -3,6 +3,8 @@ package sketch
 import (
 	"fmt"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // benchKeys returns n ~25-byte keys drawn from the Zipf 1.1 workload, the
@@ -217,6 +219,19 @@ func BenchmarkCardinalityAdd(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		c.Add(keys[i&(len(keys)-1)])
+		i++
+	}
+}
+
+var hashSink uint64
+
+// BenchmarkHashBaseline is xxhash of the same keys alone: the floor under
+// every Add, to read the other figures against on a noisy machine.
+func BenchmarkHashBaseline(b *testing.B) {
+	keys := benchKeys(1 << 16)
+	i := 0
+	for b.Loop() {
+		hashSink += xxhash.Sum64(keys[i&(len(keys)-1)])
 		i++
 	}
 }

@@ -132,7 +132,7 @@ func (w *WindowPair) AddN(key []byte, n uint64, tsMs int64) bool {
 	if s == nil {
 		return false
 	}
-	s.addHash(hashBytes(key, s.cfg.Seed), n)
+	s.add(hashBytes(key, s.cfg.Seed), n)
 	return true
 }
 
@@ -145,7 +145,7 @@ func (w *WindowPair) AddStringN(key string, n uint64, tsMs int64) bool {
 	if s == nil {
 		return false
 	}
-	s.addHash(hashString(key, s.cfg.Seed), n)
+	s.add(hashString(key, s.cfg.Seed), n)
 	return true
 }
 
