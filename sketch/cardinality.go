@@ -43,7 +43,8 @@ func (c CardinalityConfig) Validate() error {
 // hyperloglog) fed with the same xxhash as the rest of the package.
 // Estimates from different partitions merge into the estimate of the union.
 //
-// A Cardinality is not safe for concurrent use.
+// Build one with NewCardinality (or as the target of UnmarshalBinary). A
+// Cardinality is not safe for concurrent use.
 type Cardinality struct {
 	hll *hyperloglog.Sketch
 	p   uint8

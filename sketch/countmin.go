@@ -92,8 +92,9 @@ func (c CountMinConfig) Delta() float64 {
 // of them, so it never falls below the key's true count and exceeds it only by
 // the weight of other keys sharing all its counters.
 //
-// A CountMin is not safe for concurrent use; the pipeline feeds each one from
-// a single goroutine.
+// Build one with NewCountMin (or as the target of UnmarshalBinary); the zero
+// value has no counters. A CountMin is not safe for concurrent use; the
+// pipeline feeds each one from a single goroutine.
 type CountMin struct {
 	cfg      CountMinConfig
 	width    uint32

@@ -38,6 +38,7 @@ type MismatchError struct {
 	OtherSeed              uint64
 }
 
+// Error names both layouts and what to check.
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("sketch: cannot merge %s %dx%d seed %#x with %dx%d seed %#x: "+
 		"both sides must use the same dimensions and seed (check that every instance runs the same rule config)",

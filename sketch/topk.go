@@ -57,8 +57,13 @@ func (c TopKConfig) Validate() error {
 // [Count − Error, Count]: Count never underestimates, and Count − Error is
 // weight the TopK saw for the key itself since it started tracking it.
 type Item struct {
-	Key   string
+	// Key is the access key, copied when the TopK admitted it.
+	Key string
+	// Count is an upper bound of the key's total weight (events, or bytes
+	// for a TopK fed with AddN).
 	Count uint64
+	// Error is how much of Count may not be the key's own: the true total
+	// is at least Count − Error.
 	Error uint64
 }
 
@@ -93,7 +98,8 @@ type entry struct {
 // to the tail, which tightens the tail's estimates, and makes the common case
 // (a heavy key) one hash, one probe and one heap step.
 //
-// A TopK is not safe for concurrent use.
+// Build one with NewTopK (or as the target of UnmarshalBinary); the zero
+// value is not usable. A TopK is not safe for concurrent use.
 type TopK struct {
 	cfg    TopKConfig
 	filter *CountMin

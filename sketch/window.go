@@ -44,7 +44,7 @@ func (c WindowConfig) Validate() error {
 // in Unix milliseconds (use t.UnixMilli() for a time.Time). Nothing here reads
 // the clock, so a replay produces the same counts as the live run.
 //
-// A WindowPair is not safe for concurrent use.
+// Build one with NewWindowPair. A WindowPair is not safe for concurrent use.
 type WindowPair struct {
 	cur, prev *CountMin
 	length    int64 // ms
