@@ -25,8 +25,10 @@ const (
 // because the window already forgets old traffic.
 type Options struct {
 	// Bits sets the number of buckets to 2^Bits. Each bucket is a sorted
-	// linked list, so lookups walk about Len()/2^(Bits+1) nodes: size it near
-	// log2(NodeCap) when the ring will hold many keys. 0 means 12.
+	// linked list, so a lookup walks about Len()/2^(Bits+1) nodes, each a
+	// likely cache miss once the ring outgrows the CPU cache. 0 sizes the
+	// table from NodeCap (see SizeBits): about two nodes per bucket at the
+	// cap, and never fewer than 2^12 buckets.
 	Bits int
 
 	// TopK is how many keys Top returns. 0 means Top returns nothing.
@@ -84,12 +86,17 @@ type Options struct {
 	Clock func() int64
 }
 
-// DefaultOptions returns the defaults: 4096 buckets, TopK 16, a sliding
-// window of 8 × 250ms, rotation every 30 minutes, a strict cap of 250,000
-// nodes per generation, no decay, cold sweeps every 10 seconds.
+// DefaultOptions returns the defaults: the seed's table (TopK 16, a
+// sliding window of 8 × 250ms, rotation every 30 minutes, a strict cap of
+// 250,000 nodes per generation, no decay) plus cold sweeps every 10
+// seconds, with one departure: the bucket table is sized from the cap
+// (Bits 0, so 2^17 buckets for 250,000 nodes) instead of the seed's fixed
+// 2^12. With 2^12 buckets a full ring has chains of about 61 nodes and a
+// touch costs microseconds (BenchmarkTouchFullRing); sized from the cap,
+// it is a few hundred nanoseconds at worst, for 1 MiB of bucket heads.
 func DefaultOptions() Options {
 	return Options{
-		Bits:               12,
+		Bits:               0,
 		TopK:               16,
 		WindowSlots:        8,
 		WindowSlotDuration: 250 * time.Millisecond,
@@ -147,6 +154,21 @@ func (o Options) Validate() error {
 }
 
 func (o Options) windowed() bool { return o.WindowSlots > 0 }
+
+// MinBits is the smallest table SizeBits picks: the seed's 4096 buckets.
+const MinBits = 12
+
+// SizeBits returns the table size New uses when Options.Bits is 0: the
+// smallest power of two with at least nodeCap/2 buckets (chains of about
+// two nodes at the cap), clamped to MinBits..MaxBits. nodeCap 0 (no cap)
+// gives MinBits.
+func SizeBits(nodeCap int) int {
+	bits := MinBits
+	for bits < MaxBits && 1<<bits < nodeCap/2 {
+		bits++
+	}
+	return bits
+}
 
 // wallClock is the default Clock.
 func wallClock() int64 { return time.Now().UnixNano() }

@@ -10,7 +10,7 @@ import (
 func TestDefaultOptionsMatchSeed(t *testing.T) {
 	o := DefaultOptions()
 	require.NoError(t, o.Validate())
-	require.Equal(t, 12, o.Bits)
+	require.Equal(t, 0, o.Bits, "sized from NodeCap, not the seed's fixed 12")
 	require.Equal(t, 16, o.TopK)
 	require.Equal(t, 8, o.WindowSlots)
 	require.Equal(t, 250*time.Millisecond, o.WindowSlotDuration)
@@ -19,6 +19,22 @@ func TestDefaultOptionsMatchSeed(t *testing.T) {
 	require.Equal(t, 0, o.SampleBits)
 	require.Zero(t, o.DecayInterval)
 	require.Zero(t, o.DecayShift)
+}
+
+func TestSizeBits(t *testing.T) {
+	for _, tc := range []struct{ cap, want int }{
+		{0, MinBits},
+		{1000, MinBits},
+		{8192, MinBits},
+		{8194, 13},
+		{250_000, 17},
+		{262_144, 17},
+		{262_146, 18},
+		{1 << 40, MaxBits},
+	} {
+		require.Equal(t, tc.want, SizeBits(tc.cap), "SizeBits(%d)", tc.cap)
+		require.GreaterOrEqual(t, 1<<SizeBits(tc.cap), min(tc.cap/2, 1<<MaxBits), "at most two nodes per bucket at cap %d", tc.cap)
+	}
 }
 
 func TestValidateRejects(t *testing.T) {
@@ -65,7 +81,7 @@ func TestNewNormalizes(t *testing.T) {
 	o.DecayInterval, o.DecayShift = time.Second, 1
 	r := newRing(t, o)
 	got := r.Options()
-	require.Equal(t, 12, got.Bits, "Bits 0 falls back to 12")
+	require.Equal(t, 17, got.Bits, "Bits 0 is sized from the 250,000 cap")
 	require.Zero(t, got.DecayInterval, "window on turns decay off")
 	require.Zero(t, got.DecayShift)
 

@@ -63,7 +63,7 @@ func New(opts Options) (*Ring, error) {
 		return nil, err
 	}
 	if opts.Bits == 0 {
-		opts.Bits = 12
+		opts.Bits = SizeBits(opts.NodeCap)
 	}
 	if opts.windowed() {
 		// The window already forgets old traffic; decaying on top of it

@@ -182,3 +182,33 @@ func BenchmarkMemoryPerNode(b *testing.B) {
 		})
 	}
 }
+
+// Touch on a ring filled to the default cap, keys drawn Zipf(1.1): what the
+// table size costs once chains outgrow the CPU cache. bits=12 is the seed's
+// fixed table; bits=auto is DefaultOptions (sized from the cap).
+func BenchmarkTouchFullRing(b *testing.B) {
+	const universe, stream = 250_000, 1 << 16
+	keys := benchKeys(universe)
+	for _, bits := range []int{12, 0} {
+		name := fmt.Sprintf("bits=%d", bits)
+		if bits == 0 {
+			name = fmt.Sprintf("bits=auto(%d)", SizeBits(universe))
+		}
+		b.Run(name, func(b *testing.B) {
+			r := newRing(b, Options{Bits: bits, NodeCap: universe})
+			for _, k := range keys {
+				r.TouchAt(k, t0)
+			}
+			z := rand.NewZipf(rand.New(rand.NewPCG(1, 1)), 1.1, 1, universe-1)
+			idx := make([]uint64, stream)
+			for i := range idx {
+				idx[i] = z.Uint64()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r.TouchAt(keys[idx[i&(stream-1)]], t0)
+			}
+		})
+	}
+}
