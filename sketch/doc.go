@@ -115,7 +115,8 @@
 // all correct answers. How far from the goal: on these workloads there is no
 // measurable gap, but 170 ranked keys cannot demonstrate 99.99 %; what is
 // guaranteed is the deterministic bound above (a key is missed or
-// misranked only by ≤ Floor ≤ N/Capacity: 0.049 % of N at 2048 keys), and
+// misranked only by ≤ Floor ≤ N/Capacity: 0.049 % of N at 2048 keys; the
+// measured Floor was 0.0015–0.0029 % of N on the three workloads), and
 // the error of a top key is 0 whenever it was admitted before the table
 // filled or with a small filter estimate, as in every workload here.
 //
