@@ -97,10 +97,10 @@ func BenchmarkCountMinMarshal(b *testing.B) {
 		enc, _ := s.MarshalBinary()
 		b.Run(cmsName(cfg)+"/marshal", func(b *testing.B) {
 			b.ReportAllocs()
-			b.ReportMetric(float64(len(enc)), "bytes/blob")
 			for b.Loop() {
 				_, _ = s.MarshalBinary()
 			}
+			b.ReportMetric(float64(len(enc)), "bytes/blob")
 		})
 		b.Run(cmsName(cfg)+"/append", func(b *testing.B) {
 			b.ReportAllocs()
@@ -184,11 +184,11 @@ func BenchmarkTopKMarshal(b *testing.B) {
 	enc, _ := tk.MarshalBinary()
 	b.Run("append", func(b *testing.B) {
 		b.ReportAllocs()
-		b.ReportMetric(float64(len(enc)), "bytes/blob")
 		buf := make([]byte, 0, len(enc))
 		for b.Loop() {
 			buf, _ = tk.AppendBinary(buf[:0])
 		}
+		b.ReportMetric(float64(len(enc)), "bytes/blob")
 	})
 	b.Run("unmarshal", func(b *testing.B) {
 		b.ReportAllocs()
