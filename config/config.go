@@ -129,6 +129,22 @@ type Ingest struct {
 	PollInterval time.Duration `mapstructure:"poll_interval"`
 	// SaveInterval is how often the state file is rewritten.
 	SaveInterval time.Duration `mapstructure:"save_interval"`
+	// Topic configures ingest topic, which re-keys raw log topics.
+	Topic IngestTopic `mapstructure:"topic"`
+}
+
+// IngestTopic configures ingest topic: a consumer group reading raw log
+// topics and re-publishing their records as keyed events.
+type IngestTopic struct {
+	// Topics are the raw log topics read; arguments on the command line
+	// replace them. Each must differ from kafka.topics.events and .dlq.
+	Topics []string `mapstructure:"topics"`
+	// Group is the consumer group; its committed offsets say where a
+	// restart resumes.
+	Group string `mapstructure:"group"`
+	// CommitInterval is how often acknowledged offsets are committed (also
+	// the most a crash can re-send).
+	CommitInterval time.Duration `mapstructure:"commit_interval"`
 }
 
 // IngestJSON are the dotted field paths of the json format.
@@ -199,6 +215,7 @@ func Defaults() Config {
 			DLQMaxRaw:          16 << 10,
 			PollInterval:       200 * time.Millisecond,
 			SaveInterval:       time.Second,
+			Topic:              IngestTopic{Topics: []string{}, Group: "keyheat-ingest", CommitInterval: time.Second},
 		},
 	}
 }

@@ -35,7 +35,7 @@ func (c *Config) Validate() error {
 	c.Kafka.validate(&p)
 	c.ClickHouse.validate(&p)
 	c.Events.validate(&p)
-	c.Ingest.validate(&p)
+	c.Ingest.validate(&p, &c.Kafka.Topics)
 	if c.Metrics.Addr != "" {
 		checkHostPort(&p, "metrics.addr", c.Metrics.Addr)
 	}
@@ -169,7 +169,7 @@ func isIdent(s string) bool {
 	return s != ""
 }
 
-func (in *Ingest) validate(p *problems) {
+func (in *Ingest) validate(p *problems, out *Topics) {
 	switch in.Format {
 	case "json", "combined", "nginx", "apache", "redis":
 	case "regex":
@@ -213,5 +213,26 @@ func (in *Ingest) validate(p *problems) {
 	}
 	if in.SaveInterval <= 0 {
 		p.add("ingest.save_interval", "must be positive, e.g. 1s")
+	}
+	seen := map[string]bool{}
+	for _, t := range in.Topic.Topics {
+		switch err := checkTopicName(t); {
+		case err != nil:
+			p.add("ingest.topic.topics", "%v", err)
+		case t == out.Events || t == out.DLQ:
+			// Reading what we write would re-publish every event forever.
+			p.add("ingest.topic.topics", "%q is also an output topic (kafka.topics.events or .dlq); read a raw log topic", t)
+		case seen[t]:
+			p.add("ingest.topic.topics", "%q is named twice", t)
+		}
+		seen[t] = true
+	}
+	if err := checkTopicName(in.Topic.Group); err != nil {
+		// Kafka is laxer about group ids, but a group named like a topic
+		// survives every tool and ACL syntax.
+		p.add("ingest.topic.group", "%v", err)
+	}
+	if in.Topic.CommitInterval <= 0 {
+		p.add("ingest.topic.commit_interval", "must be positive, e.g. 1s")
 	}
 }

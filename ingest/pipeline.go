@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/keyheat/keyheat/logparse"
@@ -62,8 +63,15 @@ type Line struct {
 	// Data is the line without its line ending; Send copies what it keeps.
 	Data []byte
 	// Source names where it came from, for dead letters (a path, "stdin",
-	// "topic:partition@offset").
+	// "topic:partition").
 	Source string
+	// SourceAtOffset makes a dead letter's source Source+"@"+Offset, Kafka's
+	// "topic:partition@offset" (schemas.KafkaSource), without building that
+	// string for the lines that do not need it.
+	SourceAtOffset bool
+	// ArrivalMs, when not 0, is the event time of a line that carries none
+	// (a raw record's timestamp); 0 means the time Send is called.
+	ArrivalMs int64
 	// IDPrefix and Offset make the record's keyheat-id header,
 	// IDPrefix+strconv.Itoa(Offset): the same line always gets the same id.
 	IDPrefix string
@@ -87,6 +95,9 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 	}
 	if err == nil {
 		if e.TimeMs == 0 {
+			e.TimeMs = l.ArrivalMs
+		}
+		if e.TimeMs == 0 {
 			e.TimeMs = now.UnixMilli()
 		}
 		err = p.limits.Validate(&e, now.UnixMilli())
@@ -99,7 +110,11 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 		ack.Ack(seq, nil)
 		return nil
 	}
-	d := schemas.NewDeadLetter(now.UnixMilli(), l.Source, err, l.Data, p.maxRaw)
+	source := l.Source
+	if l.SourceAtOffset {
+		source += "@" + strconv.FormatInt(l.Offset, 10)
+	}
+	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, p.maxRaw)
 	return p.prod.DeadLetter(ctx, &d, l.IDPrefix, l.Offset, countingAcker{ack, p.stats, d.Reason}, seq)
 }
 

@@ -1,8 +1,9 @@
-// Command ingest reads access logs (files, stdin, synthetic traffic) and
+// Command ingest reads access logs (files, stdin, raw topics, synthetic traffic) and
 // produces keyed AccessEvents to Kafka; bad lines go to the DLQ.
 //
 //	ingest tail /var/log/nginx/access.log --ingest.state_file=/var/lib/keyheat/tail.json
 //	redis-cli monitor | ingest stdin --ingest.format=redis
+//	ingest topic app.raw.logs --ingest.format=json --ingest.topic.group=keyheat-ingest
 //	ingest gen --rate=50000 --duration=1m --hot key=product:42,start=10s,for=30s,share=5%
 package main
 
@@ -23,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/ingest"
@@ -73,6 +73,37 @@ func newRoot() *cobra.Command {
 		})
 	}
 
+	topic := &cobra.Command{Use: "topic [TOPIC…]", Short: "Re-key raw log topics as a consumer group, committing after Kafka acknowledged"}
+	topic.Flags().String("ingest.topic.group", def.Ingest.Topic.Group, "consumer group (its offsets say where a restart resumes)")
+	topic.RunE = func(cmd *cobra.Command, args []string) error {
+		return withEnv(cmd, func(ctx context.Context, env *env) error {
+			tc := env.cfg.Ingest.Topic
+			topics := tc.Topics
+			if len(args) > 0 {
+				topics = args
+				// Arguments skip the config's check; repeat its point.
+				for _, t := range topics {
+					if t == env.cfg.Kafka.Topics.Events || t == env.cfg.Kafka.Topics.DLQ {
+						return fmt.Errorf("topic %s is an output topic; name a raw log topic", t)
+					}
+				}
+			}
+			if len(topics) == 0 {
+				return errors.New("no raw topic to read: name one as an argument or set ingest.topic.topics")
+			}
+			opts, err := env.cfg.Kafka.ClientOpts()
+			if err != nil {
+				return err
+			}
+			src, err := ingest.NewTopic(ingest.TopicConfig{ClientOpts: opts, Topics: topics, Group: tc.Group,
+				CommitInterval: tc.CommitInterval, MaxLineBytes: env.cfg.Ingest.MaxLineBytes, Logger: env.log}, env.pl)
+			if err != nil {
+				return err
+			}
+			return src.Run(ctx)
+		})
+	}
+
 	gen := &cobra.Command{Use: "gen", Short: "Produce synthetic Zipf traffic with planted hot keys", Args: cobra.NoArgs}
 	gf := gen.Flags()
 	gf.Int("keys", 100_000, "distinct background keys")
@@ -114,7 +145,7 @@ func newRoot() *cobra.Command {
 			return err
 		})
 	}
-	root.AddCommand(tail, stdin, gen)
+	root.AddCommand(tail, stdin, topic, gen)
 	return root
 }
 
@@ -130,9 +161,10 @@ type env struct {
 // progress line, runs fn, and tears everything down.
 func withEnv(cmd *cobra.Command, fn func(context.Context, *env) error) error {
 	ctx := cmd.Context()
-	fs := pflag.NewFlagSet("all", pflag.ContinueOnError)
-	fs.AddFlagSet(cmd.Flags())
-	fs.AddFlagSet(cmd.InheritedFlags())
+	// cmd.Flags() is the set cobra parsed, the root's persistent flags
+	// merged in; only it knows which flags the user set (a copy made with
+	// AddFlagSet does not, and Load would then see none).
+	fs := cmd.Flags()
 	file, _ := fs.GetString("config")
 	cfg, err := config.Load(config.Source{File: file, Flags: fs})
 	if err != nil {

@@ -1,0 +1,371 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TopicConfig configures a Topic source.
+type TopicConfig struct {
+	// ClientOpts connect to the brokers holding the raw topics
+	// (config.Kafka.ClientOpts); group options are added by NewTopic.
+	ClientOpts []kgo.Opt
+	// Topics are the raw log topics to read. Each record's value is one
+	// line (a trailing newline is dropped) or one JSON object, parsed by
+	// the pipeline's format. They may be partitioned any way.
+	Topics []string
+	// Group is the consumer group whose committed offsets say where
+	// reading resumes.
+	Group string
+	// CommitInterval is how often acknowledged offsets are committed while
+	// reading; default 1s. It is also the most a crash can re-send.
+	CommitInterval time.Duration
+	// MaxPollRecords bounds the records handled between two chances to
+	// rebalance; default 10000.
+	MaxPollRecords int
+	// MaxLineBytes dead-letters longer record values with
+	// ReasonLineTooLong; default 1 MiB.
+	MaxLineBytes int
+	// FlushTimeout bounds the flush before a revoke's commit and at
+	// shutdown; default 30s.
+	FlushTimeout time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Validate reports the first unusable setting.
+func (c *TopicConfig) Validate() error {
+	switch {
+	case len(c.Topics) == 0:
+		return errors.New("topic source: no topics to read")
+	case c.Group == "":
+		return errors.New("topic source: a consumer group must be set")
+	case c.CommitInterval < 0 || c.MaxPollRecords < 0 || c.MaxLineBytes < 0 || c.FlushTimeout < 0:
+		return errors.New("topic source: intervals and limits must not be negative")
+	}
+	for _, t := range c.Topics {
+		if t == "" {
+			return errors.New("topic source: a topic name is empty")
+		}
+	}
+	return nil
+}
+
+// Topic re-publishes the records of raw log topics as keyed events. It is
+// a consumer group member: any number of processes may share the work.
+//
+// Offsets are committed per partition only up to the contiguous run of
+// records whose events (or dead letters) Kafka acknowledged, never the
+// last polled offset. Records are handled between a poll and
+// AllowRebalance (kgo.BlockRebalanceOnPoll), so a rebalance callback never
+// runs while records are being sent. On revoke it flushes the producer and
+// commits the revoked partitions' watermark before they move; on a lost
+// partition (the group already moved on) it commits nothing, and the new
+// owner re-sends from the last commit with the same keyheat-id headers.
+type Topic struct {
+	cfg  TopicConfig
+	pl   *Pipeline
+	log  *slog.Logger
+	cl   *kgo.Client
+	maxL int
+
+	// mu guards parts. The poll loop and the rebalance callbacks already
+	// exclude each other (BlockRebalanceOnPoll); the lock is for Run's
+	// final commit racing a callback of Close and for the reader of
+	// Committed.
+	mu    sync.Mutex
+	parts map[topicPartition]*partAcks
+	// committed is the last offset committed per partition, for tests and
+	// logging.
+	committed map[topicPartition]int64
+
+	closeOnce sync.Once
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// partAcks is one assigned partition's acknowledgement watermark.
+type partAcks struct {
+	acks      *ackSeq
+	idPrefix  string // "topic/partition/": ids are topic/partition/offset
+	source    string // "topic:partition" for dead letters
+	committed int64  // last committed offset, -1 for none
+}
+
+// NewTopic validates cfg and creates the group consumer. It does not
+// contact the brokers yet.
+func NewTopic(cfg TopicConfig, pl *Pipeline) (*Topic, error) {
+	if pl == nil {
+		return nil, errors.New("topic source: pipeline must be set")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.CommitInterval == 0 {
+		cfg.CommitInterval = time.Second
+	}
+	if cfg.MaxPollRecords == 0 {
+		cfg.MaxPollRecords = 10_000
+	}
+	if cfg.MaxLineBytes == 0 {
+		cfg.MaxLineBytes = 1 << 20
+	}
+	if cfg.FlushTimeout == 0 {
+		cfg.FlushTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Topic{cfg: cfg, pl: pl, log: cfg.Logger, maxL: cfg.MaxLineBytes,
+		parts: map[topicPartition]*partAcks{}, committed: map[topicPartition]int64{}}
+	opts := append([]kgo.Opt{}, cfg.ClientOpts...)
+	opts = append(opts,
+		kgo.ConsumeTopics(cfg.Topics...),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), // a new group reads what the topic holds
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(s.onRevoked),
+		kgo.OnPartitionsLost(s.onLost),
+		kgo.WithLogger(kslog{cfg.Logger}),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("topic source: kafka client: %w", err)
+	}
+	s.cl = cl
+	return s, nil
+}
+
+// Run reads until ctx ends or a record fails. Then it stops reading,
+// flushes, commits the acknowledged offsets, leaves the group and returns:
+// nil after a clean stop.
+func (s *Topic) Run(ctx context.Context) error {
+	defer s.Close()
+	var runErr error
+	lastCommit := time.Now()
+	for ctx.Err() == nil {
+		fs := s.cl.PollRecords(ctx, s.cfg.MaxPollRecords)
+		if fs.IsClientClosed() {
+			break
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			// franz-go retries what it can; what reaches us (an
+			// authorization failure, a deleted topic) needs a person.
+			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+		})
+		fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			if runErr != nil || len(ftp.Records) == 0 {
+				return
+			}
+			pa := s.part(ftp.Topic, ftp.Partition, ftp.Records[0].Offset)
+			for _, r := range ftp.Records {
+				if err := s.send(ctx, pa, r); err != nil {
+					if ctx.Err() == nil {
+						runErr = err
+					}
+					return
+				}
+			}
+		})
+		if runErr == nil {
+			runErr = s.failed()
+		}
+		if runErr == nil && time.Since(lastCommit) >= s.cfg.CommitInterval {
+			// Committed between poll and AllowRebalance, so we still own
+			// every partition we commit. Not under ctx: a stop signal
+			// must not cut a commit off half way for nothing.
+			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+			s.commit(cctx, nil)
+			ccancel()
+			lastCommit = time.Now()
+		}
+		s.cl.AllowRebalance()
+		if runErr != nil {
+			break
+		}
+	}
+	// Stop: what was sent is flushed and its acknowledged prefix committed
+	// while we still own the partitions. Close then leaves the group; the
+	// revoke callback it triggers finds nothing new to commit.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+	defer cancel()
+	ferr := s.pl.Producer().Flush(fctx)
+	if ferr != nil {
+		ferr = fmt.Errorf("flush at shutdown: %w", ferr)
+	}
+	s.commit(fctx, nil)
+	if runErr == nil {
+		runErr = s.failed()
+	}
+	return errors.Join(runErr, ferr)
+}
+
+// Close leaves the group and closes the consumer; Run calls it. It is
+// idempotent.
+func (s *Topic) Close() { s.closeOnce.Do(s.cl.Close) }
+
+// Committed returns the offset last committed for topic/partition, -1 if
+// none was committed by this source.
+func (s *Topic) Committed(topic string, partition int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.committed[topicPartition{topic, partition}]; ok {
+		return o
+	}
+	return -1
+}
+
+// part returns the watermark of a partition, starting it at first, the
+// offset of the first record polled since it was assigned: that is where
+// the group's committed offset put us, so nothing before it is pending.
+func (s *Topic) part(topic string, partition int32, first int64) *partAcks {
+	tp := topicPartition{topic, partition}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pa := s.parts[tp]
+	if pa == nil {
+		p := strconv.FormatInt(int64(partition), 10)
+		pa = &partAcks{acks: newAckSeq(first), idPrefix: topic + "/" + p + "/", source: topic + ":" + p, committed: -1}
+		s.parts[tp] = pa
+	}
+	return pa
+}
+
+func (s *Topic) send(ctx context.Context, pa *partAcks, r *kgo.Record) error {
+	data := bytes.TrimSuffix(bytes.TrimSuffix(r.Value, []byte{'\n'}), []byte{'\r'})
+	l := Line{Data: data, Source: pa.source, SourceAtOffset: true, IDPrefix: pa.idPrefix, Offset: r.Offset,
+		ArrivalMs: r.Timestamp.UnixMilli()}
+	if len(data) > s.maxL {
+		l.Data = data[:s.maxL]
+		l.Err = tooLongErr(fmt.Sprintf("record value is %d bytes, more than %d", len(data), s.maxL))
+	}
+	return s.pl.Send(ctx, &l, pa.acks, pa.acks.Add(r.Offset+1))
+}
+
+// failed returns the first produce error of any partition: Kafka refused
+// a record for good, so its partition's watermark is frozen below it and
+// reading on would only pile up records that can never be committed.
+func (s *Topic) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tp, pa := range s.parts {
+		if _, err := pa.acks.Acked(); err != nil {
+			return fmt.Errorf("kafka refused an event of %s:%d: %w", tp.topic, tp.partition, err)
+		}
+	}
+	return nil
+}
+
+// commit commits, synchronously, the acknowledged watermark of every
+// partition in only (all assigned ones when only is nil) that moved since
+// its last commit.
+func (s *Topic) commit(ctx context.Context, only map[string][]int32) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	s.mu.Lock()
+	add := func(tp topicPartition, pa *partAcks) {
+		wm, _ := pa.acks.Acked()
+		if wm <= pa.committed {
+			return
+		}
+		if offsets[tp.topic] == nil {
+			offsets[tp.topic] = map[int32]kgo.EpochOffset{}
+		}
+		// Epoch -1: the watermark's record may be older than the latest
+		// leader epoch we saw, and -1 skips the broker's epoch fencing.
+		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: wm}
+	}
+	if only == nil {
+		for tp, pa := range s.parts {
+			add(tp, pa)
+		}
+	} else {
+		for t, ps := range only {
+			for _, p := range ps {
+				if pa := s.parts[topicPartition{t, p}]; pa != nil {
+					add(topicPartition{t, p}, pa)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			s.log.Error("commit offsets", "err", err)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					s.log.Error("commit offset", "topic", t.Topic, "partition", p.Partition, "err", err)
+					continue
+				}
+				tp := topicPartition{t.Topic, p.Partition}
+				o := offsets[t.Topic][p.Partition].Offset
+				if pa := s.parts[tp]; pa != nil {
+					pa.committed = o
+				}
+				s.committed[tp] = o
+			}
+		}
+	})
+}
+
+// onRevoked runs while no records are being sent (BlockRebalanceOnPoll):
+// everything sent for a revoked partition is already in the producer.
+// Flush makes Kafka acknowledge it, so the commit carries the partition's
+// whole progress to its next owner, which then re-sends nothing.
+func (s *Topic) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if len(revoked) == 0 {
+		return
+	}
+	// ctx is the client's and ends when it closes, which is exactly when
+	// the final revoke must still commit.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+	defer cancel()
+	if err := s.pl.Producer().Flush(fctx); err != nil {
+		s.log.Error("flush before revoke", "err", err)
+	}
+	s.commit(fctx, revoked)
+	s.drop(revoked)
+}
+
+// onLost drops the partitions without committing: another member may
+// already own them and have committed further; our commit could move
+// their offset back. Acks still arriving for them go to the dropped
+// watermarks and are forgotten.
+func (s *Topic) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	s.log.Warn("partitions lost; not committing them", "partitions", lost)
+	s.drop(lost)
+}
+
+func (s *Topic) drop(ps map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t, parts := range ps {
+		for _, p := range parts {
+			delete(s.parts, topicPartition{t, p})
+		}
+	}
+}
