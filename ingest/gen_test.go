@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -26,33 +25,35 @@ func TestParseHotKey(t *testing.T) {
 // and checks that the count it reports is the count on the topic, and
 // that the same seed plants the same number again.
 func TestGenPlantedCount(t *testing.T) {
-	k := newKafkaEnv(t, testenv.KFake(t), 3)
-	cfg := GenConfig{Keys: 1000, S: 1.1, Rate: 1e6, Count: 20_000, Seed: 7,
-		Hot:   []HotKey{{Key: "product:42", Start: 5 * time.Millisecond, For: 10 * time.Millisecond, Share: 0.3}},
-		Start: time.UnixMilli(1742220131000)}
-	run := func() map[string]int64 {
-		g, err := NewGen(cfg, k.producer(t, schemas.JSON), nil)
-		require.NoError(t, err)
-		counts, err := g.Run(context.Background())
-		require.NoError(t, err)
-		return counts
-	}
-	counts := run()
-	// 10,000 events fall in the window; 30% of them are planted.
-	require.InDelta(t, 3000, counts["product:42"], 300)
-
-	onTopic := 0
-	recs := readAll(t, k.seeds, k.events)
-	require.Len(t, recs, 20_000)
-	for _, r := range recs {
-		if string(r.Key) == "product:42" {
-			onTopic++
-			var e schemas.AccessEvent
-			require.NoError(t, schemas.DecodeAny(r.Value, &e))
-			ms := e.TimeMs - cfg.Start.UnixMilli()
-			require.True(t, ms >= 5 && ms < 15, "planted event at +%dms, outside its window", ms)
+	brokers(t, func(t *testing.T, seeds []string) {
+		k := newKafkaEnv(t, seeds, 3)
+		cfg := GenConfig{Keys: 1000, S: 1.1, Rate: 1e6, Count: 20_000, Seed: 7,
+			Hot:   []HotKey{{Key: "product:42", Start: 5 * time.Millisecond, For: 10 * time.Millisecond, Share: 0.3}},
+			Start: time.UnixMilli(1742220131000)}
+		run := func() map[string]int64 {
+			g, err := NewGen(cfg, k.producer(t, schemas.JSON), nil)
+			require.NoError(t, err)
+			counts, err := g.Run(context.Background())
+			require.NoError(t, err)
+			return counts
 		}
-	}
-	require.Equal(t, counts["product:42"], int64(onTopic))
-	require.Equal(t, counts, run(), "same seed, same plant")
+		counts := run()
+		// 10,000 events fall in the window; 30% of them are planted.
+		require.InDelta(t, 3000, counts["product:42"], 300)
+
+		onTopic := 0
+		recs := readAll(t, k.seeds, k.events)
+		require.Len(t, recs, 20_000)
+		for _, r := range recs {
+			if string(r.Key) == "product:42" {
+				onTopic++
+				var e schemas.AccessEvent
+				require.NoError(t, schemas.DecodeAny(r.Value, &e))
+				ms := e.TimeMs - cfg.Start.UnixMilli()
+				require.True(t, ms >= 5 && ms < 15, "planted event at +%dms, outside its window", ms)
+			}
+		}
+		require.Equal(t, counts["product:42"], int64(onTopic))
+		require.Equal(t, counts, run(), "same seed, same plant")
+	})
 }

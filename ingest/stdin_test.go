@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -16,50 +15,52 @@ import (
 // the DLQ with its reason, the source and the raw line, while the good
 // ones reach the events topic keyed by access key.
 func TestStdinDLQ(t *testing.T) {
-	k := newKafkaEnv(t, testenv.KFake(t), 2)
-	parser, err := logparse.New(logparse.Config{Format: "redis"})
-	require.NoError(t, err)
-	pl := pipeline(t, k.producer(t, schemas.JSON), parser)
-	pl.limits = schemas.Limits{MaxKeyBytes: 16, MaxSkew: -1}
-	input := strings.Join([]string{
-		"OK",
-		`1742220131.1 [0 127.0.0.1:1] "get" "user:1"`,
-		`garbage`,
-		`1742220131.2 [0 127.0.0.1:1] "get"`,
-		`1742220131.3 [0 127.0.0.1:1] "get" "a-key-that-is-far-too-long"`,
-		`1742220131.4 [0 127.0.0.1:1] "get" "bad\xff"`,
-		`1742220131.5 [0 127.0.0.1:1] "ping"`,
-		`1742220131.6 [0 127.0.0.1:1] "set" "user:2" "v"`,
-		strings.Repeat("x", 300),
-		`1742220131.7 [0 127.0.0.1:1] "get" "user:1"` + "\r",
-	}, "\n")
-	require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), schemas.SourceStdin, 256, pl))
+	brokers(t, func(t *testing.T, seeds []string) {
+		k := newKafkaEnv(t, seeds, 2)
+		parser, err := logparse.New(logparse.Config{Format: "redis"})
+		require.NoError(t, err)
+		pl := pipeline(t, k.producer(t, schemas.JSON), parser)
+		pl.limits = schemas.Limits{MaxKeyBytes: 16, MaxSkew: -1}
+		input := strings.Join([]string{
+			"OK",
+			`1742220131.1 [0 127.0.0.1:1] "get" "user:1"`,
+			`garbage`,
+			`1742220131.2 [0 127.0.0.1:1] "get"`,
+			`1742220131.3 [0 127.0.0.1:1] "get" "a-key-that-is-far-too-long"`,
+			`1742220131.4 [0 127.0.0.1:1] "get" "bad\xff"`,
+			`1742220131.5 [0 127.0.0.1:1] "ping"`,
+			`1742220131.6 [0 127.0.0.1:1] "set" "user:2" "v"`,
+			strings.Repeat("x", 300),
+			`1742220131.7 [0 127.0.0.1:1] "get" "user:1"` + "\r",
+		}, "\n")
+		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), schemas.SourceStdin, 256, pl))
 
-	events := readAll(t, k.seeds, k.events)
-	var keys []string
-	for _, r := range events {
-		keys = append(keys, string(r.Key))
-	}
-	require.ElementsMatch(t, []string{"user:1", "user:2", "user:1"}, keys)
+		events := readAll(t, k.seeds, k.events)
+		var keys []string
+		for _, r := range events {
+			keys = append(keys, string(r.Key))
+		}
+		require.ElementsMatch(t, []string{"user:1", "user:2", "user:1"}, keys)
 
-	got := map[schemas.Reason]string{}
-	for _, r := range readAll(t, k.seeds, k.dlq) {
-		var d schemas.DeadLetter
-		require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
-		require.Equal(t, schemas.SourceStdin, d.Source)
-		require.NotEmpty(t, header(r, HeaderID))
-		got[d.Reason] = string(d.Raw)
-	}
-	require.Equal(t, map[schemas.Reason]string{
-		schemas.ReasonParse:      "garbage",
-		schemas.ReasonEmptyKey:   `1742220131.2 [0 127.0.0.1:1] "get"`,
-		schemas.ReasonKeyTooLong: `1742220131.3 [0 127.0.0.1:1] "get" "a-key-that-is-far-too-long"`,
-		schemas.ReasonKeyNotUTF8: `1742220131.4 [0 127.0.0.1:1] "get" "bad\xff"`,
-		ReasonLineTooLong:        strings.Repeat("x", 256),
-	}, got)
-	s := pl.Stats()
-	require.EqualValues(t, 3, s.Events.Load())
-	require.EqualValues(t, 5, s.DLQ.Load())
-	require.EqualValues(t, 2, s.Skipped.Load())
-	require.EqualValues(t, 1, s.DLQByReason(schemas.ReasonKeyNotUTF8))
+		got := map[schemas.Reason]string{}
+		for _, r := range readAll(t, k.seeds, k.dlq) {
+			var d schemas.DeadLetter
+			require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
+			require.Equal(t, schemas.SourceStdin, d.Source)
+			require.NotEmpty(t, header(r, HeaderID))
+			got[d.Reason] = string(d.Raw)
+		}
+		require.Equal(t, map[schemas.Reason]string{
+			schemas.ReasonParse:      "garbage",
+			schemas.ReasonEmptyKey:   `1742220131.2 [0 127.0.0.1:1] "get"`,
+			schemas.ReasonKeyTooLong: `1742220131.3 [0 127.0.0.1:1] "get" "a-key-that-is-far-too-long"`,
+			schemas.ReasonKeyNotUTF8: `1742220131.4 [0 127.0.0.1:1] "get" "bad\xff"`,
+			ReasonLineTooLong:        strings.Repeat("x", 256),
+		}, got)
+		s := pl.Stats()
+		require.EqualValues(t, 3, s.Events.Load())
+		require.EqualValues(t, 5, s.DLQ.Load())
+		require.EqualValues(t, 2, s.Skipped.Load())
+		require.EqualValues(t, 1, s.DLQByReason(schemas.ReasonKeyNotUTF8))
+	})
 }
