@@ -40,7 +40,7 @@ func (c CardinalityConfig) Validate() error {
 
 // Cardinality estimates the number of distinct keys added ("distinct keys in
 // this window") in fixed memory, using HyperLogLog (github.com/axiomhq/
-// hyperloglog) fed with the same xxhash as the rest of the package.
+// hyperloglog) fed with the same xxh3 hash as the rest of the package.
 // Estimates from different partitions merge into the estimate of the union.
 //
 // Build one with NewCardinality (or as the target of UnmarshalBinary). A

@@ -26,7 +26,7 @@
 // # Count-Min sketch
 //
 // Depth rows × Width uint64 counters in one flat array; the row columns come
-// from one 64-bit xxhash per key by double hashing (h1 + i·h2). Estimates
+// from one 64-bit xxh3 hash per key by double hashing (h1 + i·h2). Estimates
 // never fall below the true count. Bounds (Cormode & Muthukrishnan 2005),
 // with N the total weight added:
 //
@@ -124,7 +124,7 @@
 //
 // Cardinality wraps github.com/axiomhq/hyperloglog (precision 14 by
 // default: 16 KiB dense, standard error 1.04/√2¹⁴ ≈ 0.81 %), fed with the
-// package's xxhash so all instances agree; merges give the union's estimate.
+// package's xxh3 hash so all instances agree; merges give the union's estimate.
 //
 // # Performance
 //

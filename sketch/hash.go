@@ -1,16 +1,16 @@
 package sketch
 
-import "github.com/cespare/xxhash/v2"
+import "github.com/zeebo/xxh3"
 
 // hashBytes and hashString return one 64-bit hash per key. Every structure in
 // the package derives all of its indexes from this single value, so a key is
 // hashed once per Add no matter how many rows a sketch has.
 //
 // A non-zero seed is folded in with a full 64-bit finalizer: two sketches with
-// different seeds then place keys independently (apart from full 64-bit xxhash
+// different seeds then place keys independently (apart from full 64-bit xxh3
 // collisions, which are negligible).
 func hashBytes(b []byte, seed uint64) uint64 {
-	h := xxhash.Sum64(b)
+	h := xxh3.Hash(b)
 	if seed != 0 {
 		h = mix64(h ^ seed)
 	}
@@ -18,7 +18,7 @@ func hashBytes(b []byte, seed uint64) uint64 {
 }
 
 func hashString(s string, seed uint64) uint64 {
-	h := xxhash.Sum64String(s)
+	h := xxh3.HashString(s)
 	if seed != 0 {
 		h = mix64(h ^ seed)
 	}
