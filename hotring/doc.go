@@ -16,7 +16,7 @@
 //
 // A ring has 2^Bits buckets, by default sized from the node cap so chains
 // stay about two nodes long (the seed's fixed 4096 buckets make a full ring's
-// chains 61 nodes long). A key's 64-bit xxhash picks the bucket (low
+// chains 61 nodes long). A key's 64-bit xxh3 hash picks the bucket (low
 // bits); each bucket is a lock-free singly linked list sorted by (hash,
 // key), so a lookup stops early. Readers never lock. New nodes are spliced
 // in with a CAS on the bucket head or the predecessor's next pointer.

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 )
 
 // emptyEpoch marks a window that holds no slot yet.
@@ -142,7 +142,7 @@ func (r *Ring) TouchBytesAt(key []byte, n uint64, now int64) bool {
 
 // touch is the hot path. owned says whether key may be retained.
 func (r *Ring) touch(key string, d uint64, now int64, owned bool) bool {
-	h := xxhash.Sum64String(key)
+	h := xxh3.HashString(key)
 	if now >= r.nextMaint.Load() {
 		r.maintain(now)
 	}
@@ -234,7 +234,7 @@ func (r *Ring) reserve(t *table) bool {
 // a gate, so that a key turning hot after the ring filled is still tracked
 // exactly. It reports whether a node was created.
 func (r *Ring) Admit(key string) bool {
-	h := xxhash.Sum64String(key)
+	h := xxh3.HashString(key)
 	t := r.active.Load()
 	if t.lookup(h, key) != nil {
 		return false
@@ -287,7 +287,7 @@ func (r *Ring) Frequency(key string) uint64 { return r.FrequencyAt(key, r.now())
 
 // FrequencyAt is Frequency at time now, in nanoseconds since the Unix epoch.
 func (r *Ring) FrequencyAt(key string, now int64) uint64 {
-	h := xxhash.Sum64String(key)
+	h := xxh3.HashString(key)
 	if now >= r.nextMaint.Load() {
 		r.maintain(now)
 	}
@@ -317,7 +317,7 @@ func (r *Ring) TouchAndClamp(key string, limit uint64) (count uint64, limited bo
 // TouchAndClampAt is TouchAndClamp at time now, in nanoseconds since the
 // Unix epoch.
 func (r *Ring) TouchAndClampAt(key string, limit uint64, now int64) (count uint64, limited bool) {
-	h := xxhash.Sum64String(key)
+	h := xxh3.HashString(key)
 	if now >= r.nextMaint.Load() {
 		r.maintain(now)
 	}
@@ -382,7 +382,7 @@ func (r *Ring) clamp(n *node, limit, w uint64, e int64) (count uint64, limited, 
 // Remove stops tracking key in both generations and reports whether it was
 // tracked. Its counts are discarded; a later touch starts from zero.
 func (r *Ring) Remove(key string) bool {
-	h := xxhash.Sum64String(key)
+	h := xxh3.HashString(key)
 	found := false
 	for _, t := range r.tables() {
 		for t != nil {
