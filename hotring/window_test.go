@@ -163,23 +163,3 @@ func TestTouchBytesCopiesKey(t *testing.T) {
 	require.EqualValues(t, 1, r.Frequency("aaaa"))
 	require.EqualValues(t, 2, r.Frequency("bbbb"))
 }
-
-func TestNoAllocOnExistingKey(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector allocates")
-	}
-	r := newRing(t, Options{WindowSlots: 8, WindowSlotDuration: slot})
-	buf := []byte("existing")
-	r.TouchAt("existing", t0)
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchAt("existing", t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchBytesAt(buf, 1, t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.FrequencyAt("existing", t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchAndClampAt("existing", 1e9, t0) }))
-	keys := make([]string, 200)
-	for i := range keys {
-		keys[i] = keyName(i)
-	}
-	i := 0
-	require.Equal(t, 1.0, testing.AllocsPerRun(100, func() { r.TouchAt(keys[i], t0); i++ }),
-		"an insert allocates the node and nothing else")
-}
