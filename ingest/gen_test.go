@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -56,4 +58,27 @@ func TestGenPlantedCount(t *testing.T) {
 		require.Equal(t, counts["product:42"], int64(onTopic))
 		require.Equal(t, counts, run(), "same seed, same plant")
 	})
+}
+
+// TestAliasMatchesWeights draws from a small alias table and checks each
+// rank's frequency against its weight, within 5 standard deviations.
+func TestAliasMatchesWeights(t *testing.T) {
+	w := []float64{1, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 0, 1.0 / 7}
+	total := 0.0
+	for _, x := range w {
+		total += x
+	}
+	tab := newAlias(w)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const draws = 1_000_000
+	got := make([]int, len(w))
+	for range draws {
+		got[drawAlias(tab, rng.Uint64())]++
+	}
+	for i, x := range w {
+		p := x / total
+		sd := math.Sqrt(draws * p * (1 - p))
+		require.InDelta(t, draws*p, float64(got[i]), 5*sd+1, "rank %d", i)
+	}
+	require.Zero(t, got[5], "a zero weight is never drawn")
 }

@@ -104,7 +104,7 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 	}
 	switch {
 	case err == nil:
-		return p.prod.Event(ctx, &e, l.IDPrefix, l.Offset, countingAcker{ack, p.stats, ""}, seq)
+		return p.prod.event(ctx, &e, l.IDPrefix, l.Offset, ack, seq, p.stats)
 	case errors.Is(err, logparse.ErrSkip):
 		p.stats.Skipped.Add(1)
 		ack.Ack(seq, nil)
@@ -115,28 +115,7 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 		source += "@" + strconv.FormatInt(l.Offset, 10)
 	}
 	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, p.maxRaw)
-	return p.prod.DeadLetter(ctx, &d, l.IDPrefix, l.Offset, countingAcker{ack, p.stats, d.Reason}, seq)
-}
-
-// countingAcker counts a record once Kafka acknowledged it, so the totals
-// are what is on Kafka, not what was attempted.
-type countingAcker struct {
-	next   Acker
-	stats  *Stats
-	reason schemas.Reason // "" for events
-}
-
-func (c countingAcker) Ack(seq uint64, err error) {
-	switch {
-	case err != nil:
-		c.stats.Failed.Add(1)
-	case c.reason == "":
-		c.stats.Events.Add(1)
-	default:
-		c.stats.DLQ.Add(1)
-		c.stats.dlq[reasonIndex(c.reason)].Add(1)
-	}
-	c.next.Ack(seq, err)
+	return p.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, p.stats)
 }
 
 func tooLongErr(detail string) error {

@@ -101,6 +101,11 @@ type record struct {
 	buf []byte
 	ack Acker
 	seq uint64
+	// stats, when set, is counted in once Kafka answered: as an event, or
+	// as a dead letter of reason index dlq (>= 0). Carried here instead of
+	// in a wrapping Acker, which would allocate per record.
+	stats *Stats
+	dlq   int
 }
 
 // NewProducer connects a producer. It does not contact the brokers yet.
@@ -155,7 +160,12 @@ func (p *Producer) Client() *kgo.Client { return p.cl }
 // is full; if ctx ends first the record is not produced, ack hears ctx's
 // error, and Event returns it.
 func (p *Producer) Event(ctx context.Context, e *schemas.AccessEvent, idPrefix string, idOffset int64, ack Acker, seq uint64) error {
+	return p.event(ctx, e, idPrefix, idOffset, ack, seq, nil)
+}
+
+func (p *Producer) event(ctx context.Context, e *schemas.AccessEvent, idPrefix string, idOffset int64, ack Acker, seq uint64, stats *Stats) error {
 	r := p.get()
+	r.stats, r.dlq = stats, -1
 	b := r.buf[:0]
 	b = append(b, e.Key...)
 	kl := len(b)
@@ -173,7 +183,12 @@ func (p *Producer) Event(ctx context.Context, e *schemas.AccessEvent, idPrefix s
 
 // DeadLetter produces d to the DLQ topic, like Event.
 func (p *Producer) DeadLetter(ctx context.Context, d *schemas.DeadLetter, idPrefix string, idOffset int64, ack Acker, seq uint64) error {
+	return p.deadLetter(ctx, d, idPrefix, idOffset, ack, seq, nil)
+}
+
+func (p *Producer) deadLetter(ctx context.Context, d *schemas.DeadLetter, idPrefix string, idOffset int64, ack Acker, seq uint64, stats *Stats) error {
 	r := p.get()
+	r.stats, r.dlq = stats, reasonIndex(d.Reason)
 	b := schemas.AppendDeadLetter(r.buf[:0], d)
 	vl := len(b)
 	b = append(b, idPrefix...)
@@ -210,6 +225,18 @@ func (p *Producer) produce(ctx context.Context, r *record, ack Acker, seq uint64
 func (p *Producer) promise(kr *kgo.Record, err error) {
 	r := (*record)(unsafe.Pointer(kr)) //nolint:gosec // kr is &record.Record, see record
 	ack, seq := r.ack, r.seq
+	if s := r.stats; s != nil {
+		// Counted once Kafka answered, so totals are what is on Kafka.
+		switch {
+		case err != nil:
+			s.Failed.Add(1)
+		case r.dlq < 0:
+			s.Events.Add(1)
+		default:
+			s.DLQ.Add(1)
+			s.dlq[r.dlq].Add(1)
+		}
+	}
 	if cap(r.buf) <= 64<<10 {
 		p.pool.Put(r)
 	}
