@@ -1,7 +1,12 @@
 package ingest
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -9,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -88,4 +94,60 @@ func BenchmarkGenKFake(b *testing.B) {
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
 	})
+}
+
+// BenchmarkTailKFake follows a 2M-line nginx combined file from its start
+// into kfake, end to end: read, parse, encode, produce, acknowledged.
+func BenchmarkTailKFake(b *testing.B) {
+	const n = 2_000_000
+	path := filepath.Join(b.TempDir(), "access.log")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := range n {
+		fmt.Fprintf(w, `10.0.%d.%d - - [17/Mar/2025:14:02:11 +0000] "GET /product/%d?ref=home HTTP/1.1" 200 %d "-" "Mozilla/5.0"`+"\n",
+			i%200, i%250, i%50_000, 100+i%9000)
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		b.Fatal(err)
+	}
+	seeds := testenv.KFake(b)
+	events := testenv.NewTopic(b, seeds, 6)
+	dlq := testenv.NewTopic(b, seeds, 1)
+	parser, err := logparse.New(logparse.Config{Format: "combined", Combined: logparse.CombinedConfig{Key: "path_noquery"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		p, err := NewProducer(ProducerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: events, DLQTopic: dlq,
+			Codec: schemas.Binary, Compression: "lz4"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pl, err := NewPipeline(PipelineConfig{Parser: parser, Producer: p, Limits: schemas.Limits{MaxSkew: -1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tl, err := NewTailer(TailConfig{Paths: []string{path}, FromStart: true}, pl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- tl.Run(ctx) }()
+		for pl.Stats().Events.Load()+pl.Stats().DLQ.Load() < n {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		if got := pl.Stats().Events.Load(); got != n {
+			b.Fatalf("%d events, want %d", got, n)
+		}
+		p.Close()
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "lines/s")
 }
