@@ -36,8 +36,18 @@ type Kafka struct {
 	// ClientID is sent to the brokers; it shows in their logs and quotas.
 	ClientID string `mapstructure:"client_id"`
 	Topics   Topics `mapstructure:"topics"`
-	SASL     SASL   `mapstructure:"sasl"`
-	TLS      TLS    `mapstructure:"tls"`
+	// CreateTopics creates keyheat's topics at start when they are
+	// missing, with Partitions and ReplicationFactor. Off, a missing topic
+	// is an error at start rather than records failing one by one.
+	CreateTopics bool `mapstructure:"create_topics"`
+	// Partitions of a topic keyheat creates. The events topic's partition
+	// count is detect's parallelism: one worker per partition.
+	Partitions int `mapstructure:"partitions"`
+	// ReplicationFactor of a topic keyheat creates; -1 uses the broker's
+	// default.replication.factor.
+	ReplicationFactor int  `mapstructure:"replication_factor"`
+	SASL              SASL `mapstructure:"sasl"`
+	TLS               TLS  `mapstructure:"tls"`
 }
 
 // Topics names keyheat's Kafka topics.
@@ -181,8 +191,11 @@ func Defaults() Config {
 	return Config{
 		Log: Log{Level: "info", Format: "text"},
 		Kafka: Kafka{
-			Brokers:  []string{"127.0.0.1:9092"},
-			ClientID: "keyheat",
+			Brokers:           []string{"127.0.0.1:9092"},
+			ClientID:          "keyheat",
+			CreateTopics:      true,
+			Partitions:        8,
+			ReplicationFactor: -1,
 			Topics: Topics{
 				Events:  "keyheat.events",
 				DLQ:     "keyheat.events.dlq",

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ func TestDefaultsAreValid(t *testing.T) {
 }
 
 func TestExampleFileDocumentsEveryKey(t *testing.T) {
-	const example = "../keyheat.example.yaml"
+	const example = "keyheat.example.yaml"
 	cfg, err := Load(Source{File: example, Environ: []string{}})
 	require.NoError(t, err, "the example file must load")
 	require.Equal(t, Defaults(), *cfg, "the example shows every default; keep them in step")
@@ -80,40 +81,69 @@ func TestPrecedence(t *testing.T) {
 func TestEveryKeyFromEnv(t *testing.T) {
 	for _, key := range Keys() {
 		t.Run(key, func(t *testing.T) {
-			val := sampleValue(key)
-			cfg, err := Load(Source{Environ: []string{EnvName(key) + "=" + val}})
-			if err != nil {
-				// Some values make the config invalid on their own (TLS
-				// files without TLS on); the key must still have been read,
-				// which the error proves by naming the key.
-				require.Contains(t, err.Error(), strings.SplitN(key, ".", 2)[0], "error for %s", key)
-				return
+			env := []string{EnvName(key) + "=" + sampleValue(key)}
+			for _, extra := range companions[key] {
+				k, v, _ := strings.Cut(extra, "=")
+				env = append(env, EnvName(k)+"="+v)
 			}
-			require.NotEqual(t, Defaults(), *cfg, "%s from env changed nothing", EnvName(key))
+			cfg, err := Load(Source{Environ: env})
+			require.NoError(t, err)
+			require.NotEqual(t, fmt.Sprint(lookupDefault(ptr(Defaults()), key)), fmt.Sprint(lookupDefault(cfg, key)),
+				"%s from env changed nothing", EnvName(key))
 		})
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
+// companions are the other keys a sample value needs to form a valid
+// config (a SASL mechanism needs a user).
+var companions = map[string][]string{
+	"kafka.sasl.mechanism":           {"kafka.sasl.user=u"},
+	"kafka.tls.ca_file":              {"kafka.tls.enabled=true"},
+	"kafka.tls.cert_file":            {"kafka.tls.enabled=true", "kafka.tls.key_file=k.pem"},
+	"kafka.tls.key_file":             {"kafka.tls.enabled=true", "kafka.tls.cert_file=c.pem"},
+	"kafka.tls.server_name":          {"kafka.tls.enabled=true"},
+	"ingest.regex.pattern":           {"ingest.format=regex"},
+	"ingest.combined.key":            {"ingest.combined.query_param=k"},
+	"kafka.tls.insecure_skip_verify": {"kafka.tls.enabled=true"},
+}
+
+// sampleValue returns a valid value for key that differs from its default,
+// chosen by the key's type, or by the key where only some values are valid.
 func sampleValue(key string) string {
-	switch {
-	case strings.HasSuffix(key, "brokers"), strings.HasSuffix(key, ".addr") && key != "metrics.addr":
-		return "h1:1,h2:2"
-	case key == "metrics.addr":
-		return "127.0.0.1:9999"
-	case key == "log.level":
-		return "debug"
-	case key == "log.format":
-		return "json"
-	case key == "kafka.sasl.mechanism":
-		return "plain"
-	case key == "events.codec":
-		return "binary"
-	case strings.HasSuffix(key, "timeout"), strings.HasSuffix(key, "skew"):
-		return "42s"
-	case key == "events.max_key_bytes":
-		return "77"
-	case strings.HasSuffix(key, "enabled"), strings.HasSuffix(key, "verify"):
-		return "true"
+	special := map[string]string{
+		"log.level":                "debug",
+		"log.format":               "json",
+		"metrics.addr":             "127.0.0.1:9999",
+		"kafka.brokers":            "h1:1,h2:2",
+		"clickhouse.addr":          "h1:1,h2:2",
+		"kafka.sasl.mechanism":     "plain",
+		"events.codec":             "binary",
+		"kafka.replication_factor": "3",
+		"ingest.format":            "json",
+		"ingest.compression":       "lz4",
+		"ingest.combined.key":      "query",
+		"ingest.json.time_format":  "unix_ms",
+		"ingest.regex.time_format": "rfc3339",
+		"ingest.regex.pattern":     `(?P<key>\S+)`,
+		"ingest.topic.topics":      "raw.a,raw.b",
+	}
+	if v, ok := special[key]; ok {
+		return v
+	}
+	if strings.HasPrefix(key, "kafka.topics.") {
+		return "changed." + key[len("kafka.topics."):]
+	}
+	switch def := lookupDefault(ptr(Defaults()), key).(type) {
+	case time.Duration:
+		return (def + 42*time.Second).String()
+	case int:
+		return fmt.Sprint(def + 3)
+	case bool:
+		return fmt.Sprint(!def)
+	case []string:
+		return "changed"
 	default:
 		return "changed"
 	}
@@ -144,6 +174,8 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"empty topic", func(c *Config) { c.Kafka.Topics.DLQ = "" }, []string{"kafka.topics.dlq: must not be empty"}},
 		{"illegal topic", func(c *Config) { c.Kafka.Topics.Reports = "a/b" }, []string{"kafka.topics.reports:"}},
 		{"same topic twice", func(c *Config) { c.Kafka.Topics.Reports = c.Kafka.Topics.Events }, []string{"kafka.topics.reports: topic \"keyheat.events\" is also kafka.topics.events"}},
+		{"no partitions", func(c *Config) { c.Kafka.Partitions = 0 }, []string{"kafka.partitions:"}},
+		{"bad replication", func(c *Config) { c.Kafka.ReplicationFactor = 0 }, []string{"kafka.replication_factor:"}},
 		{"sasl unknown", func(c *Config) { c.Kafka.SASL.Mechanism = "gssapi" }, []string{"kafka.sasl.mechanism:"}},
 		{"sasl without user", func(c *Config) { c.Kafka.SASL.Mechanism = "scram-sha-512" }, []string{"kafka.sasl.user:"}},
 		{"cert without key", func(c *Config) { c.Kafka.TLS.Enabled = true; c.Kafka.TLS.CertFile = "c.pem" }, []string{"kafka.tls.cert_file:"}},

@@ -10,6 +10,9 @@
 // in the file that keyheat does not know is an error rather than a typo that
 // silently does nothing.
 //
-// The example file keyheat.example.yaml at the repository root documents
-// every key; a test checks that it names exactly the keys Defaults has.
+// The example file keyheat.example.yaml (in this folder, linked from the
+// repository root) documents every key; a test checks that it names
+// exactly the keys Defaults has, with their defaults. It is embedded, and
+// the comment above each key is that key's flag help, so the two never
+// disagree.
 package config

@@ -190,18 +190,6 @@ func lookupDefault(def *Config, key string) any {
 	return out
 }
 
-// AddFlags registers the flags every keyheat command shares on fs: the
-// config file and the most-used keys. Their names are the config keys, so
-// Load picks them up.
-func AddFlags(fs *pflag.FlagSet) {
-	def := Defaults()
-	fs.StringP("config", "c", os.Getenv("KEYHEAT_CONFIG"), "YAML config file (env KEYHEAT_CONFIG)")
-	fs.StringSlice("kafka.brokers", def.Kafka.Brokers, "Kafka seed brokers, host:port, comma separated")
-	fs.String("log.level", def.Log.Level, "log level: debug, info, warn, error")
-	fs.String("log.format", def.Log.Format, "log format: text or json")
-	fs.String("metrics.addr", def.Metrics.Addr, "serve Prometheus /metrics on host:port (empty: off)")
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -81,6 +81,12 @@ func (k *Kafka) validate(p *problems) {
 		}
 		seen[name] = key
 	}
+	if k.Partitions < 1 || k.Partitions > 100_000 {
+		p.add("kafka.partitions", "%d is outside 1..100000", k.Partitions)
+	}
+	if k.ReplicationFactor != -1 && (k.ReplicationFactor < 1 || k.ReplicationFactor > 32767) {
+		p.add("kafka.replication_factor", "%d: want -1 (broker default) or 1..32767", k.ReplicationFactor)
+	}
 	switch k.SASL.Mechanism {
 	case "":
 	case "plain", "scram-sha-256", "scram-sha-512":

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -44,15 +43,9 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{Use: "ingest", Short: "Access logs to keyed events on Kafka", SilenceUsage: true, SilenceErrors: true}
 	pf := root.PersistentFlags()
 	config.AddFlags(pf)
-	def := config.Defaults()
-	pf.String("ingest.format", def.Ingest.Format, "log format: "+strings.Join(logparse.Formats(), ", "))
-	pf.String("ingest.app", def.Ingest.App, "app of events whose line names none")
-	pf.String("events.codec", def.Events.Codec, "event encoding: json or binary")
-	pf.String("ingest.compression", def.Ingest.Compression, "zstd, lz4, snappy, gzip or none")
 
 	tail := &cobra.Command{Use: "tail FILE…", Short: "Follow files like tail -F, resuming from a state file", Args: cobra.MinimumNArgs(1)}
 	tail.Flags().Bool("from-start", false, "read what the files held before the first start")
-	tail.Flags().String("ingest.state_file", def.Ingest.StateFile, "keep positions here across restarts")
 	tail.RunE = func(cmd *cobra.Command, args []string) error {
 		return withEnv(cmd, func(ctx context.Context, env *env) error {
 			fromStart, _ := cmd.Flags().GetBool("from-start")
@@ -74,7 +67,6 @@ func newRoot() *cobra.Command {
 	}
 
 	topic := &cobra.Command{Use: "topic [TOPIC…]", Short: "Re-key raw log topics as a consumer group, committing after Kafka acknowledged"}
-	topic.Flags().String("ingest.topic.group", def.Ingest.Topic.Group, "consumer group (its offsets say where a restart resumes)")
 	topic.RunE = func(cmd *cobra.Command, args []string) error {
 		return withEnv(cmd, func(ctx context.Context, env *env) error {
 			tc := env.cfg.Ingest.Topic
@@ -145,7 +137,12 @@ func newRoot() *cobra.Command {
 			return err
 		})
 	}
-	root.AddCommand(tail, stdin, topic, gen)
+	example := &cobra.Command{Use: "example-config", Short: "Print a config file with every key, its default and what it does", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := os.Stdout.Write(config.Example())
+			return err
+		}}
+	root.AddCommand(tail, stdin, topic, gen, example)
 	return root
 }
 
