@@ -159,6 +159,7 @@ func NewGen(cfg GenConfig, prod *Producer, stats *Stats) (*Gen, error) {
 // Ack implements Acker: seq is the planted key's index + 1, or 0.
 func (g *Gen) Ack(seq uint64, err error) {
 	if err != nil {
+		g.stats.Failed.Add(1)
 		g.mu.Lock()
 		if g.err == nil {
 			g.err = err
