@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -194,6 +196,9 @@ func withEnv(cmd *cobra.Command, fn func(context.Context, *env) error) error {
 		return err
 	}
 	defer prod.Close()
+	if err := ensureTopics(ctx, cfg, prod); err != nil {
+		return err
+	}
 	parser, err := logparse.New(logparse.Config{Format: in.Format, App: in.App,
 		JSON: logparse.JSONConfig{Key: in.JSON.Key, Time: in.JSON.Time, Op: in.JSON.Op, Bytes: in.JSON.Bytes,
 			App: in.JSON.App, Status: in.JSON.Status, Client: in.JSON.Client, Node: in.JSON.Node,
@@ -228,6 +233,23 @@ func withEnv(cmd *cobra.Command, fn func(context.Context, *env) error) error {
 	<-progressDone
 	log.Info("stopped", "lines", stats.Lines.Load(), "events", stats.Events.Load(), "dlq", stats.DLQ.Load(),
 		"skipped", stats.Skipped.Load(), "failed", stats.Failed.Load())
+	return err
+}
+
+// ensureTopics checks, before anything is read, that the events and DLQ
+// topics exist, creating them when kafka.create_topics allows; it is also
+// the first contact with the brokers, so a wrong address fails here.
+func ensureTopics(ctx context.Context, cfg *config.Config, prod *ingest.Producer) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	spec := func(name string) topics.Spec {
+		return topics.Spec{Name: name, Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)}
+	}
+	err := topics.Ensure(ctx, prod.Client(), cfg.Kafka.CreateTopics, spec(cfg.Kafka.Topics.Events), spec(cfg.Kafka.Topics.DLQ))
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("no answer from kafka.brokers %s within 30s (is the address right, and TLS/SASL set as the brokers expect?): %w",
+			strings.Join(cfg.Kafka.Brokers, ","), err)
+	}
 	return err
 }
 
