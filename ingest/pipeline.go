@@ -77,7 +77,7 @@ type Line struct {
 	IDPrefix string
 	Offset   int64
 	// Err, when set, dead-letters the line with this error instead of
-	// parsing it (a source's own verdict, e.g. ReasonLineTooLong).
+	// parsing it (a source's own verdict, e.g. schemas.ReasonLineTooLong).
 	Err error
 }
 
@@ -119,5 +119,5 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 }
 
 func tooLongErr(detail string) error {
-	return &schemas.InvalidEventError{Reason: ReasonLineTooLong, Detail: detail}
+	return &schemas.InvalidEventError{Reason: schemas.ReasonLineTooLong, Detail: detail}
 }

@@ -8,13 +8,9 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// ReasonLineTooLong dead-letters a line longer than the source's line
-// limit; only its start is kept.
-const ReasonLineTooLong schemas.Reason = "line_too_long"
-
 // reasons are the DLQ reasons counted; anything else counts as parse.
 var reasons = []schemas.Reason{schemas.ReasonParse, schemas.ReasonEmptyKey, schemas.ReasonKeyTooLong,
-	schemas.ReasonKeyNotUTF8, schemas.ReasonTimeSkew, schemas.ReasonMissingTime, ReasonLineTooLong}
+	schemas.ReasonKeyNotUTF8, schemas.ReasonTimeSkew, schemas.ReasonMissingTime, schemas.ReasonLineTooLong}
 
 // Stats are the running totals of one ingest process. They are atomics
 // read by the progress line and exported to Prometheus as counter

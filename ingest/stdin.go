@@ -15,7 +15,7 @@ import (
 // then flushes. Lines are identified as source + "@" + the start time +
 // ":" + the line's byte offset, unique per run (a pipe cannot be re-read,
 // so there is nothing to resume). Lines longer than maxLine (default
-// 1 MiB) are dead-lettered with ReasonLineTooLong.
+// 1 MiB) are dead-lettered with schemas.ReasonLineTooLong.
 //
 // When ctx ends, reading stops at the next line; if r has a
 // SetReadDeadline method (an *os.File on a pipe or terminal), a blocked

@@ -51,11 +51,11 @@ func TestStdinDLQ(t *testing.T) {
 			got[d.Reason] = string(d.Raw)
 		}
 		require.Equal(t, map[schemas.Reason]string{
-			schemas.ReasonParse:      "garbage",
-			schemas.ReasonEmptyKey:   `1742220131.2 [0 127.0.0.1:1] "get"`,
-			schemas.ReasonKeyTooLong: `1742220131.3 [0 127.0.0.1:1] "get" "a-key-that-is-far-too-long"`,
-			schemas.ReasonKeyNotUTF8: `1742220131.4 [0 127.0.0.1:1] "get" "bad\xff"`,
-			ReasonLineTooLong:        strings.Repeat("x", 256),
+			schemas.ReasonParse:       "garbage",
+			schemas.ReasonEmptyKey:    `1742220131.2 [0 127.0.0.1:1] "get"`,
+			schemas.ReasonKeyTooLong:  `1742220131.3 [0 127.0.0.1:1] "get" "a-key-that-is-far-too-long"`,
+			schemas.ReasonKeyNotUTF8:  `1742220131.4 [0 127.0.0.1:1] "get" "bad\xff"`,
+			schemas.ReasonLineTooLong: strings.Repeat("x", 256),
 		}, got)
 		s := pl.Stats()
 		require.EqualValues(t, 3, s.Events.Load())

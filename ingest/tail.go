@@ -35,7 +35,7 @@ type TailConfig struct {
 	// re-send: lines acknowledged since the last save.
 	SaveInterval time.Duration
 	// MaxLineBytes bounds a line; longer ones are dead-lettered with
-	// ReasonLineTooLong. Default 1 MiB.
+	// schemas.ReasonLineTooLong. Default 1 MiB.
 	MaxLineBytes int
 	// FlushTimeout bounds the final flush at shutdown; default 30s.
 	FlushTimeout time.Duration

@@ -34,7 +34,7 @@ type TopicConfig struct {
 	// rebalance; default 10000.
 	MaxPollRecords int
 	// MaxLineBytes dead-letters longer record values with
-	// ReasonLineTooLong; default 1 MiB.
+	// schemas.ReasonLineTooLong; default 1 MiB.
 	MaxLineBytes int
 	// FlushTimeout bounds the flush before a revoke's commit and at
 	// shutdown; default 30s.

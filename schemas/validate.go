@@ -15,12 +15,13 @@ type Reason string
 
 // The reasons an event can be rejected.
 const (
-	ReasonParse       Reason = "parse"        // the line or record could not be decoded
-	ReasonEmptyKey    Reason = "empty_key"    // no key, or an empty one
-	ReasonKeyTooLong  Reason = "key_too_long" // key over Limits.MaxKeyBytes
-	ReasonKeyNotUTF8  Reason = "key_not_utf8" // key is not valid UTF-8 where text is required
-	ReasonTimeSkew    Reason = "time_skew"    // event time too far from now
-	ReasonMissingTime Reason = "missing_time" // the format demands a time and the line had none
+	ReasonParse       Reason = "parse"         // the line or record could not be decoded
+	ReasonEmptyKey    Reason = "empty_key"     // no key, or an empty one
+	ReasonKeyTooLong  Reason = "key_too_long"  // key over Limits.MaxKeyBytes
+	ReasonKeyNotUTF8  Reason = "key_not_utf8"  // key is not valid UTF-8 where text is required
+	ReasonTimeSkew    Reason = "time_skew"     // event time too far from now
+	ReasonMissingTime Reason = "missing_time"  // the format demands a time and the line had none
+	ReasonLineTooLong Reason = "line_too_long" // a line over the source's line limit; only its start is kept
 )
 
 // InvalidEventError is returned when an event fails validation or decoding.
