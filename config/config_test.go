@@ -157,6 +157,9 @@ func TestUnknownKeysAreErrors(t *testing.T) {
 	_, err = Load(Source{Environ: []string{"KEYHEAT_KAFKA_BROKERZ=a:1"}})
 	require.ErrorContains(t, err, "KEYHEAT_KAFKA_BROKERZ")
 
+	_, err = Load(Source{Environ: []string{"KEYHEAT_TEST_KAFKA=a:1", "KEYHEAT_SERVICES_PORT_OFFSET=100", "KEYHEAT_CONFIG=x.yaml"}})
+	require.NoError(t, err, "the scripts' and tests' variables are not config keys")
+
 	_, err = Load(Source{File: filepath.Join(t.TempDir(), "missing.yaml"), Environ: []string{}})
 	require.ErrorContains(t, err, "missing.yaml")
 }

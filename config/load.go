@@ -77,7 +77,7 @@ func Load(src Source) (*Config, error) {
 	}
 	var errs []error
 	for _, name := range sortedKeys(envMap) {
-		if !nonConfigEnv[name] {
+		if !nonConfigEnv(name) {
 			errs = append(errs, fmt.Errorf("environment variable %s: no such config key (see keyheat.example.yaml)", name))
 		}
 	}
@@ -109,14 +109,12 @@ func Load(src Source) (*Config, error) {
 	return &cfg, nil
 }
 
-// nonConfigEnv are KEYHEAT_ variables that are not config keys (the test
-// harness's service addresses) and so are not reported as unknown.
-var nonConfigEnv = map[string]bool{
-	"KEYHEAT_TEST_KAFKA":      true,
-	"KEYHEAT_TEST_CLICKHOUSE": true,
-	"KEYHEAT_CONFIG":          true,
-	"KEYHEAT_CACHE":           true,
-	"KEYHEAT_SERVICES_DIR":    true,
+// nonConfigEnv are KEYHEAT_ variables that are not config keys, and so are
+// not reported as unknown: the config file's path, and the variables of the
+// services script and the tests (KEYHEAT_SERVICES_*, KEYHEAT_TEST_*).
+func nonConfigEnv(name string) bool {
+	return name == "KEYHEAT_CONFIG" || name == "KEYHEAT_CACHE" ||
+		strings.HasPrefix(name, "KEYHEAT_SERVICES_") || strings.HasPrefix(name, "KEYHEAT_TEST_")
 }
 
 // flagValue returns a flag's value in a form the decoder understands:

@@ -16,7 +16,9 @@
 # Environment:
 #   KEYHEAT_SERVICES_DIR  run folder (pids, data, logs); default <repo>/.services
 #   KEYHEAT_CACHE         download cache, outside the repo; default ~/.cache/keyheat
-#   KEYHEAT_KAFKA_HEAP    broker -Xmx; default 1g
+#   KEYHEAT_SERVICES_KAFKA_HEAP    broker -Xmx; default 1g
+#   KEYHEAT_SERVICES_PORT_OFFSET  added to every port (ClickHouse 19000,
+#                         18123, 19009; Kafka 19092, 19093); default 0
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,18 +27,21 @@ CACHE=${KEYHEAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keyheat}
 POM=$REPO/scripts/kafka/pom.xml
 
 HOST=127.0.0.1
-CH_TCP_PORT=19000
-CH_HTTP_PORT=18123
-CH_INTERSERVER_PORT=19009
-KAFKA_PORT=19092
-KAFKA_CONTROLLER_PORT=19093
+# Ports. KEYHEAT_SERVICES_PORT_OFFSET moves them all, so a second checkout
+# (or a machine where these are taken) can run its own pair.
+OFF=${KEYHEAT_SERVICES_PORT_OFFSET:-0}
+CH_TCP_PORT=$((19000 + OFF))
+CH_HTTP_PORT=$((18123 + OFF))
+CH_INTERSERVER_PORT=$((19009 + OFF))
+KAFKA_PORT=$((19092 + OFF))
+KAFKA_CONTROLLER_PORT=$((19093 + OFF))
 
 CH_DIR=$RUN/clickhouse
 KAFKA_DIR=$RUN/kafka
 LOG_DIR=$RUN/logs
 
 # Seconds to wait for a service to answer, and for it to exit after TERM.
-START_TIMEOUT=${KEYHEAT_START_TIMEOUT:-180}
+START_TIMEOUT=${KEYHEAT_SERVICES_START_TIMEOUT:-180}
 STOP_TIMEOUT=30
 
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")
@@ -306,7 +311,7 @@ kafka_up() {
 	# A test broker moves little data: C1-only JIT and the serial collector
 	# cut its CPU to ready from ~5 s to ~2 s, which is what decides the
 	# wall time on two busy cores (measured: 39 s -> 21 s at load 15).
-	setsid java -Xms256m -Xmx"${KEYHEAT_KAFKA_HEAP:-1g}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$KAFKA_LIB/*" \
+	setsid java -Xms256m -Xmx"${KEYHEAT_SERVICES_KAFKA_HEAP:-1g}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$KAFKA_LIB/*" \
 		-Dlog4j2.configurationFile="$KAFKA_DIR/log4j2.yaml" \
 		-Dkafka.logs.dir="$LOG_DIR" \
 		kafka.Kafka "$KAFKA_DIR/server.properties" \
