@@ -50,6 +50,8 @@
 // and the window drops old ones, so the sum is exact, whereas the maximum
 // would under-count a key whose window straddles a rotation.
 //
+// Counts, weights and sums saturate at 2^63-1 rather than wrap.
+//
 // # Memory bound
 //
 // Each generation holds at most NodeCap nodes, plus keys admitted past the

@@ -12,6 +12,22 @@ import (
 // racing with a deletion is never lost; readers skip dead nodes.
 const deadBit = 1 << 63
 
+// maxCount is the largest count the ring holds or reports. Counts saturate
+// there instead of wrapping: a lifetime count that carried into deadBit
+// would make a live node look deleted (it would read 0, stay linked and
+// counted in table.nodes, and every later touch would retry on a fresh
+// node), and a weight of 2^63 or more would do so on every retry, forever.
+const maxCount = deadBit - 1
+
+// satAdd returns a + b, or maxCount if that is larger or overflows.
+func satAdd(a, b uint64) uint64 {
+	s := a + b
+	if s < a || s > maxCount {
+		return maxCount
+	}
+	return s
+}
+
 // node is one tracked key, or a deletion marker (see table.unlink).
 //
 // Layout is 64 bytes on 64-bit platforms (one size class, one cache line).
@@ -140,7 +156,8 @@ func (n *node) winAdd(e int64, d uint64, s int) bool {
 	case e <= n.epoch-int64(s):
 		return false
 	}
-	sl[floorMod(e, s)] += d
+	i := floorMod(e, s)
+	sl[i] = satAdd(sl[i], d)
 	return true
 }
 
@@ -157,13 +174,13 @@ func (n *node) winTotal(e int64, s int) uint64 {
 	if hi-lo+1 == int64(s) {
 		var t uint64
 		for _, v := range sl {
-			t += v
+			t = satAdd(t, v)
 		}
 		return t
 	}
 	var t uint64
 	for i := lo; i <= hi; i++ {
-		t += sl[floorMod(i, s)]
+		t = satAdd(t, sl[floorMod(i, s)])
 	}
 	return t
 }

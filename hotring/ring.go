@@ -167,14 +167,27 @@ func (r *Ring) touch(key string, d uint64, now int64, owned bool) bool {
 // nothing that anyone will read, if n is dead.
 func (r *Ring) add(n *node, d uint64, e int64) bool {
 	if !r.windowed {
-		return n.count.Add(d)&deadBit == 0
+		// A CAS loop, not Add: Add could carry into deadBit (see maxCount).
+		// The CAS fails if kill set deadBit since the load, so the touch
+		// is either counted before the deletion or retried after it.
+		for {
+			c := n.count.Load()
+			if c&deadBit != 0 {
+				return false
+			}
+			if n.count.CompareAndSwap(c, satAdd(c, d)) {
+				return true
+			}
+		}
 	}
 	n.lock()
 	if n.dead() {
 		n.unlock()
 		return false
 	}
-	n.count.Add(d)
+	// Windowed, every write of count happens under n.mu (kill sets
+	// deadBit under it too, and decay is off), so load-then-store is safe.
+	n.count.Store(satAdd(n.count.Load(), d))
 	n.winAdd(e, d, r.slots)
 	n.unlock()
 	return true
@@ -274,7 +287,7 @@ func (r *Ring) score(n *node, e int64) uint64 {
 // generation's worth of touches.
 func (r *Ring) combine(a, w uint64) uint64 {
 	if r.windowed {
-		return a + w
+		return satAdd(a, w)
 	}
 	return max(a, w)
 }
@@ -358,8 +371,8 @@ func (r *Ring) clamp(n *node, limit, w uint64, e int64) (count uint64, limited, 
 			if cur := max(c, w); cur >= limit {
 				return cur, true, true
 			}
-			if n.count.CompareAndSwap(c, c+1) {
-				return max(c+1, w), false, true
+			if n.count.CompareAndSwap(c, satAdd(c, 1)) {
+				return max(satAdd(c, 1), w), false, true
 			}
 		}
 	}
@@ -368,15 +381,15 @@ func (r *Ring) clamp(n *node, limit, w uint64, e int64) (count uint64, limited, 
 	if n.dead() {
 		return 0, false, false
 	}
-	cur := n.winTotal(e, r.slots) + w
+	cur := satAdd(n.winTotal(e, r.slots), w)
 	if cur >= limit {
 		return cur, true, true
 	}
-	n.count.Add(1)
+	n.count.Store(satAdd(n.count.Load(), 1)) // under n.mu, as in add
 	if !n.winAdd(e, 1, r.slots) {
 		return cur, false, true // too late for the window: counted for life only
 	}
-	return cur + 1, false, true
+	return satAdd(cur, 1), false, true
 }
 
 // Remove stops tracking key in both generations and reports whether it was

@@ -70,7 +70,7 @@ func (r *Ring) collect(now int64, fn func(key string, c uint64)) {
 	a.walk(func(n *node) {
 		c := r.score(n, e)
 		if w != nil {
-			c += r.score(w.lookup(n.hash, n.key), e)
+			c = satAdd(c, r.score(w.lookup(n.hash, n.key), e))
 		}
 		fn(n.key, c)
 	})
