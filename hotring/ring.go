@@ -32,8 +32,9 @@ type Ring struct {
 	sample   uint // SampleBits
 	admit    func(string) bool
 
-	active atomic.Pointer[table]
-	warm   atomic.Pointer[table] // nil until the first rotation
+	// gens holds the active and warm tables as one pointer, so that a
+	// reader loading it once never pairs tables of different moments.
+	gens atomic.Pointer[generations]
 
 	// nextMaint is the earliest time at which maintain has work to do;
 	// math.MaxInt64 when there is none. It is the only maintenance state
@@ -48,6 +49,20 @@ type Ring struct {
 	touches, clamped, refused, sampledOut striped
 	forced, evicted, removed, rotations   atomic.Uint64
 	decays                                atomic.Uint64
+}
+
+// generations is the active and warm tables, published together.
+//
+// They used to be two atomic pointers, stored warm first and active second.
+// A reader loading active, then warm, between those two stores got the old
+// active table as both generations and summed its counts twice: TopN and
+// windowed Frequency read double and TouchAndClamp clamped at half the
+// limit. rotate now builds a new pair and publishes it with one store, and
+// every method loads the pair once, so it sees the generations either
+// before the rotation or after it.
+type generations struct {
+	active *table
+	warm   *table // nil until the first rotation
 }
 
 // KeyCount is a key and its count, as returned by TopN and KeysAbove.
@@ -89,7 +104,7 @@ func New(opts Options) (*Ring, error) {
 	} else {
 		r.nextMaint.Store(math.MaxInt64)
 	}
-	r.active.Store(newTable(opts.Bits))
+	r.gens.Store(&generations{active: newTable(opts.Bits)})
 	return r, nil
 }
 
@@ -146,7 +161,7 @@ func (r *Ring) touch(key string, d uint64, now int64, owned bool) bool {
 	if now >= r.nextMaint.Load() {
 		r.maintain(now)
 	}
-	t := r.active.Load()
+	t := r.gens.Load().active
 	e := r.epoch(now)
 	for {
 		n := t.lookup(h, key)
@@ -248,7 +263,7 @@ func (r *Ring) reserve(t *table) bool {
 // exactly. It reports whether a node was created.
 func (r *Ring) Admit(key string) bool {
 	h := xxh3.HashString(key)
-	t := r.active.Load()
+	t := r.gens.Load().active
 	if t.lookup(h, key) != nil {
 		return false
 	}
@@ -305,9 +320,10 @@ func (r *Ring) FrequencyAt(key string, now int64) uint64 {
 		r.maintain(now)
 	}
 	e := r.epoch(now)
-	a := r.score(r.active.Load().lookup(h, key), e)
+	g := r.gens.Load()
+	a := r.score(g.active.lookup(h, key), e)
 	var w uint64
-	if wt := r.warm.Load(); wt != nil {
+	if wt := g.warm; wt != nil {
 		w = r.score(wt.lookup(h, key), e)
 	}
 	return r.combine(a, w)
@@ -335,9 +351,10 @@ func (r *Ring) TouchAndClampAt(key string, limit uint64, now int64) (count uint6
 		r.maintain(now)
 	}
 	e := r.epoch(now)
-	t := r.active.Load()
+	g := r.gens.Load()
+	t := g.active
 	var w uint64
-	if wt := r.warm.Load(); wt != nil {
+	if wt := g.warm; wt != nil {
 		w = r.score(wt.lookup(h, key), e)
 	}
 	for {
@@ -445,14 +462,16 @@ func (r *Ring) kill(t *table, n *node, onlyCold bool, e int64) bool {
 // tables returns the generations, active first; the warm one is nil
 // before the first rotation. An array, so that callers do not allocate.
 func (r *Ring) tables() [2]*table {
-	return [2]*table{r.active.Load(), r.warm.Load()}
+	g := r.gens.Load()
+	return [2]*table{g.active, g.warm}
 }
 
 // Len returns the number of nodes in both generations. A key tracked by
 // both counts twice; this is the number that the memory bound is about.
 func (r *Ring) Len() int {
-	n := r.active.Load().nodes.Load()
-	if w := r.warm.Load(); w != nil {
+	g := r.gens.Load()
+	n := g.active.nodes.Load()
+	if w := g.warm; w != nil {
 		n += w.nodes.Load()
 	}
 	return int(n)

@@ -79,15 +79,18 @@ func (r *Ring) maintain(now int64) {
 // boundaries both old generations are out of date and are dropped.
 //
 // A touch that loaded the old active table just before the swap lands in
-// what is now the warm generation; it is still counted by every read.
+// what is now the warm generation; it is still counted by every read. Only
+// if the table is dropped while the touch is in flight (a gap of two or more
+// intervals, or two rotations) does the touch go with it, as if it had been
+// made just before the drop.
 func (r *Ring) rotate(k int64) {
-	old := r.active.Load()
-	if k >= 2 {
-		r.warm.Store(nil)
-	} else {
-		r.warm.Store(old)
+	// One store publishes both tables (see generations). Only maintain,
+	// holding maintMu, stores gens, so the load cannot miss a rotation.
+	next := &generations{active: newTable(r.opts.Bits)}
+	if k < 2 {
+		next.warm = r.gens.Load().active
 	}
-	r.active.Store(newTable(r.opts.Bits))
+	r.gens.Store(next)
 	r.rotations.Add(uint64(k))
 }
 

@@ -39,8 +39,9 @@ type Stats struct {
 // Stats returns a snapshot of the ring's counters. Fields are read one by
 // one, so under concurrent use they may be mutually slightly inconsistent.
 func (r *Ring) Stats() Stats {
+	g := r.gens.Load()
 	s := Stats{
-		Nodes:         int(r.active.Load().nodes.Load()),
+		Nodes:         int(g.active.nodes.Load()),
 		Touches:       r.touches.load(),
 		Clamped:       r.clamped.load(),
 		RefusedByCap:  r.refused.load(),
@@ -51,7 +52,7 @@ func (r *Ring) Stats() Stats {
 		Rotations:     r.rotations.Load(),
 		Decays:        r.decays.Load(),
 	}
-	if w := r.warm.Load(); w != nil {
+	if w := g.warm; w != nil {
 		s.WarmNodes = int(w.nodes.Load())
 	}
 	return s

@@ -66,7 +66,8 @@ func (r *Ring) collect(now int64, fn func(key string, c uint64)) {
 		r.maintain(now)
 	}
 	e := r.epoch(now)
-	a, w := r.active.Load(), r.warm.Load()
+	g := r.gens.Load()
+	a, w := g.active, g.warm
 	a.walk(func(n *node) {
 		c := r.score(n, e)
 		if w != nil {
