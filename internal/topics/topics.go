@@ -12,10 +12,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Spec is a topic a command needs.
@@ -42,17 +44,17 @@ func (e *MissingError) Error() string {
 		strings.Join(e.Topics, ", "))
 }
 
-// Ensure returns nil when every topic in specs exists. Missing topics are
-// created when create is true (a topic created concurrently by someone else
-// counts as existing); with create false they are reported as a
-// *MissingError.
+// Ensure returns nil when every topic in specs exists and has a leader for
+// every partition. Missing topics are created when create is true (a topic
+// created concurrently by someone else counts as existing) and waited for;
+// with create false they are reported as a *MissingError.
 func Ensure(ctx context.Context, cl *kgo.Client, create bool, specs ...Spec) error {
 	adm := kadm.NewClient(cl)
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
 	}
-	missing, err := listMissing(ctx, adm, names)
+	missing, err := listMissing(ctx, cl, names)
 	if err != nil {
 		return err
 	}
@@ -87,35 +89,68 @@ func Ensure(ctx context.Context, cl *kgo.Client, create bool, specs ...Spec) err
 			errs = append(errs, fmt.Errorf("create topic %s%s: %w", s.Name, msg, err))
 		}
 	}
-	// Producing right after creation can meet brokers whose metadata does
-	// not show the topic yet; franz-go retries UNKNOWN_TOPIC_OR_PARTITION
-	// with fresh metadata, so there is nothing to wait for here (and
-	// listing again would read the client's cached metadata anyway).
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// CreateTopics answers once the controller has the topic; a broker
+	// may show it, or its partitions' leaders, a moment later. Wait, so a
+	// caller that produces or consumes next finds it.
+	for {
+		missing, err := listMissing(ctx, cl, names)
+		if err != nil {
+			return err
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for created topics %s to appear: %w", strings.Join(missing, ", "), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
-// listMissing returns the names that the brokers do not know (or know
-// without leaders yet), in the order given.
-func listMissing(ctx context.Context, adm *kadm.Client, names []string) ([]string, error) {
-	tds, err := adm.ListTopics(ctx, names...)
+// listMissing returns the names that the brokers do not know, or know
+// without a leader for every partition yet, in the order given. It sends
+// its own metadata request: kadm's listings read the client's metadata
+// cache, which can be seconds older than a topic just created.
+func listMissing(ctx context.Context, cl *kgo.Client, names []string) ([]string, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false // a check must not create what it checks
+	for _, n := range names {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(n)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return nil, fmt.Errorf("list kafka topics: %w", err)
 	}
-	var missing []string
-	for _, name := range names {
-		td, ok := tds[name]
+	ready := make(map[string]bool, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		err := kerr.ErrorForCode(t.ErrorCode)
 		switch {
-		case !ok, errors.Is(td.Err, kerr.UnknownTopicOrPartition), td.Err == nil && len(td.Partitions) == 0:
-			missing = append(missing, name)
-		case td.Err != nil:
-			return nil, fmt.Errorf("kafka topic %s: %w", name, td.Err)
-		default:
-			for _, p := range td.Partitions {
-				if p.Leader < 0 {
-					missing = append(missing, name)
-					break
-				}
+		case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.LeaderNotAvailable):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("kafka topic %s: %w", *t.Topic, err)
+		}
+		ok := len(t.Partitions) > 0
+		for _, p := range t.Partitions {
+			if p.Leader < 0 || kerr.ErrorForCode(p.ErrorCode) != nil {
+				ok = false
 			}
+		}
+		ready[*t.Topic] = ok
+	}
+	var missing []string
+	for _, n := range names {
+		if !ready[n] {
+			missing = append(missing, n)
 		}
 	}
 	return missing, nil
