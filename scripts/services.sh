@@ -299,7 +299,12 @@ kafka_up() {
 	# A cluster id is 16 random bytes in URL-safe base64 without padding,
 	# which is what StorageTool random-uuid prints; making it here saves
 	# one JVM start.
-	cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	# Like Kafka's Uuid.randomUuid, never start with '-': the tool's argument
+	# parser would take such an id for an option (1 run in 64 failed so).
+	cluster_id=-
+	while [[ $cluster_id == -* ]]; do
+		cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	done
 	if ! kafka_java -Dlog4j2.configurationFile="$KAFKA_DIR/tools-log4j2.yaml" \
 		kafka.tools.StorageTool format --standalone -t "$cluster_id" \
 		-c "$KAFKA_DIR/server.properties" >>"$LOG_DIR/kafka.log" 2>&1; then
