@@ -140,3 +140,18 @@ func TestRemove(t *testing.T) {
 	require.EqualValues(t, 2, r.Stats().Removed)
 	checkInvariants(t, r)
 }
+
+// A sweep runs at the time of whichever call reaches its deadline first,
+// while other goroutines touch keys at later event times. A node whose
+// touches are all newer than the sweep's time is not cold: it used to be
+// evicted, dropping touches that had already returned true.
+func TestEvictColdKeepsNodesTouchedAfterNow(t *testing.T) {
+	r := newRing(t, Options{WindowSlots: 4, WindowSlotDuration: slot})
+	later := t0 + int64(10*time.Second)
+	require.True(t, r.TouchAt("ahead", later))
+	require.True(t, r.TouchAt("old", t0))
+	require.Equal(t, 1, r.EvictColdAt(later-int64(slot)), "only the key whose window is empty goes")
+	require.EqualValues(t, 1, r.FrequencyAt("ahead", later), "the touch at the later time survives")
+	require.Zero(t, r.FrequencyAt("old", later))
+	checkInvariants(t, r)
+}

@@ -445,7 +445,14 @@ func (r *Ring) kill(t *table, n *node, onlyCold bool, e int64) bool {
 		}
 	} else {
 		n.lock()
-		if n.dead() || (onlyCold && n.winTotal(e, r.slots) != 0) {
+		// Cold means an empty window as of e, or as of the node's newest
+		// slot if that is later. A sweep runs at the time of the call that
+		// reached its deadline, while other goroutines may be touching at
+		// later event times; their touches sit in slots after e, which
+		// winTotal(e) leaves out, and the touches have already returned
+		// true. Checked under n.mu, atomically with setting deadBit, so a
+		// touch either lands before (and keeps the node) or retries after.
+		if n.dead() || (onlyCold && n.winTotal(max(e, n.epoch), r.slots) != 0) {
 			n.unlock()
 			return false
 		}

@@ -121,10 +121,11 @@ func (r *Ring) decay(k int64) {
 }
 
 // EvictCold removes every cold node now (per Options.Clock) and returns how
-// many it removed. A node is cold when its window count is zero, or,
-// without a window, when its lifetime count decayed to zero. Without a
-// window and without decay nothing is ever cold; rotation is then what
-// frees memory. EvictCold walks every node: O(Len()).
+// many it removed. A node is cold when its window count is zero and it
+// holds no touch later than now, or, without a window, when its lifetime
+// count decayed to zero. Without a window and without decay nothing is
+// ever cold; rotation is then what frees memory. EvictCold walks every
+// node: O(Len()).
 func (r *Ring) EvictCold() int { return r.EvictColdAt(r.now()) }
 
 // EvictColdAt is EvictCold at time now, in nanoseconds since the Unix
