@@ -296,3 +296,50 @@ func TestConcurrentRotationNoTornGenerations(t *testing.T) {
 	require.EqualValues(t, rotations, r.Stats().Rotations)
 	require.LessOrEqual(t, worst.Load(), uint64(1), "a reader summed one generation twice")
 }
+
+// With two generations, KeysAbove and TopN report each key once and never
+// skip one that stays tracked. collect used to walk the active table and
+// then look each warm key up in the active one: a key removed from the
+// active table between the two passes was reported twice, and a key
+// inserted there between them not at all.
+func TestConcurrentWalkAcrossGenerations(t *testing.T) {
+	const keys = 40
+	r := newRing(t, Options{Bits: 2, RotationInterval: time.Minute})
+	for k := 0; k < keys; k++ {
+		r.TouchAt(keyName(k), t0)
+	}
+	t1 := t0 + int64(time.Minute)
+	r.TickAt(t1) // every key now has a count of 1 in the warm generation
+	require.EqualValues(t, 1, r.Stats().Rotations)
+	walks := 3000
+	if short() {
+		walks = 600
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // zero-count nodes come and go in the active generation
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for k := 0; k < keys; k++ {
+				r.Admit(keyName(k))
+			}
+			r.EvictColdAt(t1)
+		}
+	}()
+	for i := 0; i < walks && !t.Failed(); i++ {
+		got := r.KeysAboveAt(1, t1)
+		checkSnapshot(t, got)
+		if len(got) != keys {
+			t.Errorf("walk %d: %d keys, want %d", i, len(got), keys)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	checkInvariants(t, r)
+}

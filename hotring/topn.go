@@ -61,6 +61,18 @@ func (r *Ring) KeysAboveAt(threshold uint64, now int64) []KeyCount {
 
 // collect calls fn once per tracked key with its count summed over both
 // generations.
+//
+// Both tables have the same buckets, and a key lives in the same bucket of
+// each, so collect merges the two sorted lists of each bucket like a merge
+// sort, combining the nodes of a key found in both. Why not walk the
+// active table and then look each warm key up in it, as it once did: a
+// key removed from the active table between the two passes was reported
+// twice, and one inserted there between them not at all. The merge needs
+// no second look. A walk of one list visits live keys in strictly
+// ascending order (next pointers, even those of unlinked nodes, only point
+// forward, and a replacement node is always spliced in front of the dead
+// one), so once the merge has passed a key neither list can yield it
+// again; and a key that stays live in either table throughout is visited.
 func (r *Ring) collect(now int64, fn func(key string, c uint64)) {
 	if now >= r.nextMaint.Load() {
 		r.maintain(now)
@@ -68,20 +80,34 @@ func (r *Ring) collect(now int64, fn func(key string, c uint64)) {
 	e := r.epoch(now)
 	g := r.gens.Load()
 	a, w := g.active, g.warm
-	a.walk(func(n *node) {
-		c := r.score(n, e)
-		if w != nil {
-			c = satAdd(c, r.score(w.lookup(n.hash, n.key), e))
-		}
-		fn(n.key, c)
-	})
-	if w != nil {
-		w.walk(func(n *node) {
-			if a.lookup(n.hash, n.key) == nil {
-				fn(n.key, r.score(n, e))
-			}
-		})
+	if w == nil {
+		a.walk(func(n *node) { fn(n.key, r.score(n, e)) })
+		return
 	}
+	for i := range a.buckets {
+		an, wn := liveFrom(a.buckets[i].Load()), liveFrom(w.buckets[i].Load())
+		for an != nil || wn != nil {
+			switch {
+			case wn == nil || an != nil && less(an.hash, an.key, wn.hash, wn.key):
+				fn(an.key, r.score(an, e))
+				an = liveFrom(an.succ())
+			case an == nil || less(wn.hash, wn.key, an.hash, an.key):
+				fn(wn.key, r.score(wn, e))
+				wn = liveFrom(wn.succ())
+			default: // the same key in both generations
+				fn(an.key, satAdd(r.score(an, e), r.score(wn, e)))
+				an, wn = liveFrom(an.succ()), liveFrom(wn.succ())
+			}
+		}
+	}
+}
+
+// liveFrom returns the first live node from n on, in list order, or nil.
+func liveFrom(n *node) *node {
+	for n != nil && n.dead() {
+		n = n.succ()
+	}
+	return n
 }
 
 // better reports whether a ranks before b: higher count, then smaller key.
