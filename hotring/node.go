@@ -143,9 +143,13 @@ func floorMod(e int64, s int) int {
 func (n *node) winAdd(e int64, d uint64, s int) bool {
 	sl := n.slots(s)
 	switch {
+	// Epoch differences are compared as uint64: with a 1ns slot, a gap
+	// between times near MinInt64 and MaxInt64 overflows int64, and the
+	// wrapped, negative difference sent the loop below through ~2^64
+	// epochs. The true difference is below 2^64, so its uint64 is exact.
 	case e > n.epoch:
 		// Slide forward: clear the slots of the epochs we skip over.
-		if n.epoch == emptyEpoch || e-n.epoch >= int64(s) {
+		if n.epoch == emptyEpoch || uint64(e-n.epoch) >= uint64(s) {
 			clear(sl)
 		} else {
 			for i := n.epoch + 1; i <= e; i++ {
@@ -153,7 +157,7 @@ func (n *node) winAdd(e int64, d uint64, s int) bool {
 			}
 		}
 		n.epoch = e
-	case e <= n.epoch-int64(s):
+	case uint64(n.epoch-e) >= uint64(s): // e <= n.epoch here
 		return false
 	}
 	i := floorMod(e, s)

@@ -20,13 +20,28 @@ func (r *Ring) TickAt(now int64) {
 	}
 }
 
-// nextAfter returns the first multiple of iv strictly after now.
+// nextAfter returns the first multiple of iv strictly after now, or
+// math.MaxInt64 if that is not representable. (It used to wrap negative
+// near math.MaxInt64, so that every later call rotated.)
 func nextAfter(now, iv int64) int64 {
 	q := now / iv
 	if now%iv < 0 {
 		q--
 	}
+	if q >= math.MaxInt64/iv {
+		return math.MaxInt64
+	}
 	return (q + 1) * iv
+}
+
+// crossed returns how many multiples of iv lie in [next, now], given
+// now >= next and next a multiple of iv. now-next may exceed MaxInt64 (a
+// gap from a time near MinInt64 to one near MaxInt64): as an int64 it
+// wrapped negative, so a gap of many intervals counted as fewer than two
+// and rotation kept a stale generation. The wrapped difference read as a
+// uint64 is exact.
+func crossed(now, next, iv int64) uint64 {
+	return uint64(now-next)/uint64(iv) + 1
 }
 
 // maintain runs what is due at now. If another goroutine is already
@@ -57,14 +72,12 @@ func (r *Ring) maintain(now int64) {
 	}
 	if now >= r.nextRot {
 		iv := int64(o.RotationInterval)
-		k := (now-r.nextRot)/iv + 1 // boundaries crossed
-		r.rotate(k)
+		r.rotate(crossed(now, r.nextRot, iv))
 		r.nextRot = nextAfter(now, iv)
 	}
 	if now >= r.nextDecay {
 		iv := int64(o.DecayInterval)
-		k := (now-r.nextDecay)/iv + 1
-		r.decay(k)
+		r.decay(crossed(now, r.nextDecay, iv))
 		r.nextDecay = nextAfter(now, iv)
 	}
 	if now >= r.nextSweep {
@@ -83,7 +96,7 @@ func (r *Ring) maintain(now int64) {
 // if the table is dropped while the touch is in flight (a gap of two or more
 // intervals, or two rotations) does the touch go with it, as if it had been
 // made just before the drop.
-func (r *Ring) rotate(k int64) {
+func (r *Ring) rotate(k uint64) {
 	// One store publishes both tables (see generations). Only maintain,
 	// holding maintMu, stores gens, so the load cannot miss a rotation.
 	next := &generations{active: newTable(r.opts.Bits)}
@@ -91,12 +104,15 @@ func (r *Ring) rotate(k int64) {
 		next.warm = r.gens.Load().active
 	}
 	r.gens.Store(next)
-	r.rotations.Add(uint64(k))
+	r.rotations.Add(k)
 }
 
 // decay shifts every lifetime count right by k × DecayShift bits.
-func (r *Ring) decay(k int64) {
-	shift := uint64(r.opts.DecayShift) * uint64(k)
+func (r *Ring) decay(k uint64) {
+	shift := uint64(64) // k >= 64 shifts everything out; the product could wrap
+	if k < 64 {
+		shift = uint64(r.opts.DecayShift) * k
+	}
 	for _, t := range r.tables() {
 		if t == nil {
 			continue
@@ -117,7 +133,7 @@ func (r *Ring) decay(k int64) {
 			}
 		})
 	}
-	r.decays.Add(uint64(k))
+	r.decays.Add(k)
 }
 
 // EvictCold removes every cold node now (per Options.Clock) and returns how
