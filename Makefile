@@ -16,7 +16,7 @@ FUZZTIME ?= 50000x
 # Where test logs go; git-ignored.
 OUT ?= .services/out
 
-.PHONY: test check vet unit norace integration fuzz bench services-up services-down build
+.PHONY: test check vet unit norace integration fuzz summary bench services-up services-down build
 
 build:
 	$(GO) build ./...
@@ -24,7 +24,8 @@ build:
 # test: what CI runs. Brings the real Kafka and ClickHouse up, runs every
 # check against them, and brings them down again, also when a step fails.
 test:
-	trap 'scripts/services.sh down' EXIT
+	rm -f $(OUT)/unit.log $(OUT)/norace.log
+	trap 'scripts/services.sh down; $(MAKE) --no-print-directory summary' EXIT
 	$(MAKE) --no-print-directory check
 	scripts/services.sh up
 	eval "$$(scripts/services.sh env)"
@@ -85,6 +86,14 @@ integration:
 	scripts/services.sh up
 	eval "$$(scripts/services.sh env)"
 	$(GO) test -race -count=1 -v ./internal/smoke/
+
+# summary: one closing line over both test passes, for people and CI.
+summary:
+	logs=$$(ls $(OUT)/unit.log $(OUT)/norace.log 2>/dev/null || true)
+	[ -n "$$logs" ] || exit 0
+	passed=$$(cat $$logs | grep -cE '^\s*--- PASS' || true)
+	failed=$$(cat $$logs | grep -cE '^\s*--- FAIL' || true)
+	echo "tests: $$passed passed, $$failed failed"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
