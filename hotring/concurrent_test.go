@@ -343,3 +343,48 @@ func TestConcurrentWalkAcrossGenerations(t *testing.T) {
 	wg.Wait()
 	checkInvariants(t, r)
 }
+
+// Inserts and unlinks of neighbouring nodes in two buckets (the Harris
+// problem: an unlink must not cut off a node spliced after its victim).
+// Anchor keys are never removed, so each must keep every one of its
+// touches however its neighbours churn.
+func TestConcurrentNeighbourChurnKeepsAnchors(t *testing.T) {
+	for _, o := range []Options{{Bits: 1}, {Bits: 1, WindowSlots: 4, WindowSlotDuration: time.Hour}} {
+		t.Run(fmt.Sprintf("window=%v", o.WindowSlots > 0), func(t *testing.T) {
+			r := newRing(t, o)
+			const anchors, churn = 16, 48
+			per := 30000
+			if short() {
+				per = 1500
+			}
+			var want [anchors]atomic.Uint64
+			var wg sync.WaitGroup
+			for w := 0; w < 4; w++ {
+				wg.Add(1)
+				go func(seed uint64) {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(seed, 11))
+					for i := 0; i < per; i++ {
+						if seed%2 == 0 {
+							k := rng.IntN(anchors)
+							r.TouchAt(fmt.Sprintf("anchor-%d", k), t0)
+							want[k].Add(1)
+							continue
+						}
+						k := fmt.Sprintf("churn-%d", rng.IntN(churn))
+						if rng.IntN(2) == 0 {
+							r.Remove(k)
+						} else {
+							r.TouchAt(k, t0)
+						}
+					}
+				}(uint64(w))
+			}
+			wg.Wait()
+			for k := range want {
+				require.Equal(t, want[k].Load(), r.FrequencyAt(fmt.Sprintf("anchor-%d", k), t0), "anchor %d", k)
+			}
+			checkInvariants(t, r)
+		})
+	}
+}
