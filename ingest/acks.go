@@ -18,6 +18,10 @@ type Acker interface {
 // and its end position; Ack marks one done; Acked returns the end position
 // of the longest acknowledged prefix. A failed ack freezes the watermark
 // for good: nothing after an unacknowledged line may ever be saved.
+//
+// It also keeps the Kafka floors of the stream (see floors): AckAt tells
+// where a record landed, and once its line joins the acknowledged prefix
+// its offset raises the floor of its partition.
 type ackSeq struct {
 	mu      sync.Mutex
 	base    uint64     // seq of pending[0]
@@ -25,15 +29,21 @@ type ackSeq struct {
 	acked   int64      // watermark position
 	err     error
 	idle    chan struct{} // closed and replaced when pending drains
+	floors  floors
 }
 
 type ackEntry struct {
-	end  int64
-	done bool
+	end   int64
+	done  bool
+	topic int8 // outTopic of the record, or -1: no record (or not told)
+	part  int32
+	off   int64
 }
 
-func newAckSeq(start int64) *ackSeq {
-	return &ackSeq{acked: start, idle: make(chan struct{})}
+// newAckSeq starts a stream at position start whose floors are fl (taken
+// over, not copied).
+func newAckSeq(start int64, fl floors) *ackSeq {
+	return &ackSeq{acked: start, idle: make(chan struct{}), floors: fl}
 }
 
 // Add registers the next line, ending at end, and returns its seq.
@@ -46,14 +56,22 @@ func (a *ackSeq) Add(end int64) uint64 {
 }
 
 // Ack implements Acker.
-func (a *ackSeq) Ack(seq uint64, err error) {
+func (a *ackSeq) Ack(seq uint64, err error) { a.ack(seq, err, -1, 0, 0) }
+
+// AckAt implements placedAcker: the line's record is at offset off of
+// partition part of topic.
+func (a *ackSeq) AckAt(seq uint64, topic outTopic, part int32, off int64) {
+	a.ack(seq, nil, int8(topic), part, off)
+}
+
+func (a *ackSeq) ack(seq uint64, err error, topic int8, part int32, off int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	i := seq - a.base
 	if i >= uint64(len(a.pending)) {
 		return // not a seq of ours: never move the watermark on it
 	}
-	a.pending[i].done = true
+	a.pending[i] = ackEntry{end: a.pending[i].end, done: true, topic: topic, part: part, off: off}
 	if err != nil && a.err == nil {
 		a.err = err
 	}
@@ -73,6 +91,11 @@ func (a *ackSeq) Ack(seq uint64, err error) {
 	}
 	if n == 0 {
 		return
+	}
+	for _, e := range a.pending[:n] {
+		if e.topic >= 0 {
+			a.floors.raise(outTopic(e.topic), e.part, e.off)
+		}
 	}
 	a.acked = a.pending[n-1].end
 	a.base += uint64(n)
@@ -98,6 +121,23 @@ func (a *ackSeq) Acked() (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.acked, a.err
+}
+
+// snapshot returns the watermark, a copy of the floors, and whether no
+// line is outstanding, all as of one moment.
+func (a *ackSeq) snapshot() (acked int64, fl floors, idle bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.acked, a.floors.clone(), len(a.pending) == 0 && a.err == nil
+}
+
+// takeFloors returns the floors for the stream that follows this one
+// (the next file at the same path). Call it once every line is
+// acknowledged, so they cover the whole stream.
+func (a *ackSeq) takeFloors() floors {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.floors.clone()
 }
 
 // Wait blocks until every added line is acknowledged (or failed).

@@ -83,6 +83,7 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 // slows reading instead of growing memory.
 type Producer struct {
 	cl        *kgo.Client
+	opts      []kgo.Opt // ProducerConfig.ClientOpts, for the clients that read back
 	topic     string
 	dlq       string
 	codec     schemas.Codec
@@ -145,7 +146,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	p := &Producer{cl: cl, topic: cfg.Topic, dlq: cfg.DLQTopic, codec: codec}
+	p := &Producer{cl: cl, opts: cfg.ClientOpts, topic: cfg.Topic, dlq: cfg.DLQTopic, codec: codec}
 	p.pool.New = func() any { return &record{} }
 	p.promiseFn = p.promise
 	return p, nil
@@ -237,8 +238,16 @@ func (p *Producer) promise(kr *kgo.Record, err error) {
 			s.dlq[r.dlq].Add(1)
 		}
 	}
+	topic, part, off := topicEvents, kr.Partition, kr.Offset
+	if r.dlq >= 0 {
+		topic = topicDLQ
+	}
 	if cap(r.buf) <= 64<<10 {
 		p.pool.Put(r)
+	}
+	if pa, ok := ack.(placedAcker); ok && err == nil {
+		pa.AckAt(seq, topic, part, off)
+		return
 	}
 	ack.Ack(seq, err)
 }

@@ -19,10 +19,17 @@ type fileID struct {
 // at that path, how often it was found truncated (Gen, part of every
 // record id so ids stay unique across truncations), and the byte offset
 // up to which every line is acknowledged by Kafka.
+//
+// Floor makes a restart exactly once (see readback.go): per output topic
+// name and partition, an offset after which every record of a line at or
+// past Offset lies. A restart reads from there to find those records.
+// Absent in state files of older versions, which then restart at least
+// once; the version stays 1 so that they can still read this one.
 type filePos struct {
-	ID     fileID `json:"id"`
-	Gen    uint64 `json:"gen"`
-	Offset int64  `json:"offset"`
+	ID     fileID                     `json:"id"`
+	Gen    uint64                     `json:"gen"`
+	Offset int64                      `json:"offset"`
+	Floor  map[string]map[int32]int64 `json:"floor,omitempty"`
 }
 
 type tailState struct {
@@ -57,19 +64,20 @@ func loadState(path string) (map[string]filePos, error) {
 	return files, nil
 }
 
+func marshalState(files map[string]filePos) ([]byte, error) {
+	b, err := json.MarshalIndent(tailState{Version: stateVersion, Files: files}, "", "  ")
+	return append(b, '\n'), err
+}
+
 // saveState replaces the state file atomically: write a temporary file
 // beside it, sync, rename. A crash leaves the old state or the new, never
 // half of one.
-func saveState(path string, files map[string]filePos) error {
-	b, err := json.MarshalIndent(tailState{Version: stateVersion, Files: files}, "", "  ")
-	if err != nil {
-		return err
-	}
+func saveState(path string, b []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	_, err = tmp.Write(append(b, '\n'))
+	_, err = tmp.Write(b)
 	if err == nil {
 		err = tmp.Sync()
 	}

@@ -28,7 +28,10 @@ type Stats struct {
 	Failed    atomic.Int64 // records Kafka finally refused
 	Rotations atomic.Int64 // files followed across a rotation
 	Truncates atomic.Int64 // files found truncated
-	dlq       [8]atomic.Int64
+	// Deduplicated counts lines a tail restart did not send again because
+	// the read-back found their records on Kafka already.
+	Deduplicated atomic.Int64
+	dlq          [8]atomic.Int64
 }
 
 // DLQByReason returns the number of dead letters acknowledged for r.
@@ -63,6 +66,7 @@ func NewStats(reg prometheus.Registerer) *Stats {
 		counter("produce_failures_total", "Records Kafka refused after all retries.", &s.Failed, nil),
 		counter("file_rotations_total", "Tailed files followed across a rotation.", &s.Rotations, nil),
 		counter("file_truncations_total", "Tailed files found truncated and reread from the start.", &s.Truncates, nil),
+		counter("deduplicated_lines_total", "Lines a tail restart found on Kafka already and did not send again.", &s.Deduplicated, nil),
 	)
 	for i, r := range reasons {
 		reg.MustRegister(counter("dead_letters_total", "Dead letters acknowledged on the DLQ topic, by reason.",

@@ -28,7 +28,7 @@ func ReadLines(ctx context.Context, r io.Reader, source string, maxLine int, pl 
 		stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Now()) })
 		defer stop()
 	}
-	acks := newAckSeq(0)
+	acks := newAckSeq(0, floors{})
 	prefix := source + "@" + strconv.FormatInt(time.Now().UnixNano(), 10) + ":"
 	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64

@@ -31,9 +31,17 @@ type TailConfig struct {
 	// rotation and truncation; default 200ms.
 	PollInterval time.Duration
 	// SaveInterval is how often the state file is rewritten while
-	// positions advance; default 1s. It is also the most a crash can
-	// re-send: lines acknowledged since the last save.
+	// positions advance; default 1s. A crash loses what was acknowledged
+	// since the last save; the restart finds it on Kafka again (see
+	// readback.go) and does not send it twice.
 	SaveInterval time.Duration
+	// ReadBackMaxRecords caps what a start reads back from the output
+	// topics to learn which lines the last run sent past its saved
+	// positions; beyond it those lines are sent again (at least once,
+	// same keyheat-id) and a warning says so. Default 1,000,000.
+	ReadBackMaxRecords int
+	// ReadBackTimeout bounds that read at a start; default 30s.
+	ReadBackTimeout time.Duration
 	// MaxLineBytes bounds a line; longer ones are dead-lettered with
 	// schemas.ReasonLineTooLong. Default 1 MiB.
 	MaxLineBytes int
@@ -46,11 +54,19 @@ type TailConfig struct {
 // Tailer follows files into a Pipeline. Each path has its own goroutine
 // and its own ackSeq; a saver goroutine writes the state file.
 type Tailer struct {
-	cfg    TailConfig
-	pl     *Pipeline
-	log    *slog.Logger
-	saveMu sync.Mutex         // serialises save between the saver and Run's final save
-	saved  map[string]filePos // last state written (or loaded); under saveMu after Run starts
+	cfg        TailConfig
+	pl         *Pipeline
+	log        *slog.Logger
+	saveMu     sync.Mutex         // serialises save between the saver and Run's final save
+	saved      map[string]filePos // last state written (or loaded); under saveMu after Run starts
+	savedBytes []byte             // its encoding, to skip rewriting an unchanged state
+	kick       chan struct{}      // asks the saver for a save now
+
+	// Set by readBack (under mu) before the followers start, read-only
+	// after.
+	topics [numOutTopics]string // output topic names; empty without a state file
+	base   floors               // end offsets at the start, minus one
+	skips  skipSets             // per path, lines already on Kafka
 
 	mu        sync.Mutex
 	followers []*follower
@@ -85,6 +101,12 @@ func NewTailer(cfg TailConfig, pl *Pipeline) (*Tailer, error) {
 	if cfg.FlushTimeout <= 0 {
 		cfg.FlushTimeout = 30 * time.Second
 	}
+	if cfg.ReadBackMaxRecords <= 0 {
+		cfg.ReadBackMaxRecords = 1_000_000
+	}
+	if cfg.ReadBackTimeout <= 0 {
+		cfg.ReadBackTimeout = 30 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,19 +114,24 @@ func NewTailer(cfg TailConfig, pl *Pipeline) (*Tailer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tailer{cfg: cfg, pl: pl, log: cfg.Logger, saved: saved}, nil
+	return &Tailer{cfg: cfg, pl: pl, log: cfg.Logger, saved: saved, kick: make(chan struct{}, 1)}, nil
 }
 
 // Run follows the files until ctx ends or a record fails. Then it stops
 // reading, flushes what was produced (at most FlushTimeout), saves the
 // acknowledged positions and returns: nil after a clean stop.
 func (t *Tailer) Run(ctx context.Context) error {
+	if t.cfg.StateFile != "" {
+		if err := t.readBack(ctx); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.cfg.Paths))
 	for i, p := range t.cfg.Paths {
-		f := &follower{t: t, path: p, acks: newAckSeq(0)}
+		f := &follower{t: t, path: p, acks: newAckSeq(0, t.startFloors(p)), skips: t.skips[p]}
 		t.mu.Lock()
 		t.followers = append(t.followers, f)
 		t.mu.Unlock()
@@ -124,6 +151,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return
+			case <-t.kick:
+				if err := t.save(); err != nil {
+					t.log.Error("save tail state", "err", err)
+				}
 			case <-tick.C:
 				if err := t.save(); err != nil {
 					t.log.Error("save tail state", "err", err)
@@ -144,6 +175,17 @@ func (t *Tailer) Run(ctx context.Context) error {
 	return errors.Join(errors.Join(errs...), ferr, t.save())
 }
 
+// startFloors are a path's floors when it starts: the saved ones while
+// lines of it past its saved position are on Kafka (the next save must
+// still find them), else the end offsets now.
+func (t *Tailer) startFloors(path string) floors {
+	if len(t.skips[path]) > 0 {
+		fl, _ := floorsFromMap(t.saved[path].Floor, t.topics)
+		return fl
+	}
+	return t.base.clone()
+}
+
 // Positions returns the acknowledged position of every followed path, as
 // the state file would record it now.
 func (t *Tailer) Positions() map[string]filePos {
@@ -152,11 +194,28 @@ func (t *Tailer) Positions() map[string]filePos {
 	t.saveMu.Unlock()
 	t.mu.Lock()
 	fs := append([]*follower(nil), t.followers...)
+	topics, base := t.topics, t.base
 	t.mu.Unlock()
+	// An idle path (nothing outstanding, nothing left to skip) produces
+	// its next line after this moment, so any offset acknowledged before
+	// it is a floor for it; that keeps a quiet file's floors from holding
+	// a restart's read-back far back. The order matters: g is gathered
+	// completely before any follower is asked whether it is idle, so
+	// every offset in g was acknowledged before that answer.
+	g := base.clone()
 	for _, f := range fs {
-		if pos, ok := f.position(); ok {
-			out[f.path] = pos
+		g.raiseAll(f.floors())
+	}
+	for _, f := range fs {
+		pos, fl, idle, ok := f.position()
+		if !ok {
+			continue
 		}
+		if idle {
+			fl.raiseAll(g)
+		}
+		pos.Floor = fl.toMap(topics)
+		out[f.path] = pos
 	}
 	return out
 }
@@ -174,15 +233,19 @@ func (t *Tailer) save() error {
 		return nil
 	}
 	pos := t.Positions()
-	t.saveMu.Lock()
-	defer t.saveMu.Unlock()
-	if maps.Equal(pos, t.saved) {
-		return nil
-	}
-	if err := saveState(t.cfg.StateFile, pos); err != nil {
+	b, err := marshalState(pos)
+	if err != nil {
 		return err
 	}
-	t.saved = pos
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	if bytes.Equal(b, t.savedBytes) {
+		return nil
+	}
+	if err := saveState(t.cfg.StateFile, b); err != nil {
+		return err
+	}
+	t.saved, t.savedBytes = pos, b
 	return nil
 }
 
@@ -200,22 +263,39 @@ type follower struct {
 	idPrefix string
 	tooLong  int64 // >=0: discarding a too-long line that started here
 	prefix   []byte
+	// skips are the lines of this path the last run sent past its saved
+	// position, per file generation; skip is the set of the open file.
+	// Entries go as their lines are passed, sets as their file is left.
+	skips   map[fileGen]map[int64]placement
+	skip    map[int64]placement
+	skipKey fileGen
 
-	mu   sync.Mutex
-	open bool
-	id   fileID
-	gen  uint64
-	acks *ackSeq
+	mu       sync.Mutex
+	open     bool
+	id       fileID
+	gen      uint64
+	acks     *ackSeq
+	skipping bool // len(skips) > 0
 }
 
-func (f *follower) position() (filePos, bool) {
+// position returns the acknowledged position with its floors, and
+// whether the path is idle: nothing outstanding and nothing to skip, so
+// every line it sends from now on is produced after this call.
+func (f *follower) position() (pos filePos, fl floors, idle, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.open {
-		return filePos{}, false
+		return filePos{}, fl, false, false
 	}
-	off, _ := f.acks.Acked()
-	return filePos{ID: f.id, Gen: f.gen, Offset: off}, true
+	off, fl, idle := f.acks.snapshot()
+	return filePos{ID: f.id, Gen: f.gen, Offset: off}, fl, idle && !f.skipping, true
+}
+
+func (f *follower) floors() floors {
+	f.mu.Lock()
+	acks := f.acks
+	f.mu.Unlock()
+	return acks.takeFloors()
 }
 
 func (f *follower) run(ctx context.Context) error {
@@ -228,6 +308,13 @@ func (f *follower) run(ctx context.Context) error {
 	f.tooLong = -1
 	if err := f.openFirst(ctx); err != nil {
 		return err
+	}
+	// Save at once: a crash before the first periodic save then still
+	// finds this start's position and floors, and loses nothing to the
+	// file growing while ingest is down.
+	select {
+	case f.t.kick <- struct{}{}:
+	default:
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -333,8 +420,45 @@ func (f *follower) switchTo(file *os.File, id fileID, gen uint64, off int64) {
 	}
 	f.f, f.readPos, f.start, f.end, f.tooLong = file, off, 0, 0, -1
 	f.idPrefix = f.path + "@" + strconv.FormatUint(id.Dev, 10) + ":" + strconv.FormatUint(id.Ino, 10) + ":" + strconv.FormatUint(gen, 10) + ":"
+	if f.skips != nil {
+		fg := fileGen{ID: id, Gen: gen}
+		if f.skip != nil && f.skipKey != fg {
+			delete(f.skips, f.skipKey) // left for good: its lines are not read again
+		}
+		f.skip, f.skipKey = f.skips[fg], fg
+		if len(f.skips) == 0 {
+			f.skips = nil
+		}
+	}
+	// The floors carry over: every line of the file left is acknowledged
+	// (waitAcked), so they cover it, and they stay floors for the next.
 	f.mu.Lock()
-	f.open, f.id, f.gen, f.acks = true, id, gen, newAckSeq(off)
+	f.open, f.id, f.gen, f.acks = true, id, gen, newAckSeq(off, f.acks.takeFloors())
+	f.skipping = f.skips != nil
+	f.mu.Unlock()
+}
+
+// dropSkips forgets the skip set of the open file (with others false) or
+// those of every other file (with others true).
+func (f *follower) dropSkips(others bool) {
+	if f.skips == nil {
+		return
+	}
+	if others {
+		for fg := range f.skips {
+			if fg != f.skipKey {
+				delete(f.skips, fg)
+			}
+		}
+	} else {
+		delete(f.skips, f.skipKey)
+		f.skip = nil
+	}
+	if len(f.skips) == 0 {
+		f.skips, f.skip = nil, nil
+	}
+	f.mu.Lock()
+	f.skipping = f.skips != nil
 	f.mu.Unlock()
 }
 
@@ -386,6 +510,19 @@ type lineErr struct{ detail string }
 func (e *lineErr) Error() string { return e.detail }
 
 func (f *follower) send(ctx context.Context, line []byte, off, end int64, lerr error) error {
+	if f.skip != nil {
+		if pl, ok := f.skip[off]; ok {
+			// Already on Kafka from the last run: pass it as acknowledged
+			// there, so the position moves on and the floors learn where.
+			delete(f.skip, off)
+			f.acks.AckAt(f.acks.Add(end), pl.topic, pl.part, pl.off)
+			f.t.pl.stats.Deduplicated.Add(1)
+			if len(f.skip) == 0 {
+				f.dropSkips(false)
+			}
+			return nil
+		}
+	}
 	seq := f.acks.Add(end)
 	l := Line{Data: line, Source: f.path, IDPrefix: f.idPrefix, Offset: off}
 	if lerr != nil {
@@ -467,6 +604,9 @@ func (f *follower) checkRotation(ctx context.Context) (bool, error) {
 		f.switchTo(f.f, f.id, gen, 0)
 		return true, nil
 	}
+	// Following the file at path, at its end: sets of other files are of
+	// files that will not be read again (lost while ingest was down).
+	f.dropSkips(true)
 	return false, nil
 }
 

@@ -242,7 +242,7 @@ func (s *Topic) part(topic string, partition int32, first int64) *partAcks {
 	pa := s.parts[tp]
 	if pa == nil {
 		p := strconv.FormatInt(int64(partition), 10)
-		pa = &partAcks{acks: newAckSeq(first), idPrefix: topic + "/" + p + "/", source: topic + ":" + p, committed: -1}
+		pa = &partAcks{acks: newAckSeq(first, floors{}), idPrefix: topic + "/" + p + "/", source: topic + ":" + p, committed: -1}
 		s.parts[tp] = pa
 	}
 	return pa
