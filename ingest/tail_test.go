@@ -2,10 +2,13 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,4 +207,144 @@ func testTailExactlyOnce(t *testing.T, seeds []string) {
 		}
 	}
 	require.Equal(t, 1000, fresh)
+}
+
+// crashTail stops r the way a killed process stops: the producer is closed
+// without a flush, and the state file is put back as it was before r's
+// last save (state, saved by the caller), since a killed process makes no
+// final save.
+func crashTail(t *testing.T, r *tailRun, stateFile string, state []byte) {
+	t.Helper()
+	r.prod.Close()
+	r.cancel()
+	<-r.done
+	require.NoError(t, os.WriteFile(stateFile, state, 0o644))
+}
+
+// writeMixed appends lines [from, to) to path: JSON access lines, and
+// every tenth a line the parser refuses, for the DLQ.
+func writeMixed(t *testing.T, path string, from, to int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	w := bufio.NewWriter(f)
+	for i := from; i < to; i++ {
+		if i%10 == 3 {
+			fmt.Fprintf(w, "garbage %d\n", i)
+		} else {
+			fmt.Fprintf(w, `{"key":"k%d","bytes":%d}`+"\n", i%16, i)
+		}
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, f.Close())
+}
+
+// idCounts counts the records of the events and DLQ topics per keyheat-id.
+func idCounts(t *testing.T, k *kafkaEnv) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	for _, topic := range []string{k.events, k.dlq} {
+		for _, r := range readAll(t, k.seeds, topic) {
+			id := header(r, HeaderID)
+			require.NotEmpty(t, id)
+			n[id]++
+		}
+	}
+	return n
+}
+
+// TestTailCrashBeforeSave sends lines, lets Kafka acknowledge all of them,
+// and crashes before any periodic save (the save interval is an hour), so
+// the state file is the one written when the file was opened, at offset 0.
+// The restart must find every line on Kafka and send none again, on the
+// events and the DLQ topic alike.
+func TestTailCrashBeforeSave(t *testing.T) {
+	brokers(t, func(t *testing.T, seeds []string) {
+		const n = 3000
+		k := newKafkaEnv(t, seeds, 4)
+		dir := t.TempDir()
+		path, state := filepath.Join(dir, "access.log"), filepath.Join(dir, "state.json")
+		writeMixed(t, path, 0, 0)
+		hour := func(c *TailConfig) { c.SaveInterval = time.Hour }
+
+		run := startTail(t, k, path, state, hour)
+		waitFor(t, "the save at open", func() bool { _, err := os.Stat(state); return err == nil })
+		snapshot, err := os.ReadFile(state)
+		require.NoError(t, err)
+		writeMixed(t, path, 0, n)
+		waitFor(t, "all lines acknowledged", func() bool { return ackedWhole(run.tl, path) })
+		crashTail(t, run, state, snapshot)
+		_, off := savedID(t, state, path)
+		require.Zero(t, off, "the state file must be the one from before the lines")
+
+		run = startTail(t, k, path, state, hour)
+		waitFor(t, "all lines passed again", func() bool { return ackedWhole(run.tl, path) })
+		run.cancel()
+		require.NoError(t, <-run.done)
+		require.EqualValues(t, n, run.tl.pl.stats.Deduplicated.Load(), "lines found on Kafka at the restart")
+
+		counts := idCounts(t, k)
+		require.Len(t, counts, n, "one id per line: none lost")
+		for id, c := range counts {
+			require.Equal(t, 1, c, "id %s sent %d times", id, c)
+		}
+	})
+}
+
+// TestTailReadBackCap crashes like TestTailCrashBeforeSave, but the restart
+// may read back fewer records than the crash left past the saved position:
+// it must say so and fall back to at least once, every line sent again
+// with its original id, and none lost.
+func TestTailReadBackCap(t *testing.T) {
+	brokers(t, func(t *testing.T, seeds []string) {
+		const n = 500
+		k := newKafkaEnv(t, seeds, 2)
+		dir := t.TempDir()
+		path, state := filepath.Join(dir, "access.log"), filepath.Join(dir, "state.json")
+		writeMixed(t, path, 0, 0)
+		hour := func(c *TailConfig) { c.SaveInterval = time.Hour }
+
+		run := startTail(t, k, path, state, hour)
+		waitFor(t, "the save at open", func() bool { _, err := os.Stat(state); return err == nil })
+		snapshot, err := os.ReadFile(state)
+		require.NoError(t, err)
+		writeMixed(t, path, 0, n)
+		waitFor(t, "all lines acknowledged", func() bool { return ackedWhole(run.tl, path) })
+		crashTail(t, run, state, snapshot)
+
+		var logs syncBuffer
+		run = startTail(t, k, path, state, hour, func(c *TailConfig) {
+			c.ReadBackMaxRecords = n - 1
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		waitFor(t, "all lines acknowledged again", func() bool { return ackedWhole(run.tl, path) })
+		run.cancel()
+		require.NoError(t, <-run.done)
+		require.Contains(t, logs.String(), "too much to read back")
+		require.Zero(t, run.tl.pl.stats.Deduplicated.Load())
+
+		counts := idCounts(t, k)
+		require.Len(t, counts, n, "one id per line: none lost")
+		for id, c := range counts {
+			require.Equal(t, 2, c, "id %s: at least once means each line once per run", id)
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
