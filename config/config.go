@@ -139,6 +139,10 @@ type Ingest struct {
 	PollInterval time.Duration `mapstructure:"poll_interval"`
 	// SaveInterval is how often the state file is rewritten.
 	SaveInterval time.Duration `mapstructure:"save_interval"`
+	// ReadBackMaxRecords caps the records a tail start reads back from
+	// the output topics to skip lines the last run already sent; beyond
+	// it those lines are sent again.
+	ReadBackMaxRecords int `mapstructure:"readback_max_records"`
 	// Topic configures ingest topic, which re-keys raw log topics.
 	Topic IngestTopic `mapstructure:"topic"`
 }
@@ -228,6 +232,7 @@ func Defaults() Config {
 			DLQMaxRaw:          16 << 10,
 			PollInterval:       200 * time.Millisecond,
 			SaveInterval:       time.Second,
+			ReadBackMaxRecords: 1_000_000,
 			Topic:              IngestTopic{Topics: []string{}, Group: "keyheat-ingest", CommitInterval: time.Second},
 		},
 	}

@@ -34,6 +34,7 @@ func TestValidateIngestNamesEveryProblem(t *testing.T) {
 		{"no dlq raw", func(c *Config) { c.Ingest.DLQMaxRaw = -1 }, []string{"ingest.dlq_max_raw:"}},
 		{"no poll interval", func(c *Config) { c.Ingest.PollInterval = 0 }, []string{"ingest.poll_interval:"}},
 		{"no save interval", func(c *Config) { c.Ingest.SaveInterval = -time.Second }, []string{"ingest.save_interval:"}},
+		{"no read-back", func(c *Config) { c.Ingest.ReadBackMaxRecords = 0 }, []string{"ingest.readback_max_records:"}},
 		{"raw topics", func(c *Config) { c.Ingest.Topic.Topics = []string{"app.raw", "db.raw"} }, nil},
 		{"raw topic is the events topic", func(c *Config) { c.Ingest.Topic.Topics = []string{"keyheat.events"} }, []string{`ingest.topic.topics: "keyheat.events" is also an output topic`}},
 		{"raw topic is the dlq", func(c *Config) { c.Ingest.Topic.Topics = []string{"keyheat.events.dlq"} }, []string{"ingest.topic.topics:"}},

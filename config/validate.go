@@ -220,6 +220,9 @@ func (in *Ingest) validate(p *problems, out *Topics) {
 	if in.SaveInterval <= 0 {
 		p.add("ingest.save_interval", "must be positive, e.g. 1s")
 	}
+	if in.ReadBackMaxRecords < 1 {
+		p.add("ingest.readback_max_records", "must be at least 1, e.g. 1000000")
+	}
 	seen := map[string]bool{}
 	for _, t := range in.Topic.Topics {
 		switch err := checkTopicName(t); {

@@ -53,7 +53,8 @@ func newRoot() *cobra.Command {
 			fromStart, _ := cmd.Flags().GetBool("from-start")
 			in := env.cfg.Ingest
 			tl, err := ingest.NewTailer(ingest.TailConfig{Paths: args, StateFile: in.StateFile, FromStart: fromStart,
-				PollInterval: in.PollInterval, SaveInterval: in.SaveInterval, MaxLineBytes: in.MaxLineBytes, Logger: env.log}, env.pl)
+				PollInterval: in.PollInterval, SaveInterval: in.SaveInterval, ReadBackMaxRecords: in.ReadBackMaxRecords,
+				MaxLineBytes: in.MaxLineBytes, Logger: env.log}, env.pl)
 			if err != nil {
 				return err
 			}
