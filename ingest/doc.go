@@ -8,6 +8,8 @@
 // lines as schemas.DeadLetters to the DLQ topic. Every record carries a
 // deterministic identity in the keyheat-id header (source and position),
 // so a consumer can drop the duplicates an at-least-once restart may send.
+// The tailer sends none after a crash: a restart reads back what the last
+// run sent past its saved positions and skips those lines (readback.go).
 //
 // Sources learn of each record's fate through an Acker and advance their
 // saved position (state file, committed offset) only over the contiguous
