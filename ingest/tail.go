@@ -121,8 +121,24 @@ func NewTailer(cfg TailConfig, pl *Pipeline) (*Tailer, error) {
 // reading, flushes what was produced (at most FlushTimeout), saves the
 // acknowledged positions and returns: nil after a clean stop.
 func (t *Tailer) Run(ctx context.Context) error {
+	// Open every path before anything that talks to Kafka: the read-back
+	// can take up to ReadBackTimeout, and a file rotated away meanwhile
+	// would otherwise never be read on a first start (no state names it).
+	// An open file keeps its inode, so this pins the files as they were
+	// when ingest started.
+	pinned := make([]*os.File, len(t.cfg.Paths))
+	for i, p := range t.cfg.Paths {
+		if file, err := os.Open(p); err == nil {
+			pinned[i] = file
+		}
+	}
 	if t.cfg.StateFile != "" {
 		if err := t.readBack(ctx); err != nil {
+			for _, file := range pinned {
+				if file != nil {
+					_ = file.Close()
+				}
+			}
 			return err
 		}
 	}
@@ -131,7 +147,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.cfg.Paths))
 	for i, p := range t.cfg.Paths {
-		f := &follower{t: t, path: p, acks: newAckSeq(0, t.startFloors(p)), skips: t.skips[p]}
+		f := &follower{t: t, path: p, pinned: pinned[i], acks: newAckSeq(0, t.startFloors(p)), skips: t.skips[p]}
 		t.mu.Lock()
 		t.followers = append(t.followers, f)
 		t.mu.Unlock()
@@ -254,6 +270,9 @@ func (t *Tailer) save() error {
 type follower struct {
 	t    *Tailer
 	path string
+	// pinned is path as Run found it at start, opened before any Kafka
+	// round trip; openFirst uses it instead of opening path again.
+	pinned *os.File
 
 	f        *os.File
 	readPos  int64  // file offset just past the bytes in buf
@@ -359,8 +378,9 @@ func (f *follower) openFirst(ctx context.Context) error {
 	saved, known := f.t.saved[f.path]
 	f.t.saveMu.Unlock()
 	fromStart := f.t.cfg.FromStart
-	var file *os.File
-	for {
+	file := f.pinned
+	f.pinned = nil
+	for file == nil {
 		var err error
 		file, err = os.Open(f.path)
 		if err == nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -134,6 +136,15 @@ func testTailExactlyOnce(t *testing.T, seeds []string) {
 
 	const total = 100_000
 	run := startTail(t, k, path, state)
+	// A first start reads the file it finds at the path; one rotated away
+	// before ingest opened it is not ingest's to know of. So the writer
+	// waits for the open (this raced on the real broker, whose slower
+	// start-up let 30,000 lines and a rotation in first).
+	waitFor(t, "the tailer to open the file", func() bool {
+		abs, _ := filepath.Abs(path)
+		_, ok := run.tl.Positions()[abs]
+		return ok
+	})
 	lw.write(30_000)
 	lw.rotate("access.log.1")
 	lw.write(45_000)
@@ -347,4 +358,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestTailPinsFilesBeforeKafka: the file at the path when ingest starts is
+// read even if it is rotated away while the start-up talks to Kafka (the
+// read-back can take seconds against a slow broker). kfake holds the
+// read-back's ListOffsets request while the test rotates the file.
+func TestTailPinsFilesBeforeKafka(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	k := newKafkaEnv(t, c.ListenAddrs(), 2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	lw := &lineWriter{t: t, path: path}
+	lw.open()
+	defer lw.f.Close()
+	lw.write(100)
+
+	inReadBack, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		once.Do(func() { close(inReadBack); <-release })
+		return nil, nil, false // then let the cluster answer it
+	})
+	run := startTail(t, k, path, filepath.Join(dir, "state.json"))
+	select {
+	case <-inReadBack:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the tailer never listed offsets")
+	}
+	lw.rotate("access.log.1")
+	lw.write(150)
+	close(release)
+
+	waitFor(t, "150 lines acknowledged", func() bool { return run.tl.pl.stats.Events.Load() == 150 })
+	run.cancel()
+	require.NoError(t, <-run.done)
+	recs := readAll(t, k.seeds, k.events)
+	seen := map[int]bool{}
+	for _, r := range recs {
+		seen[seqOf(t, r)] = true
+	}
+	for i := range 150 {
+		require.True(t, seen[i], "line %d lost", i)
+	}
+	require.Len(t, recs, 150)
 }
