@@ -165,11 +165,7 @@ func TestUnknownKeysAreErrors(t *testing.T) {
 }
 
 func TestValidateNamesEveryProblem(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*Config)
-		want   []string // one entry per expected FieldError, "key: fragment"
-	}{
+	tests := []validateCase{
 		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, []string{"kafka.brokers: must not be empty"}},
 		{"broker without port", func(c *Config) { c.Kafka.Brokers = []string{"localhost"} }, []string{"kafka.brokers: \"localhost\" is not host:port"}},
 		{"bad level", func(c *Config) { c.Log.Level = "loud" }, []string{"log.level: \"loud\""}},
@@ -197,6 +193,19 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 			c.Events.Codec = "y"
 		}, []string{"log.level:", "kafka.brokers:", "events.codec:"}},
 	}
+	runValidateCases(t, tests)
+}
+
+// validateCase is one bad configuration and the problems Validate must
+// report for it, in order, each as the start of its "key: problem" text.
+type validateCase struct {
+	name   string
+	mutate func(*Config)
+	want   []string // nil: valid
+}
+
+func runValidateCases(t *testing.T, tests []validateCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Defaults()

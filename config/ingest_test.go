@@ -1,8 +1,6 @@
 package config
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,11 +10,7 @@ import (
 // TestValidateIngestNamesEveryProblem table-tests every bad combination of
 // the ingest section, each named by its key, and the good ones next to them.
 func TestValidateIngestNamesEveryProblem(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*Config)
-		want   []string // one entry per expected FieldError, "key: fragment"
-	}{
+	tests := []validateCase{
 		{"unknown format", func(c *Config) { c.Ingest.Format = "syslog" }, []string{`ingest.format: "syslog" is not one of`}},
 		{"format aliases", func(c *Config) { c.Ingest.Format = "nginx" }, nil},
 		{"regex without pattern", func(c *Config) { c.Ingest.Format = "regex" }, []string{"ingest.regex.pattern: must be set"}},
@@ -55,28 +49,7 @@ func TestValidateIngestNamesEveryProblem(t *testing.T) {
 			c.Ingest.Topic.CommitInterval = -1
 		}, []string{"ingest.regex.pattern:", "ingest.compression:", "ingest.topic.topics:", "ingest.topic.commit_interval:"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := Defaults()
-			tt.mutate(&cfg)
-			err := cfg.Validate()
-			if tt.want == nil {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			var fields []string
-			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-				var fe *FieldError
-				require.True(t, errors.As(e, &fe), "every problem is a *FieldError, got %T", e)
-				fields = append(fields, fe.Error())
-			}
-			require.Len(t, fields, len(tt.want), "problems: %q", fields)
-			for i, w := range tt.want {
-				require.True(t, strings.HasPrefix(fields[i], w), "problem %d = %q, want it to start with %q", i, fields[i], w)
-			}
-		})
-	}
+	runValidateCases(t, tests)
 }
 
 // TestIngestTopicFromEnv: the raw topic list splits on commas like the
