@@ -102,6 +102,8 @@ func TestSampleReasons(t *testing.T) {
 		{"json", `{"key":"a"`, schemas.ReasonParse},
 		{"json", `{"key":"` + string(bytes.Repeat([]byte("k"), 2000)) + `"}`, schemas.ReasonKeyTooLong},
 		{"redis", `1742220131.9 [0 127.0.0.1:1] "get"`, schemas.ReasonEmptyKey},
+		{"redis", `1742220131.9 [0 127.0.0.1:1] "EVAL" "return 1" "1" ""`, schemas.ReasonEmptyKey},
+		{"redis", `1742220131.9 [0 127.0.0.1:1] "EVALSHA" "abc" "2"`, schemas.ReasonEmptyKey},
 		{"redis", `1742220131.9 [0 127.0.0.1:1] "get" "a\xffb"`, schemas.ReasonKeyNotUTF8},
 		{"redis", `garbage`, schemas.ReasonParse},
 	}

@@ -122,7 +122,7 @@ func (p *Redis) Parse(line []byte, e *schemas.AccessEvent) error {
 		if k, ok := digits(args[2]); n < 3 || !ok || k == 0 {
 			return ErrSkip
 		}
-		if n < 4 {
+		if n < 4 || args[3] == "" {
 			return emptyKey("redis: " + cmd + " declares keys but names none")
 		}
 		e.Key = args[3]
