@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/internal/topics"
 )
 
 // adminTimeout bounds each admin request a helper makes, so a broker that
@@ -41,19 +43,23 @@ func KFake(t testing.TB, opts ...kfake.Opt) []string {
 // the single-node test broker).
 func NewTopic(t testing.TB, seeds []string, partitions int32) string {
 	t.Helper()
-	adm := newAdmin(t, seeds)
 	topic := UniqueName(t, "t")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatalf("kafka client for %v: %v", seeds, err)
+	}
+	defer cl.Close()
 
+	// Ensure also waits until every partition has a leader: a broker that
+	// just started (as in CI) can take a moment after CreateTopics, and a
+	// test that lists offsets or produces at once would fail on it.
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, -1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
+	if err := topics.Ensure(ctx, cl, true, topics.Spec{Name: topic, Partitions: partitions, ReplicationFactor: -1}); err != nil {
 		t.Fatalf("create topic %s with %d partitions on %v: %v", topic, partitions, seeds, err)
 	}
 
+	adm := newAdmin(t, seeds)
 	t.Cleanup(func() {
 		// t.Context is already cancelled while cleanups run.
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)

@@ -1,4 +1,4 @@
-package topics
+package topics_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/internal/topics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -35,19 +36,19 @@ func TestEnsure(t *testing.T) {
 			events := testenv.UniqueName(t, "ensure-events")
 			registry := testenv.UniqueName(t, "ensure-registry")
 			existing := testenv.NewTopic(t, seeds, 2)
-			specs := []Spec{
+			specs := []topics.Spec{
 				{Name: events, Partitions: 3, ReplicationFactor: -1},
 				{Name: registry, Partitions: 1, ReplicationFactor: -1, Configs: map[string]string{"cleanup.policy": "compact"}},
 				{Name: existing, Partitions: 5, ReplicationFactor: -1},
 			}
 
-			err = Ensure(ctx, cl, false, specs...)
-			var me *MissingError
+			err = topics.Ensure(ctx, cl, false, specs...)
+			var me *topics.MissingError
 			require.ErrorAs(t, err, &me)
 			require.Equal(t, []string{events, registry}, me.Topics, "only the missing topics, in order")
 			require.ErrorContains(t, err, "kafka.create_topics")
 
-			require.NoError(t, Ensure(ctx, cl, true, specs...))
+			require.NoError(t, topics.Ensure(ctx, cl, true, specs...))
 			// A second client to check with: the first caches the metadata
 			// it read before the topics existed for a few seconds.
 			check, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
@@ -73,8 +74,8 @@ func TestEnsure(t *testing.T) {
 			require.Equal(t, "compact", policy)
 
 			// Idempotent, and the topics take records at once.
-			require.NoError(t, Ensure(ctx, check, true, specs...))
-			require.NoError(t, Ensure(ctx, check, false, specs...))
+			require.NoError(t, topics.Ensure(ctx, check, true, specs...))
+			require.NoError(t, topics.Ensure(ctx, check, false, specs...))
 			res := cl.ProduceSync(ctx, &kgo.Record{Topic: events, Value: []byte("x")}, &kgo.Record{Topic: registry, Key: []byte("k"), Value: []byte("x")})
 			require.NoError(t, res.FirstErr())
 
