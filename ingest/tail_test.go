@@ -264,6 +264,27 @@ func idCounts(t *testing.T, k *kafkaEnv) map[string]int {
 	return n
 }
 
+func hourlySaves(c *TailConfig) { c.SaveInterval = time.Hour }
+
+// sendThenCrashBeforeSave tails a new file of n mixed lines (some bound
+// for the DLQ) until Kafka acknowledged them all, then crashes: the state
+// file is left as written when the file was opened, at offset 0, because
+// saves are hourly.
+func sendThenCrashBeforeSave(t *testing.T, k *kafkaEnv, n int) (path, state string) {
+	t.Helper()
+	dir := t.TempDir()
+	path, state = filepath.Join(dir, "access.log"), filepath.Join(dir, "state.json")
+	writeMixed(t, path, 0, 0)
+	run := startTail(t, k, path, state, hourlySaves)
+	waitFor(t, "the save at open", func() bool { _, err := os.Stat(state); return err == nil })
+	snapshot, err := os.ReadFile(state)
+	require.NoError(t, err)
+	writeMixed(t, path, 0, n)
+	waitFor(t, "all lines acknowledged", func() bool { return ackedWhole(run.tl, path) })
+	crashTail(t, run, state, snapshot)
+	return path, state
+}
+
 // TestTailCrashBeforeSave sends lines, lets Kafka acknowledge all of them,
 // and crashes before any periodic save (the save interval is an hour), so
 // the state file is the one written when the file was opened, at offset 0.
@@ -273,22 +294,11 @@ func TestTailCrashBeforeSave(t *testing.T) {
 	brokers(t, func(t *testing.T, seeds []string) {
 		const n = 3000
 		k := newKafkaEnv(t, seeds, 4)
-		dir := t.TempDir()
-		path, state := filepath.Join(dir, "access.log"), filepath.Join(dir, "state.json")
-		writeMixed(t, path, 0, 0)
-		hour := func(c *TailConfig) { c.SaveInterval = time.Hour }
-
-		run := startTail(t, k, path, state, hour)
-		waitFor(t, "the save at open", func() bool { _, err := os.Stat(state); return err == nil })
-		snapshot, err := os.ReadFile(state)
-		require.NoError(t, err)
-		writeMixed(t, path, 0, n)
-		waitFor(t, "all lines acknowledged", func() bool { return ackedWhole(run.tl, path) })
-		crashTail(t, run, state, snapshot)
+		path, state := sendThenCrashBeforeSave(t, k, n)
 		_, off := savedID(t, state, path)
 		require.Zero(t, off, "the state file must be the one from before the lines")
 
-		run = startTail(t, k, path, state, hour)
+		run := startTail(t, k, path, state, hourlySaves)
 		waitFor(t, "all lines passed again", func() bool { return ackedWhole(run.tl, path) })
 		run.cancel()
 		require.NoError(t, <-run.done)
@@ -310,21 +320,10 @@ func TestTailReadBackCap(t *testing.T) {
 	brokers(t, func(t *testing.T, seeds []string) {
 		const n = 500
 		k := newKafkaEnv(t, seeds, 2)
-		dir := t.TempDir()
-		path, state := filepath.Join(dir, "access.log"), filepath.Join(dir, "state.json")
-		writeMixed(t, path, 0, 0)
-		hour := func(c *TailConfig) { c.SaveInterval = time.Hour }
-
-		run := startTail(t, k, path, state, hour)
-		waitFor(t, "the save at open", func() bool { _, err := os.Stat(state); return err == nil })
-		snapshot, err := os.ReadFile(state)
-		require.NoError(t, err)
-		writeMixed(t, path, 0, n)
-		waitFor(t, "all lines acknowledged", func() bool { return ackedWhole(run.tl, path) })
-		crashTail(t, run, state, snapshot)
+		path, state := sendThenCrashBeforeSave(t, k, n)
 
 		var logs syncBuffer
-		run = startTail(t, k, path, state, hour, func(c *TailConfig) {
+		run := startTail(t, k, path, state, hourlySaves, func(c *TailConfig) {
 			c.ReadBackMaxRecords = n - 1
 			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		})
