@@ -1,0 +1,169 @@
+package schemas
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// ReportVersion is the version of the WindowReport JSON format.
+const ReportVersion = 1
+
+// Report scopes.
+const (
+	// ScopeCluster covers every app and partition.
+	ScopeCluster = "cluster"
+	// ScopeApp covers one app (or OtherApp) over every partition.
+	ScopeApp = "app"
+)
+
+// WindowReport is the value of a record on keyheat.reports: what the whole
+// cluster (Scope cluster) or one app (Scope app) did in one report window,
+// merged from every partition's PartitionWindow.
+//
+// The record key is ID. Reports are deterministic: the same input read in
+// the same order gives byte-identical reports, live or replayed, except
+// when the merger gave up waiting for a partition (Partial).
+type WindowReport struct {
+	// Version is ReportVersion.
+	Version int `json:"v"`
+	// ID is WindowReportID(Scope, App, StartMs).
+	ID string `json:"id"`
+	// Scope is ScopeCluster or ScopeApp; App is set for ScopeApp.
+	Scope string `json:"scope"`
+	App   string `json:"app,omitempty"`
+	// StartMs and EndMs bound the window [StartMs, EndMs) in event time.
+	StartMs int64 `json:"start_ms"`
+	EndMs   int64 `json:"end_ms"`
+	// Topics are the events topics merged, sorted.
+	Topics []string `json:"topics"`
+	// Events, Bytes, Reads, Writes and LatencyUs are exact totals.
+	Events    uint64 `json:"events"`
+	Bytes     uint64 `json:"bytes"`
+	Reads     uint64 `json:"reads"`
+	Writes    uint64 `json:"writes"`
+	LatencyUs uint64 `json:"latency_us"`
+	// Late counts events reported late in this window by the partitions
+	// (cluster scope only; late events are not attributed to apps).
+	Late uint64 `json:"late"`
+	// Distinct estimates the number of distinct keys (HyperLogLog, about
+	// 1% standard error).
+	Distinct uint64 `json:"distinct"`
+	// Keyed reports that every partition's input was keyed by access key,
+	// so Top is the exact union of the partitions' tops; otherwise counts
+	// were merged from sketches and carry wider error bounds.
+	Keyed bool `json:"keyed"`
+	// Partial reports that the merger emitted the window without hearing
+	// from every partition, named in Missing as "topic/partition".
+	Partial bool     `json:"partial,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+	// Top are the heaviest keys by events, heaviest first, with Share.
+	Top []KeyCount `json:"top"`
+	// TopBytes are the heaviest keys by bytes (big keys).
+	TopBytes []KeyCount `json:"top_bytes,omitempty"`
+	// TopReads and TopWrites rank the tracked keys by reads and by writes.
+	TopReads  []KeyCount `json:"top_reads,omitempty"`
+	TopWrites []KeyCount `json:"top_writes,omitempty"`
+	// TopLatency ranks the tracked keys by summed latency (cost), when the
+	// log records latency.
+	TopLatency []KeyCount `json:"top_latency,omitempty"`
+	// Skew describes how unevenly the load fell.
+	Skew Skew `json:"skew"`
+	// Advice suggests a mitigation for each key in Top whose rate crossed
+	// the hot threshold in this window.
+	Advice []KeyAdvice `json:"advice,omitempty"`
+}
+
+// Skew is how unevenly a window's load fell on partitions, on Redis
+// Cluster nodes, and on keys.
+type Skew struct {
+	// Partitions is the load per events partition, sorted by topic and
+	// partition; MaxMean is the largest load over the mean and Gini the
+	// Gini coefficient of the loads (0 even, towards 1 all on one).
+	Partitions []PartitionLoad `json:"partitions"`
+	MaxMean    float64         `json:"max_mean"`
+	Gini       float64         `json:"gini"`
+	// Top1Share and Top10Share are the shares of the events that went to
+	// the heaviest key and to the ten heaviest keys.
+	Top1Share  float64 `json:"top1_share"`
+	Top10Share float64 `json:"top10_share"`
+	// Nodes is the Redis Cluster view: the events per node when the 16384
+	// slots are split over the configured nodes (or N equal ranges), with
+	// NodeMaxMean and NodeGini as above, and the hottest slots.
+	Nodes       []NodeLoad  `json:"nodes,omitempty"`
+	NodeMaxMean float64     `json:"node_max_mean,omitempty"`
+	NodeGini    float64     `json:"node_gini,omitempty"`
+	HotSlots    []SlotCount `json:"hot_slots,omitempty"`
+}
+
+// PartitionLoad is one events partition's load in a window.
+type PartitionLoad struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Events    uint64  `json:"events"`
+	Bytes     uint64  `json:"bytes"`
+	Share     float64 `json:"share"`
+}
+
+// NodeLoad is one Redis Cluster node's load in a window.
+type NodeLoad struct {
+	// Node is the configured node name, or "shard-N" for equal ranges.
+	Node string `json:"node"`
+	// FirstSlot and LastSlot bound the node's slot range (inclusive).
+	FirstSlot uint16  `json:"first_slot"`
+	LastSlot  uint16  `json:"last_slot"`
+	Events    uint64  `json:"events"`
+	Share     float64 `json:"share"`
+}
+
+// KeyAdvice is a suggested mitigation for one hot key of a report.
+type KeyAdvice struct {
+	App  string  `json:"app"`
+	Key  string  `json:"key"`
+	Rate float64 `json:"rate"`
+	// ReadShare is reads / (reads + writes) for the key in the window.
+	ReadShare  float64    `json:"read_share"`
+	Mitigation Mitigation `json:"mitigation"`
+}
+
+// WindowReportID returns a report's deterministic ID, also its record key
+// on keyheat.reports: "cluster/startMs" or "app/<len>:<app>/startMs".
+func WindowReportID(scope, app string, startMs int64) string {
+	b := make([]byte, 0, len(app)+40)
+	b = append(b, scope...)
+	b = append(b, '/')
+	if scope == ScopeApp {
+		b = strconv.AppendInt(b, int64(len(app)), 10)
+		b = append(b, ':')
+		b = append(b, app...)
+		b = append(b, '/')
+	}
+	b = strconv.AppendInt(b, startMs, 10)
+	return string(b)
+}
+
+// AppendJSON appends r's JSON form to dst. The form is deterministic:
+// fields in declaration order, floats in Go's shortest representation.
+func (r *WindowReport) AppendJSON(dst []byte) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return dst, fmt.Errorf("encode window report: %w", err)
+	}
+	return append(dst, b...), nil
+}
+
+// DecodeWindowReport decodes a keyheat.reports record value, rejecting an
+// unknown version or scope.
+func DecodeWindowReport(src []byte) (*WindowReport, error) {
+	var r WindowReport
+	if err := json.Unmarshal(src, &r); err != nil {
+		return nil, fmt.Errorf("decode window report: %w", err)
+	}
+	if r.Version != ReportVersion {
+		return nil, fmt.Errorf("decode window report: version %d, this reader knows %d", r.Version, ReportVersion)
+	}
+	if r.Scope != ScopeCluster && r.Scope != ScopeApp {
+		return nil, fmt.Errorf("decode window report %s: scope %q is neither %q nor %q", r.ID, r.Scope, ScopeCluster, ScopeApp)
+	}
+	return &r, nil
+}
