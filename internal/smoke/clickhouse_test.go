@@ -16,7 +16,8 @@ import (
 // topK(3) exactly, and that the database can be dropped.
 //
 // The SQL keeps to what ClickHouse 18.16 (Debian's package, used here) and
-// current releases share; see /work/shared/SERVICES.md.
+// current releases share (18.16 has no TTL, DateTime64, Map or
+// toStartOfInterval, and its topK is approximate, see below).
 func TestClickHouseNative(t *testing.T) {
 	const numRows = 10_000
 	conn := testenv.ClickHouseConn(t)
