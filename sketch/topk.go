@@ -165,17 +165,17 @@ func (t *TopK) Bytes() int {
 // Add counts one occurrence of key. A key is copied when it is admitted, so
 // the TopK never keeps the caller's string, which may share memory with a
 // whole decoded batch, alive.
-func (t *TopK) Add(key string) { t.add(key, 1) }
+func (t *TopK) Add(key string) { t.add(key, hashString(key, t.cfg.Sketch.Seed), 1) }
 
 // AddN adds weight n (for example response bytes) to key; see Add.
-func (t *TopK) AddN(key string, n uint64) { t.add(key, n) }
+func (t *TopK) AddN(key string, n uint64) { t.add(key, hashString(key, t.cfg.Sketch.Seed), n) }
 
-func (t *TopK) add(key string, n uint64) {
+// add adds weight n to key, whose hash with the filter's seed is h.
+func (t *TopK) add(key string, h, n uint64) {
 	if n == 0 {
 		return
 	}
 	t.total = satAdd(t.total, n)
-	h := hashString(key, t.cfg.Sketch.Seed)
 	if i := t.find(key, h); i >= 0 {
 		e := &t.heap[i]
 		e.lower = satAdd(e.lower, n)
