@@ -2,9 +2,7 @@ package sketch
 
 import "time"
 
-// DefaultWindow is the window length when WindowConfig.Length is zero: one
-// second, short enough that a key turning hot is seen within a second of
-// event time.
+// DefaultWindow is the window length when WindowConfig.Length is zero.
 const DefaultWindow = time.Second
 
 // WindowConfig sizes a WindowPair.
@@ -81,10 +79,10 @@ func (w *WindowPair) windowStart(tsMs int64) int64 {
 
 // Advance moves the pair forward to the window containing the event time
 // nowMs (Unix ms), for example the partition's watermark on an idle tick,
-// and returns how many windows closed
-// (0 if nowMs is still inside the current window or earlier). After a return
-// of 1 Previous holds the window that just closed; after 2 or more both
-// sketches are empty because the gap skipped whole windows.
+// and returns how many windows closed (0 if nowMs is still inside the
+// current window or earlier). After a return of 1 Previous holds the window
+// that just closed; after 2 or more both sketches are empty because the gap
+// skipped whole windows.
 func (w *WindowPair) Advance(nowMs int64) int64 {
 	ws := w.windowStart(nowMs)
 	if !w.started {
