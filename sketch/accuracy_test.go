@@ -42,7 +42,7 @@ func runAccuracy(t testing.TB, w workload, events int) accuracyResult {
 // benchmarks can measure alternative algorithms on the same data. With
 // strict, a tracked key whose true count lies outside its bounds or a missed
 // key above 0.1 % share fails t; without, they only lower the metrics.
-func runAccuracyWith(t testing.TB, cfg TopKConfig, w workload, events int, add func(*TopK, []byte), strict bool) accuracyResult {
+func runAccuracyWith(t testing.TB, cfg TopKConfig, w workload, events int, add func(*TopK, string), strict bool) accuracyResult {
 	t.Helper()
 	tk, err := NewTopK(cfg)
 	if err != nil {
@@ -56,7 +56,7 @@ func runAccuracyWith(t testing.TB, cfg TopKConfig, w workload, events int, add f
 			counts[id]++
 		}
 		buf = appendKey(buf[:0], id)
-		add(tk, buf)
+		add(tk, string(buf))
 	}
 	trueCount := func(key string) uint64 {
 		id, err := strconv.ParseUint(key[len("tenant-7:user:"):], 10, 64)
@@ -112,7 +112,7 @@ func runAccuracyWith(t testing.TB, cfg TopKConfig, w workload, events int, add f
 			continue
 		}
 		res.aboveShare++
-		if _, ok := reported[string(appendKey(nil, s.id))]; ok {
+		if _, ok := reported[keyOf(s.id)]; ok {
 			found++
 		} else if strict {
 			t.Errorf("%s: key id %d with share %.3f%% missing from the top-100", w.name, s.id, 100*float64(s.count)/float64(n))

@@ -39,8 +39,9 @@ func (c CardinalityConfig) Validate() error {
 }
 
 // Cardinality estimates the number of distinct keys added ("distinct keys in
-// this window") in fixed memory, using HyperLogLog (github.com/axiomhq/
-// hyperloglog) fed with the same xxh3 hash as the rest of the package.
+// this window") in fixed memory, using HyperLogLog (Flajolet, Fusy, Gandouet
+// and Meunier 2007) as implemented by github.com/axiomhq/hyperloglog, fed
+// with the same xxh3 hash as the rest of the package.
 // Estimates from different partitions merge into the estimate of the union.
 //
 // Build one with NewCardinality (or as the target of UnmarshalBinary). A
@@ -63,11 +64,8 @@ func NewCardinality(cfg CardinalityConfig) (*Cardinality, error) {
 	return &Cardinality{hll: h, p: cfg.Precision}, nil
 }
 
-// Add records key. The key is not retained.
-func (c *Cardinality) Add(key []byte) { c.hll.InsertHash(hashBytes(key, 0)) }
-
-// AddString records key.
-func (c *Cardinality) AddString(key string) { c.hll.InsertHash(hashString(key, 0)) }
+// Add records key.
+func (c *Cardinality) Add(key string) { c.hll.InsertHash(hashString(key, 0)) }
 
 // Estimate is the estimated number of distinct keys added.
 func (c *Cardinality) Estimate() uint64 { return c.hll.Estimate() }

@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// The alternatives doc.go compares the chosen top-K against, built on the
-// same table, heap and memory budget so that only the update rule differs.
+// The alternatives the chosen top-K was measured against (figures in
+// BENCHMARKS.md at the repository root), built on the same table, heap and
+// memory budget so that only the update rule differs.
 
 // addSpaceSaving is plain Space-Saving (Metwally et al. 2005): an untracked
 // key always replaces the minimum and inherits its count as error.
-func (t *TopK) addSpaceSaving(b []byte) {
-	key := bytesView(b)
+func (t *TopK) addSpaceSaving(key string) {
 	t.total++
 	h := hashString(key, t.cfg.Sketch.Seed)
 	if i := t.find(key, h); i >= 0 {
@@ -30,10 +30,9 @@ func (t *TopK) addSpaceSaving(b []byte) {
 	t.admit(0, key, h, m+1, 1)
 }
 
-// addCMSHeap is the ADR's Count-Min + min-heap: every event goes into the
-// sketch, and a key is ranked by its sketch estimate.
-func (t *TopK) addCMSHeap(b []byte) {
-	key := bytesView(b)
+// addCMSHeap is the classic Count-Min + min-heap top-K: every event goes into
+// the sketch, and a key is ranked by its sketch estimate.
+func (t *TopK) addCMSHeap(key string) {
 	t.total++
 	h := hashString(key, t.cfg.Sketch.Seed)
 	est := t.filter.addHash(h, 1)
@@ -56,7 +55,7 @@ func (t *TopK) addCMSHeap(b []byte) {
 
 var topKAlgorithms = []struct {
 	name string
-	add  func(*TopK, []byte)
+	add  func(*TopK, string)
 }{
 	{"filtered-space-saving", (*TopK).Add},
 	{"space-saving", (*TopK).addSpaceSaving},

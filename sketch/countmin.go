@@ -6,9 +6,9 @@ import (
 	"math/bits"
 )
 
-// Default Count-Min dimensions (seed 003: four hash functions over 2048
-// buckets). 4 × 2048 × 8 bytes = 64 KiB per sketch; ε = e/2048 ≈ 0.13 % of
-// the window's total, with probability 1 − e⁻⁴ ≈ 98.2 % per key.
+// Default Count-Min dimensions: four rows (hash functions) of 2048 counters.
+// 4 × 2048 × 8 bytes = 64 KiB per sketch; a key's over-estimate stays within
+// ε = e/2048 ≈ 0.13 % of the window's total with probability 1 − e⁻⁴ ≈ 98.2 %.
 const (
 	DefaultDepth = 4
 	DefaultWidth = 2048
@@ -143,17 +143,11 @@ func (s *CountMin) ErrorBound() uint64 {
 	return uint64(math.Ceil(s.cfg.Epsilon() * float64(s.total)))
 }
 
-// Add counts one occurrence of key. key is not retained.
-func (s *CountMin) Add(key []byte) { s.add(hashBytes(key, s.cfg.Seed), 1) }
-
-// AddString counts one occurrence of key.
-func (s *CountMin) AddString(key string) { s.add(hashString(key, s.cfg.Seed), 1) }
+// Add counts one occurrence of key.
+func (s *CountMin) Add(key string) { s.add(hashString(key, s.cfg.Seed), 1) }
 
 // AddN adds weight n (for example the bytes of a request) to key.
-func (s *CountMin) AddN(key []byte, n uint64) { s.add(hashBytes(key, s.cfg.Seed), n) }
-
-// AddStringN adds weight n to key.
-func (s *CountMin) AddStringN(key string, n uint64) { s.add(hashString(key, s.cfg.Seed), n) }
+func (s *CountMin) AddN(key string, n uint64) { s.add(hashString(key, s.cfg.Seed), n) }
 
 // add is addHash without computing the new estimate, the common case: a
 // plain update is then just depth independent read-modify-writes the CPU
@@ -175,12 +169,7 @@ func (s *CountMin) add(h, n uint64) {
 }
 
 // Estimate returns an upper bound of the total weight added for key.
-func (s *CountMin) Estimate(key []byte) uint64 { return s.estimateHash(hashBytes(key, s.cfg.Seed)) }
-
-// EstimateString returns an upper bound of the total weight added for key.
-func (s *CountMin) EstimateString(key string) uint64 {
-	return s.estimateHash(hashString(key, s.cfg.Seed))
-}
+func (s *CountMin) Estimate(key string) uint64 { return s.estimateHash(hashString(key, s.cfg.Seed)) }
 
 // addHash adds n to the key hashed to h and returns the key's new estimate.
 func (s *CountMin) addHash(h, n uint64) uint64 {

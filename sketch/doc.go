@@ -34,7 +34,7 @@
 //	width = ⌈e/ε⌉, depth = ⌈ln(1/δ)⌉           (DimensionsForError)
 //	bytes = depth · width · 8                   (CountMinConfig.Bytes, DimensionsForBudget)
 //
-// The default 4 × 2048 (seed 003) is 64 KiB with ε ≈ 0.133 % and δ ≈ 1.8 %;
+// The default 4 × 2048 is 64 KiB with ε ≈ 0.133 % and δ ≈ 1.8 %;
 // TestCountMinErrorBound checks the δ fraction on a fixed stream. Merge of
 // plain sketches gives exactly the counters of one sketch fed both streams;
 // conservative update (optional) tightens estimates but then a merge is only
@@ -44,10 +44,11 @@
 //
 // WindowPair keeps current and previous windows, aligned to multiples of the
 // window length since the epoch, and rotates by swapping the two and
-// clearing the new current when event time reaches the next window. Rate is
-// the ADR's estimate / window seconds. SmoothedRate weighs previous by the
-// part of it still inside the sliding window (now − L, now], so a steady key
-// reads its true rate just after a boundary instead of half of it.
+// clearing the new current when event time (tsMs) reaches the next window.
+// Rate is the current window's estimate / window seconds. SmoothedRate
+// weighs previous by the part of it still inside the sliding window
+// (nowMs − L, nowMs], so a steady key reads its true rate just after a
+// boundary instead of half of it.
 //
 // # Top-K: filtered Space-Saving
 //
@@ -73,63 +74,51 @@
 // splits a budget. The default (1024 keys, 4 × 2048 filter) is 144 KiB
 // for 22-byte keys.
 //
-// Why this algorithm: measured with BenchmarkTopKAlgorithms on the accuracy
-// workloads (10M events, same table, heap and budget, only the update rule
-// differs; see compare_bench_test.go):
-//
-//	                         ------ 1 MiB, 2048 keys ------   ------------ 64 KiB, 256 keys ------------
-//	                         precision recall  top-10 err     precision (zipf/planted/flood)  recall
-//	filtered Space-Saving    1 / 1 / 1  1      0 %            1    / 1    / 1               1 / 1 / 1
-//	plain Space-Saving       1 / 1 / 1  1      ≤ 0.0005 %     0.58 / 0.35 / 0.38            0.71 / 0.35 / 0.38
-//	Count-Min + heap (ADR)   1 / 1 / 1  1      0 %            0.87 / 1    / 0.98            1 / 1 / 1
-//
-// At 1 MiB the workloads do not separate the rules; at 64 KiB they do. Plain
-// Space-Saving admits every key, so the tail churns the table (its error
-// grows to N/Capacity and it allocates a key copy on most tail events).
-// Count-Min + heap ranks by the sketch estimate, and a light key whose
-// counters all share a heavy key is reported with a huge count (its top-10
-// error reached 10⁶ %). Keeping heavy keys out of the filter (as the
-// Augmented Sketch of Roy et al. 2016 does) removes exactly those collisions,
-// and a tracked key costs one hash, one probe and one heap step, which is
-// also why it is the fastest of the three on the Zipf stream at 1 MiB
-// (median of 5 on a shared 2-core machine: 44 ns/op and 0 B/op, against
-// 96 ns/op and 8 B/op of key copies for plain Space-Saving and 52 ns/op
-// for Count-Min + heap).
-// HeavyKeeper was not built: it undercounts by design (its decay loses
-// counts, so no lower/upper bounds), it does not merge exactly, and the
-// published Go implementations run 79 ns/op (segmentio/topk) to
-// 227–470 ns/op (keilerkonzept/topk).
+// Why this algorithm. Two classic alternatives were measured on the same
+// table, heap and budget (BenchmarkTopKAlgorithms in compare_bench_test.go,
+// on the accuracy workloads below): plain Space-Saving (Metwally, Agrawal and
+// El Abbadi 2005) and the classic Count-Min + min-heap top-K. At a 1 MiB
+// budget all three find every heavy key; at 64 KiB they separate, for
+// reasons that follow from the algorithms. Plain Space-Saving admits every
+// key, so the tail churns the table: its error grows to N/Capacity and it
+// copies a key on most tail events. Count-Min + heap ranks keys by their
+// sketch estimate, so a light key whose counters all collide with a heavy
+// key's is reported with the heavy key's count. Keeping heavy keys out of
+// the filter, as the Augmented Sketch of Roy, Khan and Alonso (2016) does,
+// removes exactly those collisions, and a tracked key costs one hash, one
+// probe and one heap step without touching a sketch counter. HeavyKeeper
+// (Gong et al. 2018) was not built: its decay undercounts by design, so its
+// counts are not upper bounds, and it does not merge exactly.
 //
 // # Accuracy against the goal
 //
 // The goal is ≥ 99.99 % precision and ≤ 0.1 % count error. TestAccuracyAt1MiB
-// (go test -run Accuracy ./sketch/, 10M events; 1M under -short or -race)
-// measures, at 1 MiB, on Zipf 1.1 over 1M keys, 5M uniform keys + 20 planted
-// at 0.2 %, and a 90 % never-repeated flood + 50 hot keys: recall of keys
-// above 0.1 % share 100 %, precision 100 %, top-10 mean relative error 0 %.
-// Precision is measured at k = min(100, keys with share ≥ 0.01 %): 100 for
-// Zipf, 20 and 50 for the others, whose "true top-100" beyond the planted
-// keys is sampling noise among millions of keys with 1–13 events that no
-// detector can rank or needs to. A reported key counts as correct when its
-// true count is at least the true k-th count, so ties at the boundary are
-// all correct answers. How far from the goal: on these workloads there is no
-// measurable gap, but 170 ranked keys cannot demonstrate 99.99 %; what is
-// guaranteed is the deterministic bound above (a key is missed or
-// misranked only by ≤ Floor ≤ N/Capacity: 0.049 % of N at 2048 keys; the
-// measured Floor was 0.0015–0.0029 % of N on the three workloads), and
-// the error of a top key is 0 whenever it was admitted before the table
-// filled or with a small filter estimate, as in every workload here.
+// (10M events; 1M under -short or -race) checks it at 1 MiB on three fixed
+// workloads: Zipf 1.1 over 1M keys, 5M uniform keys + 20 planted at 0.2 %,
+// and a 90 % never-repeated flood + 50 hot keys. It fails unless every
+// reported key's true count lies within its bounds, every key above 0.1 %
+// share is in the top-100, and precision is at least 99 %. Precision is
+// measured at k = min(100, keys with share ≥ 0.01 %): below that share a
+// workload's "true top-100" is sampling noise among millions of keys with a
+// handful of events that no detector can rank or needs to. A reported key
+// counts as correct when its true count is at least the true k-th count, so
+// ties at the boundary are all correct answers. A few hundred ranked keys
+// cannot demonstrate 99.99 %; what is guaranteed is the deterministic bound
+// above: a key is missed or misranked only by ≤ Floor ≤ N/Capacity (0.049 %
+// of N at 2048 keys), and the error of a top key is 0 whenever it was
+// admitted before the table filled or with a small filter estimate.
 //
 // # Cardinality
 //
-// Cardinality wraps github.com/axiomhq/hyperloglog (precision 14 by
-// default: 16 KiB dense, standard error 1.04/√2¹⁴ ≈ 0.81 %), fed with the
-// package's xxh3 hash so all instances agree; merges give the union's estimate.
+// Cardinality wraps github.com/axiomhq/hyperloglog, an implementation of
+// HyperLogLog (Flajolet, Fusy, Gandouet and Meunier 2007); precision 14 by
+// default: 16 KiB dense, standard error 1.04/√2¹⁴ ≈ 0.81 %. It is fed with
+// the package's xxh3 hash so all instances agree; merges give the union's
+// estimate.
 //
 // # Performance
 //
-// See sketch_bench_test.go and the figures in the closing note
-// (go test -run '^$' -bench . -benchmem -count=5 ./sketch/). The memory of
+// Measured figures: BENCHMARKS.md at the repository root. The memory of
 // every structure is fixed by its config; TestMemoryDoesNotGrowWithDistinctKeys
 // asserts it does not grow with the number of distinct keys.
 package sketch

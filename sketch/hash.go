@@ -2,21 +2,13 @@ package sketch
 
 import "github.com/zeebo/xxh3"
 
-// hashBytes and hashString return one 64-bit hash per key. Every structure in
-// the package derives all of its indexes from this single value, so a key is
-// hashed once per Add no matter how many rows a sketch has.
+// hashString returns one 64-bit hash per key. Every structure in the package
+// derives all of its indexes from this single value, so a key is hashed once
+// per Add no matter how many rows a sketch has.
 //
 // A non-zero seed is folded in with a full 64-bit finalizer: two sketches with
 // different seeds then place keys independently (apart from full 64-bit xxh3
 // collisions, which are negligible).
-func hashBytes(b []byte, seed uint64) uint64 {
-	h := xxh3.Hash(b)
-	if seed != 0 {
-		h = mix64(h ^ seed)
-	}
-	return h
-}
-
 func hashString(s string, seed uint64) uint64 {
 	h := xxh3.HashString(s)
 	if seed != 0 {

@@ -12,14 +12,20 @@ import (
 // the benchmarks walk them in order, as a consumer walks a fetched batch of
 // records, so the timings measure the sketch and not cache misses on
 // scattered key bytes.
-func benchKeys(n int) [][]byte {
+func benchKeys(n int) []string {
 	w := zipfWorkload(7)
 	buf := make([]byte, 0, n*26)
-	keys := make([][]byte, n)
-	for i := range keys {
-		start := len(buf)
+	ends := make([]int, n)
+	for i := range ends {
 		buf = appendKey(append(buf, "prod-"...), w.gen()) // 24–25 bytes
-		keys[i] = buf[start:len(buf):len(buf)]
+		ends[i] = len(buf)
+	}
+	all := string(buf)
+	keys := make([]string, n)
+	start := 0
+	for i, end := range ends {
+		keys[i] = all[start:end]
+		start = end
 	}
 	return keys
 }
@@ -231,7 +237,83 @@ func BenchmarkHashBaseline(b *testing.B) {
 	keys := benchKeys(1 << 16)
 	i := 0
 	for b.Loop() {
-		hashSink += xxh3.Hash(keys[i&(len(keys)-1)])
+		hashSink += xxh3.HashString(keys[i&(len(keys)-1)])
 		i++
 	}
+}
+
+// BenchmarkDetectorEvent is the per-event work the detector will do on one
+// partition: count the key in a window pair, read its current-window
+// estimate for the gate into the exact tracker, and count it in a top-K,
+// all with default configs (seed 0) on the Zipf stream.
+//
+// "api" goes through the public API, which hashes the key three times.
+// "one-hash" does the same work through the package's internals from one
+// hash, and "one-hash-add-estimates" also takes the gate's estimate from the
+// window add instead of a second pass over the counters: what an API that
+// shares the hash could reach. There is no such API yet; these two measure
+// whether one is worth adding.
+func BenchmarkDetectorEvent(b *testing.B) {
+	keys := benchKeys(1 << 20)
+	const gate = 100
+	setup := func(b *testing.B) (*WindowPair, *TopK) {
+		w, err := NewWindowPair(WindowConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tk, err := NewTopK(TopKConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range keys {
+			w.Add(k, 0)
+			tk.Add(k)
+		}
+		b.ReportAllocs()
+		return w, tk
+	}
+	var passed int
+	b.Run("api", func(b *testing.B) {
+		w, tk := setup(b)
+		i := 0
+		for b.Loop() {
+			k, tsMs := keys[i&(len(keys)-1)], int64(i>>10)
+			w.Add(k, tsMs)
+			if w.Estimate(k) >= gate {
+				passed++
+			}
+			tk.Add(k)
+			i++
+		}
+	})
+	b.Run("one-hash", func(b *testing.B) {
+		w, tk := setup(b)
+		i := 0
+		for b.Loop() {
+			k, tsMs := keys[i&(len(keys)-1)], int64(i>>10)
+			h := hashString(k, 0)
+			if s := w.sketchFor(tsMs); s != nil {
+				s.add(h, 1)
+			}
+			if w.cur.estimateHash(h) >= gate {
+				passed++
+			}
+			tk.add(k, h, 1)
+			i++
+		}
+	})
+	b.Run("one-hash-add-estimates", func(b *testing.B) {
+		w, tk := setup(b)
+		i := 0
+		for b.Loop() {
+			k, tsMs := keys[i&(len(keys)-1)], int64(i>>10)
+			h := hashString(k, 0)
+			if s := w.sketchFor(tsMs); s != nil && s.addHash(h, 1) >= gate {
+				passed++
+			}
+			tk.add(k, h, 1)
+			i++
+		}
+	})
+	hashSink += uint64(passed)
 }

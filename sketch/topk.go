@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
-	"unsafe"
 )
 
 // DefaultTopKCapacity is the number of keys a TopK tracks when its config
@@ -93,10 +92,11 @@ type entry struct {
 // plus its weight, and keeps exact counts from there.
 //
 // The filter keeps the long tail of one-off keys from churning the tracked
-// set (and allocating), the weakness of plain Space-Saving; keeping the heavy
-// keys out of the filter (as the Augmented Sketch does) leaves its counters
-// to the tail, which tightens the tail's estimates, and makes the common case
-// (a heavy key) one hash, one probe and one heap step.
+// set (and allocating), the weakness of plain Space-Saving (Metwally, Agrawal
+// and El Abbadi, ICDT 2005). Keeping the heavy keys out of the filter, as the
+// Augmented Sketch does (Roy, Khan and Alonso, SIGMOD 2016), leaves its
+// counters to the tail, which tightens the tail's estimates, and makes the
+// common case (a heavy key) one hash, one probe and one heap step.
 //
 // Build one with NewTopK (or as the target of UnmarshalBinary); the zero
 // value is not usable. A TopK is not safe for concurrent use.
@@ -162,29 +162,20 @@ func (t *TopK) Bytes() int {
 	return n
 }
 
-// Add counts one occurrence of key. The key is copied if it is admitted, so
-// the caller may reuse its buffer.
-func (t *TopK) Add(key []byte) { t.add(bytesView(key), 1) }
+// Add counts one occurrence of key. A key is copied when it is admitted, so
+// the TopK never keeps the caller's string, which may share memory with a
+// whole decoded batch, alive.
+func (t *TopK) Add(key string) { t.add(key, hashString(key, t.cfg.Sketch.Seed), 1) }
 
-// AddN adds weight n (for example response bytes) to key.
-func (t *TopK) AddN(key []byte, n uint64) { t.add(bytesView(key), n) }
+// AddN adds weight n (for example response bytes) to key; see Add.
+func (t *TopK) AddN(key string, n uint64) { t.add(key, hashString(key, t.cfg.Sketch.Seed), n) }
 
-// AddString counts one occurrence of key.
-func (t *TopK) AddString(key string) { t.add(key, 1) }
-
-// AddStringN adds weight n to key.
-func (t *TopK) AddStringN(key string, n uint64) { t.add(key, n) }
-
-// bytesView lets lookups use a []byte key without copying it. The view is
-// never retained: admission copies it with strings.Clone.
-func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-func (t *TopK) add(key string, n uint64) {
+// add adds weight n to key, whose hash with the filter's seed is h.
+func (t *TopK) add(key string, h, n uint64) {
 	if n == 0 {
 		return
 	}
 	t.total = satAdd(t.total, n)
-	h := hashString(key, t.cfg.Sketch.Seed)
 	if i := t.find(key, h); i >= 0 {
 		e := &t.heap[i]
 		e.lower = satAdd(e.lower, n)
@@ -242,12 +233,7 @@ func (t *TopK) untrackedBound() uint64 {
 
 // Estimate returns bounds of key's true total weight: lower ≤ true ≤ upper.
 // For an untracked key lower is 0 and upper is min(filter estimate, Floor()).
-func (t *TopK) Estimate(key []byte) (upper, lower uint64) { return t.estimate(bytesView(key)) }
-
-// EstimateString is Estimate for a string key.
-func (t *TopK) EstimateString(key string) (upper, lower uint64) { return t.estimate(key) }
-
-func (t *TopK) estimate(key string) (upper, lower uint64) {
+func (t *TopK) Estimate(key string) (upper, lower uint64) {
 	h := hashString(key, t.cfg.Sketch.Seed)
 	if i := t.find(key, h); i >= 0 {
 		return t.heap[i].upper, t.heap[i].lower

@@ -28,7 +28,7 @@ func checkTopK(t *testing.T, tk *TopK, exact map[string]uint64) {
 		}
 	}
 	for k, c := range exact {
-		up, lo := tk.EstimateString(k)
+		up, lo := tk.Estimate(k)
 		require.LessOrEqual(t, lo, c, "key %q lower bound", k)
 		require.GreaterOrEqual(t, up, c, "key %q upper bound", k)
 	}
@@ -65,16 +65,16 @@ func TestTopKBoundsHoldOnRandomStreams(t *testing.T) {
 		exact := map[string]uint64{}
 		r := rand.New(rand.NewPCG(uint64(tc.capacity), 7))
 		for i, id := range randomStream(uint64(tc.keys), 40_000, tc.keys) {
-			k := string(appendKey(nil, id))
+			k := keyOf(id)
 			w := uint64(1)
 			if i%5 == 0 {
 				w = 1 + r.Uint64N(1000) // bytes as weight
 			}
 			exact[k] += w
-			if i%2 == 0 {
-				tk.AddN([]byte(k), w)
+			if w == 1 && i%2 == 0 {
+				tk.Add(k)
 			} else {
-				tk.AddStringN(k, w)
+				tk.AddN(k, w)
 			}
 		}
 		checkTopK(t, tk, exact)
@@ -89,7 +89,7 @@ func TestTopKBoundsHoldOnRandomStreams(t *testing.T) {
 func TestTopKExactWhileNotFull(t *testing.T) {
 	tk := newTK(t, TopKConfig{Capacity: 100, Sketch: CountMinConfig{Depth: 1, Width: 1}})
 	for i := range 50 {
-		tk.AddStringN(string(appendKey(nil, uint64(i))), uint64(i+1))
+		tk.AddN(keyOf(uint64(i)), uint64(i+1))
 	}
 	top := tk.Top(3)
 	require.Equal(t, []Item{
@@ -98,7 +98,7 @@ func TestTopKExactWhileNotFull(t *testing.T) {
 		{Key: "tenant-7:user:47", Count: 48},
 	}, top, "a TopK that never filled counts exactly, even with a 1-counter filter")
 	require.Zero(t, tk.Floor())
-	up, lo := tk.EstimateString("never seen")
+	up, lo := tk.Estimate("never seen")
 	require.Zero(t, up)
 	require.Zero(t, lo)
 }
@@ -109,11 +109,11 @@ func TestTopKLateHotKey(t *testing.T) {
 	tk := newTK(t, TopKConfig{Capacity: 16, Sketch: CountMinConfig{Width: 1024}})
 	for round := range 50 {
 		for i := range 32 {
-			tk.AddString(string(appendKey(nil, uint64(i+round%2*32))))
+			tk.Add(keyOf(uint64(i + round%2*32)))
 		}
 	}
 	for range 5_000 {
-		tk.AddString("late")
+		tk.Add("late")
 	}
 	top := tk.Top(1)
 	require.Equal(t, "late", top[0].Key)
@@ -123,16 +123,16 @@ func TestTopKLateHotKey(t *testing.T) {
 
 func TestTopKResetAndZeroWeight(t *testing.T) {
 	tk := newTK(t, TopKConfig{Capacity: 4})
-	tk.AddN([]byte("a"), 0)
+	tk.AddN("a", 0)
 	require.Zero(t, tk.Len())
 	for i := range 10 {
-		tk.AddString(string(rune('a' + i)))
+		tk.Add(string(rune('a' + i)))
 	}
 	tk.Reset()
 	require.Zero(t, tk.Len())
 	require.Zero(t, tk.Total())
 	require.Zero(t, tk.Floor())
-	tk.AddString("x")
+	tk.Add("x")
 	require.Equal(t, []Item{{Key: "x", Count: 1}}, tk.Top(5))
 }
 
@@ -141,16 +141,16 @@ func TestTopKMerge(t *testing.T) {
 	parts := []*TopK{newTK(t, cfg), newTK(t, cfg), newTK(t, TopKConfig{Capacity: 32, Sketch: cfg.Sketch})}
 	exact := map[string]uint64{}
 	for i, id := range randomStream(21, 60_000, 20_000) {
-		k := string(appendKey(nil, id))
+		k := keyOf(id)
 		exact[k]++
-		parts[i%3].AddString(k)
+		parts[i%3].Add(k)
 	}
 	// Partition-local keys too, as with a key-partitioned topic.
 	for p, tk := range parts {
 		for range 700 + 100*p {
-			k := string(appendKey(nil, uint64(1_000_000+p)))
+			k := keyOf(uint64(1_000_000 + p))
 			exact[k]++
-			tk.AddString(k)
+			tk.Add(k)
 		}
 	}
 	require.NoError(t, parts[0].Merge(parts[1]))
@@ -172,7 +172,7 @@ func TestTopKMerge(t *testing.T) {
 func TestTopKMergeMismatch(t *testing.T) {
 	a := newTK(t, TopKConfig{Sketch: CountMinConfig{Width: 100}})
 	b := newTK(t, TopKConfig{Sketch: CountMinConfig{Width: 200}})
-	a.AddString("k")
+	a.Add("k")
 	err := a.Merge(b)
 	require.ErrorIs(t, err, ErrDimensionMismatch)
 	var me *MismatchError
@@ -185,10 +185,10 @@ func TestTopKMergeMismatch(t *testing.T) {
 func TestTopKRoundTrip(t *testing.T) {
 	tk := newTK(t, TopKConfig{Capacity: 40, Sketch: CountMinConfig{Width: 300, Seed: 77}})
 	for _, id := range randomStream(2, 20_000, 3_000) {
-		tk.AddN(appendKey(nil, id), id%3+1)
+		tk.AddN(keyOf(id), id%3+1)
 	}
 	other := newTK(t, tk.Config())
-	other.AddString("partition-2-only")
+	other.Add("partition-2-only")
 	require.NoError(t, tk.Merge(other)) // exercise a non-zero floor
 	b, err := tk.MarshalBinary()
 	require.NoError(t, err)
@@ -199,9 +199,9 @@ func TestTopKRoundTrip(t *testing.T) {
 	require.Equal(t, tk.Config(), got.Config())
 	require.Equal(t, tk.filter, got.filter)
 	// The decoded TopK keeps working.
-	got.AddString("tenant-7:user:0")
-	up, _ := got.EstimateString("tenant-7:user:0")
-	up0, _ := tk.EstimateString("tenant-7:user:0")
+	got.Add("tenant-7:user:0")
+	up, _ := got.Estimate("tenant-7:user:0")
+	up0, _ := tk.Estimate("tenant-7:user:0")
 	require.Equal(t, up0+1, up)
 	b2, err := got.MarshalBinary()
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestTopKRoundTrip(t *testing.T) {
 func TestTopKRejectsCorruption(t *testing.T) {
 	tk := newTK(t, TopKConfig{Capacity: 4, Sketch: CountMinConfig{Depth: 1, Width: 8}})
 	for i := range 20 {
-		tk.AddString(string(appendKey(nil, uint64(i%6))))
+		tk.Add(keyOf(uint64(i % 6)))
 	}
 	good, err := tk.MarshalBinary()
 	require.NoError(t, err)
@@ -235,9 +235,9 @@ func TestTopKRejectsCorruption(t *testing.T) {
 // adding them (and tail keys the filter rejects) allocates nothing.
 func TestTopKSteadyStateDoesNotAllocate(t *testing.T) {
 	tk := newTK(t, TopKConfig{Capacity: 256, Sketch: CountMinConfig{Width: 4096}})
-	keys := make([][]byte, 10_000)
+	keys := make([]string, 10_000)
 	for i, id := range randomStream(13, len(keys), 100_000) {
-		keys[i] = appendKey(nil, id)
+		keys[i] = keyOf(id)
 	}
 	for range 20 {
 		for _, k := range keys {
@@ -260,13 +260,12 @@ func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
 	tk := newTK(t, TopKConfig{})
 	card, err := NewCardinality(CardinalityConfig{})
 	require.NoError(t, err)
-	buf := make([]byte, 0, 32)
 	feed := func(from, to uint64) {
 		for id := from; id < to; id++ {
-			buf = appendKey(buf[:0], 10_000_000+id) // fixed 22-byte keys
-			w.Add(buf, 0)
-			tk.Add(buf)
-			card.Add(buf)
+			k := keyOf(10_000_000 + id) // fixed 22-byte keys
+			w.Add(k, 0)
+			tk.Add(k)
+			card.Add(k)
 		}
 	}
 	heap := func() uint64 {

@@ -40,15 +40,15 @@ func TestWindowConfigValidate(t *testing.T) {
 
 func TestWindowPairRotation(t *testing.T) {
 	w := newPair(t, time.Second)
-	k := []byte("k")
+	k := "k"
 	require.True(t, w.Add(k, 10_500))
-	require.Equal(t, int64(10_000), w.CurrentStart())
+	require.Equal(t, int64(10_000), w.CurrentStartMs())
 	w.AddN(k, 4, 10_999)
 	require.Equal(t, uint64(5), w.Estimate(k))
 
 	// An event in the next window rotates: current becomes previous.
-	require.True(t, w.AddString("k", 11_000))
-	require.Equal(t, int64(11_000), w.CurrentStart())
+	require.True(t, w.Add(k, 11_000))
+	require.Equal(t, int64(11_000), w.CurrentStartMs())
 	require.Equal(t, uint64(1), w.Current().Estimate(k))
 	require.Equal(t, uint64(5), w.Previous().Estimate(k))
 
@@ -73,29 +73,28 @@ func TestWindowPairRotation(t *testing.T) {
 
 func TestWindowPairNegativeTime(t *testing.T) {
 	w := newPair(t, time.Second)
-	w.AddString("k", -1)
-	require.Equal(t, int64(-1000), w.CurrentStart())
+	w.Add("k", -1)
+	require.Equal(t, int64(-1000), w.CurrentStartMs())
 }
 
 func TestWindowPairRates(t *testing.T) {
 	w := newPair(t, 2*time.Second)
-	k := []byte("steady")
+	k := "steady"
 	// A steady 100 events/s for 3 s: 200 in [0,2000), 100 in [2000,3000).
 	for ms := int64(0); ms < 3000; ms += 10 {
 		w.Add(k, ms)
 	}
-	require.Equal(t, int64(2000), w.CurrentStart())
-	// The ADR rate halves across the boundary: 100 events / 2 s.
+	require.Equal(t, int64(2000), w.CurrentStartMs())
+	// Rate halves across the boundary: 100 events in the current window / 2 s.
 	require.InDelta(t, 50, w.Rate(k), 1e-9)
 	// The smoothed rate sees the sliding window (1000, 3000]: 100 from
 	// current plus half of previous's 200.
 	require.InDelta(t, 100, w.SmoothedRate(k, 3000), 1e-9)
-	require.InDelta(t, 100, w.SmoothedRateString("steady", 3000), 1e-9)
 	// At the window start previous counts in full; at its end not at all.
 	require.InDelta(t, (100+200)/2.0, w.SmoothedRate(k, 2000), 1e-9)
 	require.InDelta(t, 100/2.0, w.SmoothedRate(k, 4000), 1e-9)
 	// Past the current window (not yet advanced): current weighs by overlap.
 	require.InDelta(t, 100*0.5/2, w.SmoothedRate(k, 5000), 1e-9)
 	require.Zero(t, w.SmoothedRate(k, 7000))
-	require.Equal(t, int64(2000), w.CurrentStart(), "SmoothedRate must not rotate")
+	require.Equal(t, int64(2000), w.CurrentStartMs(), "SmoothedRate must not rotate")
 }

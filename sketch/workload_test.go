@@ -28,6 +28,9 @@ func appendKey(dst []byte, id uint64) []byte {
 	return strconv.AppendUint(dst, id, 10)
 }
 
+// keyOf is appendKey as a string, the form the package takes keys in.
+func keyOf(id uint64) string { return string(appendKey(nil, id)) }
+
 // zipfWorkload: Zipf s=1.1 over 1M keys.
 func zipfWorkload(seed uint64) workload {
 	r := rand.New(rand.NewPCG(seed, 1))
