@@ -81,7 +81,9 @@
 // without copying it, which is what makes an insert a single allocation.
 // Ordinary Go strings are immutable, so this is safe; a string that aliases
 // a reused buffer (made with unsafe.String) must not be passed: copy it
-// first (strings.Clone).
+// first (strings.Clone). A tracked key also keeps alive whatever memory
+// its string shares, e.g. the other string fields of the event it was
+// decoded with.
 //
 // # Determinism
 //
