@@ -12,18 +12,27 @@ import (
 )
 
 func TestNoAllocOnExistingKey(t *testing.T) {
-	r := newRing(t, Options{WindowSlots: 8, WindowSlotDuration: slot})
-	buf := []byte("existing")
-	r.TouchAt("existing", t0)
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchAt("existing", t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchBytesAt(buf, 1, t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.FrequencyAt("existing", t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchAndClampAt("existing", 1e9, t0) }))
-	keys := make([]string, 200)
-	for i := range keys {
-		keys[i] = keyName(i)
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"window", Options{WindowSlots: 8, WindowSlotDuration: slot}},
+		{"defaults", DefaultOptions()}, // rotation and sweeps scheduled too
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRing(t, tc.o)
+			r.Touch("existing", t0Ms)
+			require.Zero(t, testing.AllocsPerRun(100, func() { r.Touch("existing", t0Ms) }))
+			require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchN("existing", 3, t0Ms) }))
+			require.Zero(t, testing.AllocsPerRun(100, func() { r.Frequency("existing", t0Ms) }))
+			require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchAndClamp("existing", 1e9, t0Ms) }))
+			keys := make([]string, 200)
+			for i := range keys {
+				keys[i] = keyName(i)
+			}
+			i := 0
+			require.Equal(t, 1.0, testing.AllocsPerRun(100, func() { r.Touch(keys[i], t0Ms); i++ }),
+				"an insert allocates the node and nothing else")
+		})
 	}
-	i := 0
-	require.Equal(t, 1.0, testing.AllocsPerRun(100, func() { r.TouchAt(keys[i], t0); i++ }),
-		"an insert allocates the node and nothing else")
 }

@@ -53,8 +53,8 @@ func TestConcurrentTouchesNotLost(t *testing.T) {
 							return
 						default:
 						}
-						checkSnapshot(t, r.TopNAt(10, t0))
-						checkSnapshot(t, r.KeysAboveAt(1, t0))
+						checkSnapshot(t, r.TopN(10, t0Ms))
+						checkSnapshot(t, r.KeysAbove(1, t0Ms))
 					}
 				}()
 			}
@@ -66,7 +66,7 @@ func TestConcurrentTouchesNotLost(t *testing.T) {
 					for i := 0; i < per; i++ {
 						k := rng.IntN(keys)
 						n := 1 + rng.Uint64N(3)
-						if !r.TouchNAt(keyName(k), n, t0) {
+						if !r.TouchN(keyName(k), n, t0Ms) {
 							t.Errorf("touch of %d refused", k)
 						}
 						want[k].Add(n)
@@ -78,7 +78,7 @@ func TestConcurrentTouchesNotLost(t *testing.T) {
 			walkers.Wait()
 			var total uint64
 			for k := range want {
-				require.Equal(t, want[k].Load(), r.FrequencyAt(keyName(k), t0), "key %d", k)
+				require.Equal(t, want[k].Load(), r.Frequency(keyName(k), t0Ms), "key %d", k)
 				total += want[k].Load()
 			}
 			require.Equal(t, total, r.Stats().Touches)
@@ -101,7 +101,7 @@ func TestConcurrentClampExact(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < per; i++ {
-						c, lim := r.TouchAndClampAt("k", limit, t0)
+						c, lim := r.TouchAndClamp("k", limit, t0Ms)
 						if c > limit {
 							t.Errorf("count %d past limit", c)
 						}
@@ -116,7 +116,7 @@ func TestConcurrentClampExact(t *testing.T) {
 			wg.Wait()
 			require.EqualValues(t, limit, admitted.Load())
 			require.EqualValues(t, workers*per-limit, limited.Load())
-			require.EqualValues(t, limit, r.FrequencyAt("k", t0))
+			require.EqualValues(t, limit, r.Frequency("k", t0Ms))
 			require.EqualValues(t, workers*per-limit, r.Stats().Clamped)
 		})
 	}
@@ -152,7 +152,7 @@ func TestConcurrentRemoveEvictTouch(t *testing.T) {
 			go func() { // evictor: only zero-count nodes may go
 				defer bg.Done()
 				for running() {
-					r.EvictColdAt(t0)
+					r.EvictCold(t0Ms)
 				}
 			}()
 			go func() { // admits and removes keys nobody touches
@@ -166,7 +166,7 @@ func TestConcurrentRemoveEvictTouch(t *testing.T) {
 			go func() {
 				defer bg.Done()
 				for running() {
-					checkSnapshot(t, r.KeysAboveAt(0, t0))
+					checkSnapshot(t, r.KeysAbove(0, t0Ms))
 				}
 			}()
 			for w := 0; w < 4; w++ {
@@ -176,7 +176,7 @@ func TestConcurrentRemoveEvictTouch(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 7))
 					for i := 0; i < per; i++ {
 						k := rng.IntN(keys)
-						r.TouchAt(keyName(k), t0)
+						r.Touch(keyName(k), t0Ms)
 						want[k].Add(1)
 					}
 				}(uint64(w))
@@ -185,7 +185,7 @@ func TestConcurrentRemoveEvictTouch(t *testing.T) {
 			close(stop)
 			bg.Wait()
 			for k := range want {
-				require.Equal(t, want[k].Load(), r.FrequencyAt(keyName(k), t0), "key %d", k)
+				require.Equal(t, want[k].Load(), r.Frequency(keyName(k), t0Ms), "key %d", k)
 			}
 			checkInvariants(t, r)
 		})
@@ -209,7 +209,7 @@ func TestConcurrentRemoveWhileTouching(t *testing.T) {
 				if rng.IntN(10) == 0 {
 					r.Remove(keyName(k))
 				} else {
-					r.Touch(keyName(k))
+					r.Touch(keyName(k), t0Ms)
 					touched[k].Add(1)
 				}
 			}
@@ -217,15 +217,16 @@ func TestConcurrentRemoveWhileTouching(t *testing.T) {
 	}
 	wg.Wait()
 	for k := range touched {
-		require.LessOrEqual(t, r.Frequency(keyName(k)), touched[k].Load())
+		require.LessOrEqual(t, r.Frequency(keyName(k), t0Ms), touched[k].Load())
 	}
 	checkInvariants(t, r)
 }
 
 // Touches and rotations race: every touch lands in some generation.
 func TestConcurrentRotation(t *testing.T) {
-	clk := NewManualClock(time.Unix(0, t0))
-	r := newRing(t, Options{Bits: 3, RotationInterval: time.Minute, Clock: clk.Now})
+	r := newRing(t, Options{Bits: 3, RotationInterval: time.Minute})
+	var nowMs atomic.Int64 // event time as the workers see it
+	nowMs.Store(t0Ms)
 	var wg sync.WaitGroup
 	const workers, per = 4, 2000
 	for w := 0; w < workers; w++ {
@@ -233,7 +234,7 @@ func TestConcurrentRotation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				r.Touch("k")
+				r.Touch("k", nowMs.Load())
 			}
 		}()
 	}
@@ -241,12 +242,11 @@ func TestConcurrentRotation(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 20; i++ {
-			clk.Advance(5 * time.Second) // 100 s: crosses exactly one boundary
-			r.Tick()
+			r.Tick(nowMs.Add(5 * secMs)) // 100 s: crosses exactly one boundary
 		}
 	}()
 	wg.Wait()
-	sum := r.TopN(1)
+	sum := r.TopN(1, nowMs.Load())
 	require.Len(t, sum, 1)
 	require.EqualValues(t, workers*per, sum[0].Count, "active + warm holds every touch")
 	require.EqualValues(t, 1, r.Stats().Rotations)
@@ -258,8 +258,8 @@ func TestConcurrentRotation(t *testing.T) {
 // active table twice and summed a key's counts twice.
 func TestConcurrentRotationNoTornGenerations(t *testing.T) {
 	r := newRing(t, Options{Bits: 12, RotationInterval: time.Minute})
-	iv := int64(time.Minute)
-	r.TickAt(t0) // start the schedule; t0 is aligned, readers stay at t0
+	ivMs := minMs
+	r.Tick(t0Ms) // start the schedule; t0Ms is aligned, readers stay at t0Ms
 	rotations := 20000
 	if short() {
 		rotations = 4000
@@ -278,7 +278,7 @@ func TestConcurrentRotationNoTornGenerations(t *testing.T) {
 			}
 			// "k" is touched once every other generation, so active + warm
 			// never holds it more than once.
-			for _, kc := range r.TopNAt(1, t0) {
+			for _, kc := range r.TopN(1, t0Ms) {
 				if kc.Count > worst.Load() {
 					worst.Store(kc.Count)
 				}
@@ -286,9 +286,9 @@ func TestConcurrentRotationNoTornGenerations(t *testing.T) {
 		}
 	}()
 	for i := int64(1); i <= int64(rotations); i++ {
-		r.TickAt(t0 + i*iv)
+		r.Tick(t0Ms + i*ivMs)
 		if i%2 == 0 {
-			r.TouchAt("k", t0+i*iv)
+			r.Touch("k", t0Ms+i*ivMs)
 		}
 	}
 	close(stop)
@@ -306,10 +306,10 @@ func TestConcurrentWalkAcrossGenerations(t *testing.T) {
 	const keys = 40
 	r := newRing(t, Options{Bits: 2, RotationInterval: time.Minute})
 	for k := 0; k < keys; k++ {
-		r.TouchAt(keyName(k), t0)
+		r.Touch(keyName(k), t0Ms)
 	}
-	t1 := t0 + int64(time.Minute)
-	r.TickAt(t1) // every key now has a count of 1 in the warm generation
+	t1Ms := t0Ms + minMs
+	r.Tick(t1Ms) // every key now has a count of 1 in the warm generation
 	require.EqualValues(t, 1, r.Stats().Rotations)
 	walks := 3000
 	if short() {
@@ -329,11 +329,11 @@ func TestConcurrentWalkAcrossGenerations(t *testing.T) {
 			for k := 0; k < keys; k++ {
 				r.Admit(keyName(k))
 			}
-			r.EvictColdAt(t1)
+			r.EvictCold(t1Ms)
 		}
 	}()
 	for i := 0; i < walks && !t.Failed(); i++ {
-		got := r.KeysAboveAt(1, t1)
+		got := r.KeysAbove(1, t1Ms)
 		checkSnapshot(t, got)
 		if len(got) != keys {
 			t.Errorf("walk %d: %d keys, want %d", i, len(got), keys)
@@ -367,7 +367,7 @@ func TestConcurrentNeighbourChurnKeepsAnchors(t *testing.T) {
 					for i := 0; i < per; i++ {
 						if seed%2 == 0 {
 							k := rng.IntN(anchors)
-							r.TouchAt(fmt.Sprintf("anchor-%d", k), t0)
+							r.Touch(fmt.Sprintf("anchor-%d", k), t0Ms)
 							want[k].Add(1)
 							continue
 						}
@@ -375,14 +375,14 @@ func TestConcurrentNeighbourChurnKeepsAnchors(t *testing.T) {
 						if rng.IntN(2) == 0 {
 							r.Remove(k)
 						} else {
-							r.TouchAt(k, t0)
+							r.Touch(k, t0Ms)
 						}
 					}
 				}(uint64(w))
 			}
 			wg.Wait()
 			for k := range want {
-				require.Equal(t, want[k].Load(), r.FrequencyAt(fmt.Sprintf("anchor-%d", k), t0), "anchor %d", k)
+				require.Equal(t, want[k].Load(), r.Frequency(fmt.Sprintf("anchor-%d", k), t0Ms), "anchor %d", k)
 			}
 			checkInvariants(t, r)
 		})

@@ -14,12 +14,20 @@
 //
 // # Structure
 //
+// The design follows the HotRing paper (Chen et al., "HotRing: A
+// Hotspot-Aware In-Memory Key-Value Store", USENIX FAST 2020) in its
+// ordered, lock-free bucket lists, and NoKV's open-source hotring package
+// (github.com/feichai0017/NoKV) in what it counts: windows, rotation, cap
+// and sampling. It does not shift bucket heads toward hot items as the
+// paper does; chains are kept short by sizing the table instead.
+//
 // A ring has 2^Bits buckets, by default sized from the node cap so chains
-// stay about two nodes long (the seed's fixed 4096 buckets make a full ring's
-// chains 61 nodes long). A key's 64-bit xxh3 hash picks the bucket (low
-// bits); each bucket is a lock-free singly linked list sorted by (hash,
-// key), so a lookup stops early. Readers never lock. New nodes are spliced
-// in with a CAS on the bucket head or the predecessor's next pointer.
+// stay about two nodes long (a fixed 2^12-bucket table would make a full
+// ring of 250,000 nodes walk chains about 61 nodes long). A key's 64-bit
+// xxh3 hash picks the bucket (low bits); each bucket is a lock-free singly
+// linked list sorted by (hash, key), so a lookup stops early. Readers never
+// lock. New nodes are spliced in with a CAS on the bucket head or the
+// predecessor's next pointer.
 // Lifetime counts are atomic; a node's sliding window is guarded by a tiny
 // per-node spin lock, never a ring-wide mutex. Removal marks a node dead
 // and then unlinks it behind a marker node; table.go walks through why
@@ -27,28 +35,31 @@
 //
 // # Time
 //
-// The ring never calls time.Now on its own initiative. Time comes from the
-// caller: each XAt method takes "now" in nanoseconds since the Unix epoch
-// (event time), and the plain methods read Options.Clock, which defaults to
-// wall-clock time and is read only when windows, rotation, decay or sweeps
-// need it. Feeding event times makes a replay of an archive give exactly
-// the answers of the live run. Rotation, decay and sweeps run inline in the
-// first call whose time reaches their deadline (at instants aligned to
-// multiples of their interval), never in the background. Late events are
-// counted in their own slot if it is still inside the key's window.
+// The ring never reads the clock. Every method whose answer depends on
+// time takes nowMs, milliseconds since the Unix epoch: normally the
+// event's own timestamp, the same number the pipeline gives the sketches. Feeding event times makes a replay of an archive give
+// exactly the answers of the live run; a caller on wall-clock time passes
+// time.Now().UnixMilli(). Without a window, rotation, decay or sweeps,
+// nowMs is ignored. Durations in Options must be whole milliseconds.
+//
+// Rotation, decay and sweeps run inline in the first call whose nowMs
+// reaches their deadline (at instants aligned to multiples of their
+// interval), never in the background. Late events are counted in their own
+// slot if it is still inside the key's window.
 //
 // # Counts and generations
 //
 // Without a window a key's count is its lifetime count, optionally decayed
 // (count >>= DecayShift every DecayInterval). With a window of WindowSlots
 // × WindowSlotDuration, reads report the touches inside the window ending
-// at "now"; decay is then switched off. With RotationInterval set, an active
+// at nowMs; Validate rejects decay combined with a window, since the window
+// already forgets old traffic. With RotationInterval set, an active
 // generation takes touches and a warm one keeps the previous generation.
 // TopN and KeysAbove sum a key's counts over both. Frequency and
-// TouchAndClamp take the maximum of lifetime counts (as NoKV's HotRing does)
-// but the sum of window counts: every touch is in exactly one generation
-// and the window drops old ones, so the sum is exact, whereas the maximum
-// would under-count a key whose window straddles a rotation.
+// TouchAndClamp take the maximum of lifetime counts (as NoKV's hotring
+// does) but the sum of window counts: every touch is in exactly one
+// generation and the window drops old ones, so the sum is exact, whereas
+// the maximum would under-count a key whose window straddles a rotation.
 //
 // Counts, weights and sums saturate at 2^63-1 rather than wrap.
 //
@@ -66,11 +77,13 @@
 //
 // # Keys
 //
-// The string-keyed methods keep the caller's string as the node's key
+// Keys are strings, and a node keeps the caller's string as its key
 // without copying it, which is what makes an insert a single allocation.
 // Ordinary Go strings are immutable, so this is safe; a string that aliases
-// a reused buffer (made with unsafe.String) must not be passed. Use
-// TouchBytesAt for such keys: it copies the key only when it creates a node.
+// a reused buffer (made with unsafe.String) must not be passed: copy it
+// first (strings.Clone). A tracked key also keeps alive whatever memory
+// its string shares, e.g. the other string fields of the event it was
+// decoded with.
 //
 // # Determinism
 //

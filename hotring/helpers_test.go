@@ -7,10 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const slot = 250 * time.Millisecond
+// slotMs is the window slot most tests use; slot is the same as an option.
+const (
+	slotMs = 250
+	slot   = slotMs * time.Millisecond
+)
 
-// t0 is an arbitrary slot- and rotation-aligned origin for fake clocks.
-var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano()
+// t0Ms is an arbitrary slot- and rotation-aligned origin for event times,
+// in Unix milliseconds like every time the ring takes.
+var t0Ms = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
 
 func newRing(t testing.TB, o Options) *Ring {
 	t.Helper()

@@ -30,28 +30,28 @@ func TestPropertyLifetimeMatchesMap(t *testing.T) {
 				k := keyName(rng.IntN(300))
 				switch op := rng.IntN(100); {
 				case op < 70:
-					require.True(t, r.Touch(k))
+					require.True(t, r.Touch(k, t0Ms))
 					model[k]++
 				case op < 90:
 					w := rng.Uint64N(1000)
-					require.True(t, r.TouchN(k, w))
+					require.True(t, r.TouchN(k, w, t0Ms))
 					model[k] += w
 				case op < 95:
 					_, had := model[k]
 					require.Equal(t, had, r.Remove(k), "Remove(%q)", k)
 					delete(model, k)
 				default:
-					require.Equal(t, model[k], r.Frequency(k), "Frequency(%q)", k)
+					require.Equal(t, model[k], r.Frequency(k, t0Ms), "Frequency(%q)", k)
 				}
 			}
 			for i := 0; i < 300; i++ {
 				k := keyName(i)
-				require.Equal(t, model[k], r.Frequency(k), "Frequency(%q)", k)
+				require.Equal(t, model[k], r.Frequency(k, t0Ms), "Frequency(%q)", k)
 			}
 			require.Equal(t, len(model), r.Len())
-			require.Equal(t, modelTop(model, 25), r.TopN(25))
-			require.Equal(t, modelTop(model, -1), r.TopN(1000))
-			require.Equal(t, modelAbove(model, 2000), r.KeysAbove(2000))
+			require.Equal(t, modelTop(model, 25), r.TopN(25, t0Ms))
+			require.Equal(t, modelTop(model, -1), r.TopN(1000, t0Ms))
+			require.Equal(t, modelAbove(model, 2000), r.KeysAbove(2000, t0Ms))
 			checkInvariants(t, r)
 		})
 	}
@@ -94,34 +94,34 @@ func TestPropertyWindowMatchesModel(t *testing.T) {
 				const slots = 8
 				r := newRing(t, Options{Bits: 4, WindowSlots: slots, WindowSlotDuration: slot, RotationInterval: rot})
 				m := &windowModel{slots: slots, events: map[string]map[int64]uint64{}}
-				now := t0
+				nowMs := t0Ms
 				check := func() {
-					e := now / int64(slot)
+					e := nowMs / slotMs
 					want := m.counts(e)
 					for k, c := range want {
-						require.Equal(t, c, r.FrequencyAt(k, now), "FrequencyAt(%q) at slot %d", k, e)
+						require.Equal(t, c, r.Frequency(k, nowMs), "Frequency(%q) at slot %d", k, e)
 					}
-					require.Equal(t, modelTop(want, 10), r.TopNAt(10, now))
-					require.Equal(t, modelAbove(want, 3), r.KeysAboveAt(3, now))
+					require.Equal(t, modelTop(want, 10), r.TopN(10, nowMs))
+					require.Equal(t, modelAbove(want, 3), r.KeysAbove(3, nowMs))
 				}
 				for i := 0; i < 3000; i++ {
 					switch s := rng.IntN(100); {
 					case s < 60: // small steps, often exactly onto a boundary
-						now += rng.Int64N(int64(slot) / 2)
+						nowMs += rng.Int64N(slotMs / 2)
 						if rng.IntN(4) == 0 {
-							now = (now/int64(slot) + 1) * int64(slot)
+							nowMs = (nowMs/slotMs + 1) * slotMs
 						}
 					case s < 62: // long gap
-						now += int64(slots*slot) * (1 + rng.Int64N(3))
+						nowMs += slots * slotMs * (1 + rng.Int64N(3))
 					}
-					at := now
+					atMs := nowMs
 					if rng.IntN(10) == 0 { // late event, within or beyond the window
-						at -= rng.Int64N(int64(12 * slot))
+						atMs -= rng.Int64N(12 * slotMs)
 					}
 					k := keyName(rng.IntN(40))
 					w := 1 + rng.Uint64N(3)
-					require.True(t, r.TouchNAt(k, w, at))
-					m.add(k, at/int64(slot), w)
+					require.True(t, r.TouchN(k, w, atMs))
+					m.add(k, atMs/slotMs, w)
 					if i%97 == 0 {
 						check()
 					}
@@ -152,7 +152,7 @@ func TestPropertyStrictCapMatchesModel(t *testing.T) {
 				if !tracked && len(model) < cap {
 					tracked = true
 				}
-				require.Equal(t, tracked, r.Touch(k), "Touch(%q)", k)
+				require.Equal(t, tracked, r.Touch(k, t0Ms), "Touch(%q)", k)
 				if tracked {
 					model[k]++
 				} else {
@@ -160,10 +160,10 @@ func TestPropertyStrictCapMatchesModel(t *testing.T) {
 				}
 			}
 			for i := 0; i < 1000; i++ {
-				require.Equal(t, model[keyName(i)], r.Frequency(keyName(i)))
+				require.Equal(t, model[keyName(i)], r.Frequency(keyName(i), t0Ms))
 			}
 			require.Equal(t, cap, r.Len())
-			require.Equal(t, modelTop(model, 20), r.TopN(20))
+			require.Equal(t, modelTop(model, 20), r.TopN(20, t0Ms))
 			require.Equal(t, refused, r.Stats().RefusedByCap)
 			checkInvariants(t, r)
 		})
@@ -174,23 +174,23 @@ func TestPropertyStrictCapMatchesModel(t *testing.T) {
 // max(active, warm), TopN ranks by active + warm, and a gap of two or more
 // intervals drops both generations.
 func TestPropertyRotationMatchesModel(t *testing.T) {
-	const iv = int64(time.Minute)
+	const ivMs = minMs
 	for _, seed := range seeds() {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			r := newRing(t, Options{Bits: 4, RotationInterval: time.Minute})
 			active, warm := map[string]uint64{}, map[string]uint64{}
-			now := t0 + rng.Int64N(iv)
-			boundary := (now/iv + 1) * iv
+			nowMs := t0Ms + rng.Int64N(ivMs)
+			boundaryMs := (nowMs/ivMs + 1) * ivMs
 			var rotations uint64
 			for i := 0; i < 4000; i++ {
 				if rng.IntN(50) == 0 {
-					now += rng.Int64N(3 * iv)
+					nowMs += rng.Int64N(3 * ivMs)
 				} else {
-					now += rng.Int64N(iv / 20)
+					nowMs += rng.Int64N(ivMs / 20)
 				}
-				if now >= boundary {
-					k := (now-boundary)/iv + 1
+				if nowMs >= boundaryMs {
+					k := (nowMs-boundaryMs)/ivMs + 1
 					rotations += uint64(k)
 					if k >= 2 {
 						warm = map[string]uint64{}
@@ -198,15 +198,15 @@ func TestPropertyRotationMatchesModel(t *testing.T) {
 						warm = active
 					}
 					active = map[string]uint64{}
-					boundary = (now/iv + 1) * iv
+					boundaryMs = (nowMs/ivMs + 1) * ivMs
 				}
 				key := keyName(rng.IntN(60))
-				require.True(t, r.TouchAt(key, now))
+				require.True(t, r.Touch(key, nowMs))
 				active[key]++
 				if i%50 == 0 {
 					for j := 0; j < 60; j++ {
 						k := keyName(j)
-						require.Equal(t, max(active[k], warm[k]), r.FrequencyAt(k, now), "FrequencyAt(%q)", k)
+						require.Equal(t, max(active[k], warm[k]), r.Frequency(k, nowMs), "Frequency(%q)", k)
 					}
 					sum := map[string]uint64{}
 					for k, c := range active {
@@ -215,8 +215,8 @@ func TestPropertyRotationMatchesModel(t *testing.T) {
 					for k, c := range warm {
 						sum[k] += c
 					}
-					require.Equal(t, modelTop(sum, 15), r.TopNAt(15, now))
-					require.Equal(t, modelAbove(sum, 5), r.KeysAboveAt(5, now))
+					require.Equal(t, modelTop(sum, 15), r.TopN(15, nowMs))
+					require.Equal(t, modelAbove(sum, 5), r.KeysAbove(5, nowMs))
 				}
 			}
 			require.Equal(t, rotations, r.Stats().Rotations)
@@ -231,12 +231,12 @@ func TestDeterministicReplay(t *testing.T) {
 	run := func() ([]KeyCount, Stats) {
 		rng := rand.New(rand.NewPCG(42, 42))
 		r := newRing(t, DefaultOptions())
-		now := t0
+		nowMs := t0Ms
 		for i := 0; i < 20000; i++ {
-			now += rng.Int64N(int64(time.Millisecond))
-			r.TouchAt(keyName(int(rng.ExpFloat64()*30)), now)
+			nowMs += rng.Int64N(2) // 0.5ms apart on average
+			r.Touch(keyName(int(rng.ExpFloat64()*30)), nowMs)
 		}
-		return r.TopNAt(10, now), r.Stats()
+		return r.TopN(10, nowMs), r.Stats()
 	}
 	top1, s1 := run()
 	top2, s2 := run()

@@ -45,8 +45,8 @@ type node struct {
 	// win points at the first of the ring's WindowSlots counters, which
 	// live in the same allocation as the node; nil without a window.
 	win *uint64
-	// epoch is the slot number (time / slotDuration) of the newest slot
-	// the window holds. Guarded by mu.
+	// epoch is the slot number (nowMs / slot length in ms, rounded down)
+	// of the newest slot the window holds. Guarded by mu.
 	epoch int64
 }
 
@@ -80,7 +80,10 @@ func (n *node) marked() bool {
 }
 
 // less orders nodes by (hash, key). Inside a bucket the low hash bits are
-// equal, so this is the seed's (tag, key) order with tag = the high bits.
+// equal, so this is the (tag, key) order of the HotRing paper (Chen et al.,
+// "HotRing: A Hotspot-Aware In-Memory Key-Value Store", USENIX FAST 2020),
+// with tag = the high bits: most comparisons end on the integer, and a
+// lookup stops at the first larger node.
 func less(h1 uint64, k1 string, h2 uint64, k2 string) bool {
 	if h1 != h2 {
 		return h1 < h2
@@ -143,7 +146,7 @@ func floorMod(e int64, s int) int {
 func (n *node) winAdd(e int64, d uint64, s int) bool {
 	sl := n.slots(s)
 	switch {
-	// Epoch differences are compared as uint64: with a 1ns slot, a gap
+	// Epoch differences are compared as uint64: with a 1ms slot, a gap
 	// between times near MinInt64 and MaxInt64 overflows int64, and the
 	// wrapped, negative difference sent the loop below through ~2^64
 	// epochs. The true difference is below 2^64, so its uint64 is exact.

@@ -3,7 +3,6 @@ package hotring
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -20,40 +19,45 @@ const (
 
 // Options configures a Ring. The zero value of every field except Bits
 // disables the feature it controls; DefaultOptions returns the recommended
-// configuration. New validates the options and applies one normalization:
-// when a sliding window is configured, periodic decay is switched off,
-// because the window already forgets old traffic.
+// configuration.
+//
+// The ring keeps time in whole Unix milliseconds, the unit of the event
+// times it is given, so every duration below that is set must be a whole
+// number of milliseconds, at least 1ms; Validate rejects anything else
+// rather than round it.
 type Options struct {
 	// Bits sets the number of buckets to 2^Bits. Each bucket is a sorted
 	// linked list, so a lookup walks about Len()/2^(Bits+1) nodes, each a
 	// likely cache miss once the ring outgrows the CPU cache. 0 sizes the
 	// table from NodeCap (see SizeBits): about two nodes per bucket at the
-	// cap, and never fewer than 2^12 buckets.
+	// cap, and never fewer than 2^MinBits buckets.
 	Bits int
 
 	// TopK is how many keys Top returns. 0 means Top returns nothing.
 	TopK int
 
-	// DecayInterval and DecayShift halve the lifetime counts periodically:
-	// every DecayInterval of ring time each count is shifted right by
+	// DecayInterval and DecayShift shrink the lifetime counts periodically:
+	// every DecayInterval of event time each count is shifted right by
 	// DecayShift bits (count >>= shift). Both must be set, or neither.
-	// Ignored when a sliding window is configured.
+	// Decay only applies to lifetime counts, so it cannot be combined with
+	// a sliding window, which forgets old traffic on its own.
 	DecayInterval time.Duration
 	DecayShift    uint
 
 	// WindowSlots and WindowSlotDuration configure the per-key sliding
 	// window of WindowSlots × WindowSlotDuration. When set, Frequency,
 	// TouchAndClamp, TopN and KeysAbove report the number of touches inside
-	// the window ending at "now" instead of lifetime counts. Both must be
+	// the window ending at nowMs instead of lifetime counts. Both must be
 	// set, or neither.
 	WindowSlots        int
 	WindowSlotDuration time.Duration
 
-	// RotationInterval enables dual-ring rotation: every RotationInterval of
-	// ring time the active generation becomes the warm one and a fresh empty
-	// active generation starts; the old warm generation is dropped. This
-	// bounds memory to about 2 × NodeCap nodes. 0 disables rotation. With
-	// a window it must be at least the window's length.
+	// RotationInterval enables dual-generation rotation: every
+	// RotationInterval of event time the active generation becomes the
+	// warm one and a fresh empty active generation starts; the old warm
+	// generation is dropped. This bounds memory to about 2 × NodeCap
+	// nodes. 0 disables rotation. With a window it must be at least the
+	// window's length.
 	RotationInterval time.Duration
 
 	// NodeCap caps the number of nodes per generation. 0 means no cap.
@@ -64,7 +68,7 @@ type Options struct {
 	// by hash so a given key is always in or always out. Requires NodeCap.
 	SampleBits int
 
-	// ColdSweepInterval makes the ring, every ColdSweepInterval of ring
+	// ColdSweepInterval makes the ring, every ColdSweepInterval of event
 	// time, remove cold nodes (zero window count, or zero lifetime count
 	// after decay) when a generation is at least 3/4 full, so the cap does
 	// not fill with dead keys. The sweep runs inline in the call that
@@ -77,23 +81,19 @@ type Options struct {
 	// that slow path. Typical use: admit keys whose Count-Min estimate
 	// passed a gate. Admitted keys may push a generation past NodeCap.
 	Admit func(key string) bool
-
-	// Clock returns the current time in nanoseconds. It is read by the
-	// methods that do not take an explicit time (Touch, Frequency, TopN…),
-	// and only when windows, rotation, decay or sweeps need a time. nil
-	// means wall-clock time. For replays, use the *At methods or a
-	// ManualClock so that the same input produces the same answers.
-	Clock func() int64
 }
 
-// DefaultOptions returns the defaults: the seed's table (TopK 16, a
-// sliding window of 8 × 250ms, rotation every 30 minutes, a strict cap of
-// 250,000 nodes per generation, no decay) plus cold sweeps every 10
-// seconds, with one departure: the bucket table is sized from the cap
-// (Bits 0, so 2^17 buckets for 250,000 nodes) instead of the seed's fixed
-// 2^12. With 2^12 buckets a full ring has chains of about 61 nodes and a
-// touch costs microseconds (BenchmarkTouchFullRing); sized from the cap,
-// it is a few hundred nanoseconds at worst, for 1 MiB of bucket heads.
+// DefaultOptions returns the recommended configuration: TopK 16, a
+// sliding window of 8 × 250ms (about 2s), rotation every 30 minutes, a
+// strict cap of 250,000 nodes per generation, no decay, and cold sweeps
+// every 10 seconds. The first five follow the defaults of NoKV's
+// open-source hotring package (github.com/feichai0017/NoKV, docs/hotring.md).
+//
+// The bucket table is sized from the cap (Bits 0: 2^17 buckets, 1 MiB of
+// bucket heads, for 250,000 nodes) instead of a fixed 2^12-bucket table:
+// with 2^12 buckets a full ring's chains are about 61 nodes long and every
+// touch walks one, which BenchmarkTouchFullRing shows costing an order of
+// magnitude more than chains of about two.
 func DefaultOptions() Options {
 	return Options{
 		Bits:               0,
@@ -122,40 +122,64 @@ func (o Options) Validate() error {
 		return invalid("Bits = %d, want 0 (default) to %d", o.Bits, MaxBits)
 	case o.TopK < 0:
 		return invalid("TopK = %d, want >= 0", o.TopK)
-	case o.DecayInterval < 0:
-		return invalid("DecayInterval = %v, want >= 0", o.DecayInterval)
+	}
+	if err := validMs("DecayInterval", o.DecayInterval); err != nil {
+		return err
+	}
+	if err := validMs("WindowSlotDuration", o.WindowSlotDuration); err != nil {
+		return err
+	}
+	if err := validMs("RotationInterval", o.RotationInterval); err != nil {
+		return err
+	}
+	if err := validMs("ColdSweepInterval", o.ColdSweepInterval); err != nil {
+		return err
+	}
+	switch {
 	case (o.DecayInterval > 0) != (o.DecayShift > 0):
 		return invalid("DecayInterval = %v and DecayShift = %d: set both or neither", o.DecayInterval, o.DecayShift)
 	case o.DecayShift > 63:
 		return invalid("DecayShift = %d, want <= 63", o.DecayShift)
 	case o.WindowSlots < 0 || o.WindowSlots > MaxWindowSlots:
 		return invalid("WindowSlots = %d, want 0 to %d", o.WindowSlots, MaxWindowSlots)
-	case o.WindowSlotDuration < 0:
-		return invalid("WindowSlotDuration = %v, want >= 0", o.WindowSlotDuration)
 	case (o.WindowSlots > 0) != (o.WindowSlotDuration > 0):
 		return invalid("WindowSlots = %d and WindowSlotDuration = %v: set both or neither", o.WindowSlots, o.WindowSlotDuration)
-	case o.RotationInterval < 0:
-		return invalid("RotationInterval = %v, want >= 0", o.RotationInterval)
+	case o.windowed() && o.DecayInterval > 0:
+		// Decay shrinks lifetime counts, which a windowed ring never
+		// reports: the window forgets old traffic by itself.
+		return invalid("DecayInterval = %v with a sliding window: decay applies only to lifetime counts; unset DecayInterval and DecayShift, or the window", o.DecayInterval)
 	case o.NodeCap < 0:
 		return invalid("NodeCap = %d, want >= 0", o.NodeCap)
 	case o.SampleBits < 0 || o.SampleBits > MaxSampleBits:
 		return invalid("SampleBits = %d, want 0 to %d", o.SampleBits, MaxSampleBits)
 	case o.SampleBits > 0 && o.NodeCap == 0:
 		return invalid("SampleBits = %d has no effect without NodeCap; set NodeCap or SampleBits = 0", o.SampleBits)
-	case o.RotationInterval > 0 && o.windowed() && o.RotationInterval < time.Duration(o.WindowSlots)*o.WindowSlotDuration:
+	case o.RotationInterval > 0 && o.windowed() && o.RotationInterval.Milliseconds() < o.windowMs():
 		// A generation is dropped one interval after it stops taking
 		// touches; shorter than the window, that would drop touches still
 		// inside it and window counts would read low.
 		return invalid("RotationInterval = %v is shorter than the window (%d × %v); raise it", o.RotationInterval, o.WindowSlots, o.WindowSlotDuration)
-	case o.ColdSweepInterval < 0:
-		return invalid("ColdSweepInterval = %v, want >= 0", o.ColdSweepInterval)
+	}
+	return nil
+}
+
+// validMs checks a duration option: unset (0), or whole milliseconds of at
+// least 1ms, since the ring counts time in Unix milliseconds.
+func validMs(name string, d time.Duration) error {
+	if d < 0 || d%time.Millisecond != 0 {
+		return invalid("%s = %v, want 0 (off) or a whole number of milliseconds >= 1ms", name, d)
 	}
 	return nil
 }
 
 func (o Options) windowed() bool { return o.WindowSlots > 0 }
 
-// MinBits is the smallest table SizeBits picks: the seed's 4096 buckets.
+// windowMs is the window's length in milliseconds. It cannot overflow:
+// WindowSlots <= 64 and a Duration holds fewer than 2^44 ms.
+func (o Options) windowMs() int64 { return int64(o.WindowSlots) * o.WindowSlotDuration.Milliseconds() }
+
+// MinBits is the smallest table SizeBits picks: 2^12 = 4096 buckets, so a
+// small or uncapped ring still starts with short chains.
 const MinBits = 12
 
 // SizeBits returns the table size New uses when Options.Bits is 0: the
@@ -169,30 +193,3 @@ func SizeBits(nodeCap int) int {
 	}
 	return bits
 }
-
-// wallClock is the default Clock.
-func wallClock() int64 { return time.Now().UnixNano() }
-
-// ManualClock is a Clock whose time only moves when told to. Give its Now
-// method to Options.Clock to drive a ring from event time (set it from each
-// event's timestamp) or from a test. It is safe for concurrent use.
-type ManualClock struct {
-	now atomic.Int64
-}
-
-// NewManualClock returns a ManualClock reading start.
-func NewManualClock(start time.Time) *ManualClock {
-	c := &ManualClock{}
-	c.now.Store(start.UnixNano())
-	return c
-}
-
-// Now returns the clock's time in nanoseconds since the Unix epoch.
-func (c *ManualClock) Now() int64 { return c.now.Load() }
-
-// Set moves the clock to t (in nanoseconds since the Unix epoch), forward
-// or backward.
-func (c *ManualClock) Set(nanos int64) { c.now.Store(nanos) }
-
-// Advance moves the clock forward by d.
-func (c *ManualClock) Advance(d time.Duration) { c.now.Add(int64(d)) }

@@ -7,10 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestDefaultOptionsMatchSeed(t *testing.T) {
+func TestDefaultOptions(t *testing.T) {
 	o := DefaultOptions()
 	require.NoError(t, o.Validate())
-	require.Equal(t, 0, o.Bits, "sized from NodeCap, not the seed's fixed 12")
+	require.Equal(t, 0, o.Bits, "sized from NodeCap, not a fixed 12")
 	require.Equal(t, 16, o.TopK)
 	require.Equal(t, 8, o.WindowSlots)
 	require.Equal(t, 250*time.Millisecond, o.WindowSlotDuration)
@@ -19,6 +19,7 @@ func TestDefaultOptionsMatchSeed(t *testing.T) {
 	require.Equal(t, 0, o.SampleBits)
 	require.Zero(t, o.DecayInterval)
 	require.Zero(t, o.DecayShift)
+	require.Equal(t, 10*time.Second, o.ColdSweepInterval)
 }
 
 func TestSizeBits(t *testing.T) {
@@ -46,22 +47,29 @@ func TestValidateRejects(t *testing.T) {
 		{"negative bits", func(o *Options) { o.Bits = -1 }, "Bits"},
 		{"too many bits", func(o *Options) { o.Bits = MaxBits + 1 }, "Bits"},
 		{"negative topk", func(o *Options) { o.TopK = -1 }, "TopK"},
-		{"negative decay interval", func(o *Options) { o.DecayInterval = -1; o.DecayShift = 1 }, "DecayInterval"},
-		{"decay interval without shift", func(o *Options) { o.DecayInterval = time.Second }, "set both"},
-		{"decay shift without interval", func(o *Options) { o.DecayShift = 1 }, "set both"},
-		{"decay shift too large", func(o *Options) { o.DecayInterval = time.Second; o.DecayShift = 64 }, "DecayShift"},
+		{"negative decay interval", func(o *Options) { noWindow(o); o.DecayInterval = -time.Millisecond; o.DecayShift = 1 }, "DecayInterval = -1ms, want 0 (off) or a whole number of milliseconds"},
+		{"decay interval below 1ms", func(o *Options) { noWindow(o); o.DecayInterval = time.Microsecond; o.DecayShift = 1 }, "DecayInterval = 1µs, want 0 (off) or a whole number of milliseconds >= 1ms"},
+		{"decay interval in fractional ms", func(o *Options) { noWindow(o); o.DecayInterval = 1500 * time.Microsecond; o.DecayShift = 1 }, "DecayInterval = 1.5ms"},
+		{"decay interval without shift", func(o *Options) { noWindow(o); o.DecayInterval = time.Second }, "set both"},
+		{"decay shift without interval", func(o *Options) { noWindow(o); o.DecayShift = 1 }, "set both"},
+		{"decay shift too large", func(o *Options) { noWindow(o); o.DecayInterval = time.Second; o.DecayShift = 64 }, "DecayShift"},
+		{"decay with a window", func(o *Options) { o.DecayInterval = time.Second; o.DecayShift = 1 }, "decay applies only to lifetime counts"},
 		{"negative slots", func(o *Options) { o.WindowSlots = -1 }, "WindowSlots"},
 		{"too many slots", func(o *Options) { o.WindowSlots = MaxWindowSlots + 1 }, "WindowSlots"},
 		{"slots without duration", func(o *Options) { o.WindowSlotDuration = 0 }, "set both"},
 		{"duration without slots", func(o *Options) { o.WindowSlots = 0 }, "set both"},
-		{"negative slot duration", func(o *Options) { o.WindowSlotDuration = -time.Second }, "WindowSlotDuration"},
-		{"negative rotation", func(o *Options) { o.RotationInterval = -time.Second }, "RotationInterval"},
+		{"negative slot duration", func(o *Options) { o.WindowSlotDuration = -time.Second }, "WindowSlotDuration = -1s, want 0 (off) or a whole number of milliseconds"},
+		{"slot duration below 1ms", func(o *Options) { o.WindowSlotDuration = 999 * time.Microsecond }, "WindowSlotDuration = 999µs"},
+		{"slot duration in fractional ms", func(o *Options) { o.WindowSlotDuration = 250*time.Millisecond + 1 }, "WindowSlotDuration = 250.000001ms"},
+		{"negative rotation", func(o *Options) { o.RotationInterval = -time.Second }, "RotationInterval = -1s, want 0 (off)"},
+		{"rotation in fractional ms", func(o *Options) { o.RotationInterval = time.Hour + time.Microsecond }, "RotationInterval = 1h0m0.000001s, want 0 (off) or a whole number of milliseconds"},
 		{"rotation shorter than window", func(o *Options) { o.RotationInterval = time.Second }, "shorter than the window"},
 		{"negative cap", func(o *Options) { o.NodeCap = -1 }, "NodeCap"},
 		{"negative sample bits", func(o *Options) { o.SampleBits = -1 }, "SampleBits"},
 		{"too many sample bits", func(o *Options) { o.SampleBits = MaxSampleBits + 1 }, "SampleBits"},
 		{"sampling without cap", func(o *Options) { o.NodeCap = 0; o.SampleBits = 2 }, "without NodeCap"},
-		{"negative sweep", func(o *Options) { o.ColdSweepInterval = -time.Second }, "ColdSweepInterval"},
+		{"negative sweep", func(o *Options) { o.ColdSweepInterval = -time.Second }, "ColdSweepInterval = -1s, want 0 (off)"},
+		{"sweep below 1ms", func(o *Options) { o.ColdSweepInterval = time.Nanosecond }, "ColdSweepInterval = 1ns, want 0 (off) or a whole number of milliseconds >= 1ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()
@@ -75,26 +83,44 @@ func TestValidateRejects(t *testing.T) {
 	}
 }
 
-func TestNewNormalizes(t *testing.T) {
-	o := DefaultOptions()
-	o.Bits = 0
-	o.DecayInterval, o.DecayShift = time.Second, 1
-	r := newRing(t, o)
-	got := r.Options()
-	require.Equal(t, 17, got.Bits, "Bits 0 is sized from the 250,000 cap")
-	require.Zero(t, got.DecayInterval, "window on turns decay off")
-	require.Zero(t, got.DecayShift)
+// noWindow turns DefaultOptions' window (and the rotation bound tied to
+// it) off, so that decay may be set.
+func noWindow(o *Options) { o.WindowSlots, o.WindowSlotDuration = 0, 0 }
 
-	o.WindowSlots, o.WindowSlotDuration = 0, 0
-	got = newRing(t, o).Options()
-	require.Equal(t, time.Second, got.DecayInterval, "decay kept without window")
+func TestValidateAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+	}{
+		{"zero value", func(o *Options) { *o = Options{} }},
+		{"defaults", func(o *Options) {}},
+		{"1ms everywhere", func(o *Options) {
+			*o = Options{WindowSlots: 4, WindowSlotDuration: time.Millisecond, RotationInterval: 4 * time.Millisecond, ColdSweepInterval: time.Millisecond}
+		}},
+		{"decay without a window", func(o *Options) { noWindow(o); o.DecayInterval, o.DecayShift = time.Millisecond, 1 }},
+		{"rotation exactly the window", func(o *Options) { o.RotationInterval = 8 * slot }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.mod(&o)
+			require.NoError(t, o.Validate())
+			_, err := New(o)
+			require.NoError(t, err)
+		})
+	}
 }
 
-func TestManualClock(t *testing.T) {
-	c := NewManualClock(time.Unix(10, 0))
-	require.Equal(t, int64(10e9), c.Now())
-	c.Advance(time.Second)
-	require.Equal(t, int64(11e9), c.Now())
-	c.Set(5)
-	require.Equal(t, int64(5), c.Now())
+// A huge slot duration times the slot count used to overflow a Duration
+// and pass the rotation check; the window length is now computed in ms.
+func TestValidateRotationAgainstHugeWindow(t *testing.T) {
+	o := Options{WindowSlots: 8, WindowSlotDuration: time.Duration(1<<61) / time.Millisecond * time.Millisecond, RotationInterval: time.Hour}
+	require.ErrorContains(t, o.Validate(), "shorter than the window")
+}
+
+func TestNewSizesBits(t *testing.T) {
+	got := newRing(t, DefaultOptions()).Options()
+	require.Equal(t, 17, got.Bits, "Bits 0 is sized from the 250,000 cap")
+	o := DefaultOptions()
+	o.Bits = 5
+	require.Equal(t, 5, newRing(t, o).Options().Bits, "an explicit Bits is kept")
 }

@@ -2,10 +2,8 @@ package hotring
 
 import (
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -18,16 +16,18 @@ const emptyEpoch = math.MinInt64
 // shared by the whole ring. It starts no goroutines: rotation, decay and
 // cold sweeps run inline in whichever call first observes that they are due.
 //
-// Every time-dependent method comes in two forms: X reads Options.Clock,
-// XAt takes the time in nanoseconds since the Unix epoch (event time). Mix
-// them only if the clock and the explicit times agree.
+// Every method that depends on time takes it as nowMs, in milliseconds
+// since the Unix epoch: normally the event's own timestamp, so that a
+// replay gives the answers of the live run. A caller on wall-clock time
+// passes time.Now().UnixMilli().
 type Ring struct {
 	opts     Options
 	windowed bool
 	slots    int
-	slotDur  int64
-	clock    func() int64
-	needTime bool // windows, rotation, decay or sweeps are on
+	slotMs   int64 // WindowSlotDuration
+	rotMs    int64 // RotationInterval; 0 = off
+	decayMs  int64 // DecayInterval; 0 = off
+	sweepMs  int64 // ColdSweepInterval; 0 = off
 	maxNodes int64
 	sample   uint // SampleBits
 	admit    func(string) bool
@@ -36,9 +36,9 @@ type Ring struct {
 	// reader loading it once never pairs tables of different moments.
 	gens atomic.Pointer[generations]
 
-	// nextMaint is the earliest time at which maintain has work to do;
-	// math.MaxInt64 when there is none. It is the only maintenance state
-	// the hot path reads.
+	// nextMaint is the earliest time (Unix ms) at which maintain has work
+	// to do; math.MaxInt64 when there is none. It is the only maintenance
+	// state the hot path reads.
 	nextMaint atomic.Int64
 	maintMu   sync.Mutex // guards the fields below
 	started   bool
@@ -80,26 +80,19 @@ func New(opts Options) (*Ring, error) {
 	if opts.Bits == 0 {
 		opts.Bits = SizeBits(opts.NodeCap)
 	}
-	if opts.windowed() {
-		// The window already forgets old traffic; decaying on top of it
-		// would only distort lifetime counts nobody reads (seed rule).
-		opts.DecayInterval, opts.DecayShift = 0, 0
-	}
 	r := &Ring{
 		opts:     opts,
 		windowed: opts.windowed(),
 		slots:    opts.WindowSlots,
-		slotDur:  int64(opts.WindowSlotDuration),
-		clock:    opts.Clock,
+		slotMs:   opts.WindowSlotDuration.Milliseconds(),
+		rotMs:    opts.RotationInterval.Milliseconds(),
+		decayMs:  opts.DecayInterval.Milliseconds(),
+		sweepMs:  opts.ColdSweepInterval.Milliseconds(),
 		maxNodes: int64(opts.NodeCap),
 		sample:   uint(opts.SampleBits),
 		admit:    opts.Admit,
 	}
-	if r.clock == nil {
-		r.clock = wallClock
-	}
-	r.needTime = r.windowed || opts.RotationInterval > 0 || opts.DecayInterval > 0 || opts.ColdSweepInterval > 0
-	if r.needTime && (opts.RotationInterval > 0 || opts.DecayInterval > 0 || opts.ColdSweepInterval > 0) {
+	if r.rotMs > 0 || r.decayMs > 0 || r.sweepMs > 0 {
 		r.nextMaint.Store(math.MinInt64) // first call initializes the schedule
 	} else {
 		r.nextMaint.Store(math.MaxInt64)
@@ -108,65 +101,46 @@ func New(opts Options) (*Ring, error) {
 	return r, nil
 }
 
-// Options returns the options the ring runs with, after defaults and
-// normalization.
+// Options returns the options the ring runs with; Bits is filled in when
+// it was 0.
 func (r *Ring) Options() Options { return r.opts }
 
-func (r *Ring) now() int64 {
-	if r.needTime {
-		return r.clock()
-	}
-	return 0
-}
-
-func (r *Ring) epoch(now int64) int64 {
+// epoch returns the number of the window slot holding nowMs (floor
+// division, so times before 1970 work too); 0 without a window.
+func (r *Ring) epoch(nowMs int64) int64 {
 	if !r.windowed {
 		return 0
 	}
-	e := now / r.slotDur
-	if now%r.slotDur < 0 {
+	e := nowMs / r.slotMs
+	if nowMs%r.slotMs < 0 {
 		e--
 	}
 	return e
 }
 
-// Touch counts one access to key now (per Options.Clock) and reports
-// whether key is tracked. It returns false when the node cap refused a new
-// key. The ring keeps the key string itself, so key must not be mutated
-// afterwards (see the package documentation).
-func (r *Ring) Touch(key string) bool { return r.touch(key, 1, r.now(), true) }
+// Touch counts one access to key at nowMs and reports whether key is
+// tracked. It returns false when the node cap refused a new key. The ring
+// keeps the key string itself as the node's key, so key must be an
+// ordinary immutable string (see the package documentation).
+func (r *Ring) Touch(key string, nowMs int64) bool { return r.touch(key, 1, nowMs) }
 
-// TouchAt is Touch at time now, in nanoseconds since the Unix epoch.
-func (r *Ring) TouchAt(key string, now int64) bool { return r.touch(key, 1, now, true) }
+// TouchN counts n accesses to key at nowMs (or a weight of n, e.g. bytes)
+// and reports whether key is tracked. TouchN(key, 0, nowMs) tracks key
+// without counting.
+func (r *Ring) TouchN(key string, n uint64, nowMs int64) bool { return r.touch(key, n, nowMs) }
 
-// TouchN counts n accesses to key (or a weight of n, e.g. bytes) and
-// reports whether key is tracked. TouchN(key, 0) tracks key without
-// counting.
-func (r *Ring) TouchN(key string, n uint64) bool { return r.touch(key, n, r.now(), true) }
-
-// TouchNAt is TouchN at time now, in nanoseconds since the Unix epoch.
-func (r *Ring) TouchNAt(key string, n uint64, now int64) bool { return r.touch(key, n, now, true) }
-
-// TouchBytesAt is TouchNAt for a key held in a byte slice, typically a
-// buffer the caller reuses. It does not allocate for a key already tracked,
-// and copies the key only when it creates a node, so the caller may reuse
-// the slice as soon as the call returns.
-func (r *Ring) TouchBytesAt(key []byte, n uint64, now int64) bool {
-	return r.touch(unsafe.String(unsafe.SliceData(key), len(key)), n, now, false)
-}
-
-// touch is the hot path. owned says whether key may be retained.
-func (r *Ring) touch(key string, d uint64, now int64, owned bool) bool {
+// touch is the hot path.
+func (r *Ring) touch(key string, d uint64, nowMs int64) bool {
 	h := xxh3.HashString(key)
-	if now >= r.nextMaint.Load() {
-		r.maintain(now)
+	if nowMs >= r.nextMaint.Load() {
+		r.maintain(nowMs)
 	}
 	t := r.gens.Load().active
-	e := r.epoch(now)
+	e := r.epoch(nowMs)
 	for {
 		n := t.lookup(h, key)
 		if n == nil {
-			if n, _ = r.insert(t, h, key, owned, false); n == nil {
+			if n, _ = r.insert(t, h, key, false); n == nil {
 				return false
 			}
 		}
@@ -201,7 +175,8 @@ func (r *Ring) add(n *node, d uint64, e int64) bool {
 		return false
 	}
 	// Windowed, every write of count happens under n.mu (kill sets
-	// deadBit under it too, and decay is off), so load-then-store is safe.
+	// deadBit under it too, and Validate rules out decay), so
+	// load-then-store is safe.
 	n.count.Store(satAdd(n.count.Load(), d))
 	n.winAdd(e, d, r.slots)
 	n.unlock()
@@ -210,8 +185,8 @@ func (r *Ring) add(n *node, d uint64, e int64) bool {
 
 // insert creates a node for key in t unless the cap refuses it, and returns
 // the live node for key (new or existing), or nil if refused. force admits
-// past the cap.
-func (r *Ring) insert(t *table, h uint64, key string, owned, force bool) (n *node, inserted bool) {
+// past the cap. The node keeps key itself, without copying it.
+func (r *Ring) insert(t *table, h uint64, key string, force bool) (n *node, inserted bool) {
 	if !r.reserve(t) {
 		switch {
 		case force:
@@ -229,9 +204,6 @@ func (r *Ring) insert(t *table, h uint64, key string, owned, force bool) (n *nod
 			return nil, false
 		}
 		t.nodes.Add(1)
-	}
-	if !owned {
-		key = strings.Clone(key)
 	}
 	n, inserted = t.findOrInsert(newNode(h, key, r.slots))
 	if !inserted {
@@ -267,7 +239,7 @@ func (r *Ring) Admit(key string) bool {
 	if t.lookup(h, key) != nil {
 		return false
 	}
-	_, inserted := r.insert(t, h, key, true, true)
+	_, inserted := r.insert(t, h, key, true)
 	return inserted
 }
 
@@ -296,10 +268,10 @@ func (r *Ring) score(n *node, e int64) uint64 {
 // combine merges a key's counts in the active and warm generations for
 // point reads (Frequency, TouchAndClamp). Windowed counts are summed: each
 // touch lives in exactly one generation and the window drops old ones, so
-// the sum is the exact window count, while the seed's max would let a key
-// whose window straddles a rotation read low and escape its clamp. Lifetime
-// counts take the max, as the seed does, so a key reads about one
-// generation's worth of touches.
+// the sum is the exact window count, whereas the maximum would let a key
+// whose window straddles a rotation read low and escape its clamp.
+// Lifetime counts take the maximum, as NoKV's hotring does, so a key reads
+// about one generation's worth of touches rather than up to two.
 func (r *Ring) combine(a, w uint64) uint64 {
 	if r.windowed {
 		return satAdd(a, w)
@@ -307,19 +279,16 @@ func (r *Ring) combine(a, w uint64) uint64 {
 	return max(a, w)
 }
 
-// Frequency returns key's count now (per Options.Clock): its touches in the
-// sliding window if one is configured, else its lifetime count (decayed, if
-// decay is on). With rotation it merges both generations (see the package
-// documentation). An untracked key reads 0.
-func (r *Ring) Frequency(key string) uint64 { return r.FrequencyAt(key, r.now()) }
-
-// FrequencyAt is Frequency at time now, in nanoseconds since the Unix epoch.
-func (r *Ring) FrequencyAt(key string, now int64) uint64 {
+// Frequency returns key's count at nowMs: its touches in the sliding
+// window ending at nowMs if one is configured, else its lifetime count
+// (decayed, if decay is on). With rotation it merges both generations (see
+// the package documentation). An untracked key reads 0.
+func (r *Ring) Frequency(key string, nowMs int64) uint64 {
 	h := xxh3.HashString(key)
-	if now >= r.nextMaint.Load() {
-		r.maintain(now)
+	if nowMs >= r.nextMaint.Load() {
+		r.maintain(nowMs)
 	}
-	e := r.epoch(now)
+	e := r.epoch(nowMs)
 	g := r.gens.Load()
 	a := r.score(g.active.lookup(h, key), e)
 	var w uint64
@@ -329,28 +298,22 @@ func (r *Ring) FrequencyAt(key string, now int64) uint64 {
 	return r.combine(a, w)
 }
 
-// TouchAndClamp counts one access to key unless key's count (as Frequency
-// reports it) already reached limit. It returns the count after the call
-// and whether the access was refused (limited). Callers use it to throttle:
-// limited means "over the limit, back off". A key the node cap refuses is
-// not counted; it reports its warm-generation count, limited if that
-// reached limit.
+// TouchAndClamp counts one access to key at nowMs unless key's count (as
+// Frequency reports it) already reached limit. It returns the count after
+// the call and whether the access was refused (limited). Callers use it to
+// throttle: limited means "over the limit, back off". A key the node cap
+// refuses is not counted; it reports its warm-generation count, limited if
+// that reached limit.
 //
 // Within one generation check and count are atomic, so concurrent callers
 // never push a key past limit; the warm generation's share is read just
 // before, so a rotation at that instant can let one extra touch through.
-func (r *Ring) TouchAndClamp(key string, limit uint64) (count uint64, limited bool) {
-	return r.TouchAndClampAt(key, limit, r.now())
-}
-
-// TouchAndClampAt is TouchAndClamp at time now, in nanoseconds since the
-// Unix epoch.
-func (r *Ring) TouchAndClampAt(key string, limit uint64, now int64) (count uint64, limited bool) {
+func (r *Ring) TouchAndClamp(key string, limit uint64, nowMs int64) (count uint64, limited bool) {
 	h := xxh3.HashString(key)
-	if now >= r.nextMaint.Load() {
-		r.maintain(now)
+	if nowMs >= r.nextMaint.Load() {
+		r.maintain(nowMs)
 	}
-	e := r.epoch(now)
+	e := r.epoch(nowMs)
 	g := r.gens.Load()
 	t := g.active
 	var w uint64
@@ -360,7 +323,7 @@ func (r *Ring) TouchAndClampAt(key string, limit uint64, now int64) (count uint6
 	for {
 		n := t.lookup(h, key)
 		if n == nil {
-			if n, _ = r.insert(t, h, key, true, false); n == nil {
+			if n, _ = r.insert(t, h, key, false); n == nil {
 				return w, w >= limit
 			}
 		}

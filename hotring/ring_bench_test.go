@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,28 +33,29 @@ func BenchmarkTouchExisting(b *testing.B) {
 				r := newRing(b, tc.o)
 				keys := benchKeys(size)
 				for _, k := range keys {
-					r.TouchAt(k, t0)
+					r.Touch(k, t0Ms)
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					// Time moves through the slots as a stream would.
-					r.TouchAt(keys[i%size], t0+int64(i)*1000)
+					// Time moves through the slots as a stream would: one
+					// millisecond per thousand touches.
+					r.Touch(keys[i%size], t0Ms+int64(i)/1000)
 				}
 			})
 		}
 	}
 }
 
-// Touch with DefaultOptions and the wall clock: what a caller pays when it
-// lets the ring read the time.
+// Touch with DefaultOptions and wall-clock time: what a caller pays that
+// reads the clock for every touch instead of passing event times.
 func BenchmarkTouchDefaultOptionsWallClock(b *testing.B) {
 	r := newRing(b, DefaultOptions())
 	keys := benchKeys(1000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r.Touch(keys[i%len(keys)])
+		r.Touch(keys[i%len(keys)], time.Now().UnixMilli())
 	}
 }
 
@@ -72,16 +74,15 @@ func BenchmarkTouchParallelZipf(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(g))
 				b.ReportAllocs()
 				b.ResetTimer()
-				var seed uint64
+				var seed atomic.Uint64 // a different stream per goroutine
 				b.RunParallel(func(pb *testing.PB) {
-					seed++ // RunParallel starts goroutines one after another
-					z := rand.NewZipf(rand.New(rand.NewPCG(seed, 1)), 1.1, 1, universe-1)
+					z := rand.NewZipf(rand.New(rand.NewPCG(seed.Add(1), 1)), 1.1, 1, universe-1)
 					idx := make([]uint64, stream)
 					for i := range idx {
 						idx[i] = z.Uint64()
 					}
 					for i := 0; pb.Next(); i++ {
-						r.TouchAt(keys[idx[i&(stream-1)]], t0)
+						r.Touch(keys[idx[i&(stream-1)]], t0Ms)
 					}
 				})
 			})
@@ -109,7 +110,7 @@ func BenchmarkInsert(b *testing.B) {
 					r = newRing(b, tc.o)
 					b.StartTimer()
 				}
-				r.TouchAt(keys[i%batch], t0)
+				r.Touch(keys[i%batch], t0Ms)
 			}
 		})
 	}
@@ -119,7 +120,7 @@ func fillRing(b *testing.B, o Options, n int) *Ring {
 	r := newRing(b, o)
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, k := range benchKeys(n) {
-		r.TouchNAt(k, 1+rng.Uint64N(1000), t0)
+		r.TouchN(k, 1+rng.Uint64N(1000), t0Ms)
 	}
 	return r
 }
@@ -140,7 +141,7 @@ func BenchmarkTopN(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if got := r.TopNAt(100, t0); len(got) != 100 {
+					if got := r.TopN(100, t0Ms); len(got) != 100 {
 						b.Fatalf("TopN returned %d keys", len(got))
 					}
 				}
@@ -171,7 +172,7 @@ func BenchmarkMemoryPerNode(b *testing.B) {
 				runtime.ReadMemStats(&before)
 				r := newRing(b, tc.o)
 				for _, k := range keys {
-					r.TouchAt(k, t0)
+					r.Touch(k, t0Ms)
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
@@ -184,8 +185,9 @@ func BenchmarkMemoryPerNode(b *testing.B) {
 }
 
 // Touch on a ring filled to the default cap, keys drawn Zipf(1.1): what the
-// table size costs once chains outgrow the CPU cache. bits=12 is the seed's
-// fixed table; bits=auto is DefaultOptions (sized from the cap).
+// table size costs once chains outgrow the CPU cache. bits=12 is a fixed
+// 2^12-bucket table (chains of about 61 nodes); bits=auto is DefaultOptions
+// (sized from the cap, chains of about two).
 func BenchmarkTouchFullRing(b *testing.B) {
 	const universe, stream = 250_000, 1 << 16
 	keys := benchKeys(universe)
@@ -197,7 +199,7 @@ func BenchmarkTouchFullRing(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			r := newRing(b, Options{Bits: bits, NodeCap: universe})
 			for _, k := range keys {
-				r.TouchAt(k, t0)
+				r.Touch(k, t0Ms)
 			}
 			z := rand.NewZipf(rand.New(rand.NewPCG(1, 1)), 1.1, 1, universe-1)
 			idx := make([]uint64, stream)
@@ -207,7 +209,7 @@ func BenchmarkTouchFullRing(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r.TouchAt(keys[idx[i&(stream-1)]], t0)
+				r.Touch(keys[idx[i&(stream-1)]], t0Ms)
 			}
 		})
 	}

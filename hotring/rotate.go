@@ -3,86 +3,81 @@ package hotring
 import "math"
 
 // Maintenance: rotation, decay and cold sweeps. There is no background
-// goroutine. Every method that takes a time compares it with nextMaint (one
-// atomic load) and, when due, runs maintain inline. Schedules are aligned
-// to multiples of their interval since the Unix epoch, so a replay that
-// starts mid-stream rotates at the same instants as the live run did.
+// goroutine. Every method that takes nowMs, except EvictCold, compares it
+// with nextMaint (one atomic load) and, when due, runs maintain inline.
+// Schedules are aligned to multiples of their interval since the Unix
+// epoch, so a replay that starts mid-stream rotates at the same instants
+// as the live run did.
 
-// Tick runs the rotation, decay and cold sweep that are due at now (per
-// Options.Clock) without touching any key. Call it on idle partitions so
-// time still moves for them.
-func (r *Ring) Tick() { r.TickAt(r.now()) }
-
-// TickAt is Tick at time now, in nanoseconds since the Unix epoch.
-func (r *Ring) TickAt(now int64) {
-	if now >= r.nextMaint.Load() {
-		r.maintain(now)
+// Tick runs the rotation, decay and cold sweep that are due at nowMs
+// without touching any key. Call it on idle partitions so time still moves
+// for them.
+func (r *Ring) Tick(nowMs int64) {
+	if nowMs >= r.nextMaint.Load() {
+		r.maintain(nowMs)
 	}
 }
 
-// nextAfter returns the first multiple of iv strictly after now, or
+// nextAfter returns the first multiple of ivMs strictly after nowMs, or
 // math.MaxInt64 if that is not representable. (It used to wrap negative
 // near math.MaxInt64, so that every later call rotated.)
-func nextAfter(now, iv int64) int64 {
-	q := now / iv
-	if now%iv < 0 {
+func nextAfter(nowMs, ivMs int64) int64 {
+	q := nowMs / ivMs
+	if nowMs%ivMs < 0 {
 		q--
 	}
-	if q >= math.MaxInt64/iv {
+	if q >= math.MaxInt64/ivMs {
 		return math.MaxInt64
 	}
-	return (q + 1) * iv
+	return (q + 1) * ivMs
 }
 
-// crossed returns how many multiples of iv lie in [next, now], given
-// now >= next and next a multiple of iv. now-next may exceed MaxInt64 (a
-// gap from a time near MinInt64 to one near MaxInt64): as an int64 it
-// wrapped negative, so a gap of many intervals counted as fewer than two
-// and rotation kept a stale generation. The wrapped difference read as a
-// uint64 is exact.
-func crossed(now, next, iv int64) uint64 {
-	return uint64(now-next)/uint64(iv) + 1
+// crossed returns how many multiples of ivMs lie in [nextMs, nowMs], given
+// nowMs >= nextMs and nextMs a multiple of ivMs. nowMs-nextMs may exceed
+// MaxInt64 (a gap from a time near MinInt64 to one near MaxInt64): as an
+// int64 it wrapped negative, so a gap of many intervals counted as fewer
+// than two and rotation kept a stale generation. The wrapped difference
+// read as a uint64 is exact.
+func crossed(nowMs, nextMs, ivMs int64) uint64 {
+	return uint64(nowMs-nextMs)/uint64(ivMs) + 1
 }
 
-// maintain runs what is due at now. If another goroutine is already
+// maintain runs what is due at nowMs. If another goroutine is already
 // maintaining, it returns at once and the caller proceeds with the current
 // generations, which is safe: every state the caller can observe is valid.
 // Time that moves backwards (late events) never undoes maintenance.
-func (r *Ring) maintain(now int64) {
+func (r *Ring) maintain(nowMs int64) {
 	if !r.maintMu.TryLock() {
 		return
 	}
 	defer r.maintMu.Unlock()
-	if now < r.nextMaint.Load() {
+	if nowMs < r.nextMaint.Load() {
 		return // another caller just did it
 	}
-	o := &r.opts
 	if !r.started {
 		r.started = true
 		r.nextRot, r.nextDecay, r.nextSweep = math.MaxInt64, math.MaxInt64, math.MaxInt64
-		if o.RotationInterval > 0 {
-			r.nextRot = nextAfter(now, int64(o.RotationInterval))
+		if r.rotMs > 0 {
+			r.nextRot = nextAfter(nowMs, r.rotMs)
 		}
-		if o.DecayInterval > 0 {
-			r.nextDecay = nextAfter(now, int64(o.DecayInterval))
+		if r.decayMs > 0 {
+			r.nextDecay = nextAfter(nowMs, r.decayMs)
 		}
-		if o.ColdSweepInterval > 0 {
-			r.nextSweep = nextAfter(now, int64(o.ColdSweepInterval))
+		if r.sweepMs > 0 {
+			r.nextSweep = nextAfter(nowMs, r.sweepMs)
 		}
 	}
-	if now >= r.nextRot {
-		iv := int64(o.RotationInterval)
-		r.rotate(crossed(now, r.nextRot, iv))
-		r.nextRot = nextAfter(now, iv)
+	if nowMs >= r.nextRot {
+		r.rotate(crossed(nowMs, r.nextRot, r.rotMs))
+		r.nextRot = nextAfter(nowMs, r.rotMs)
 	}
-	if now >= r.nextDecay {
-		iv := int64(o.DecayInterval)
-		r.decay(crossed(now, r.nextDecay, iv))
-		r.nextDecay = nextAfter(now, iv)
+	if nowMs >= r.nextDecay {
+		r.decay(crossed(nowMs, r.nextDecay, r.decayMs))
+		r.nextDecay = nextAfter(nowMs, r.decayMs)
 	}
-	if now >= r.nextSweep {
-		r.sweep(now, true)
-		r.nextSweep = nextAfter(now, int64(o.ColdSweepInterval))
+	if nowMs >= r.nextSweep {
+		r.sweep(nowMs, true)
+		r.nextSweep = nextAfter(nowMs, r.sweepMs)
 	}
 	r.nextMaint.Store(min(r.nextRot, r.nextDecay, r.nextSweep))
 }
@@ -136,22 +131,18 @@ func (r *Ring) decay(k uint64) {
 	r.decays.Add(k)
 }
 
-// EvictCold removes every cold node now (per Options.Clock) and returns how
-// many it removed. A node is cold when its window count is zero and it
-// holds no touch later than now, or, without a window, when its lifetime
-// count decayed to zero. Without a window and without decay nothing is
-// ever cold; rotation is then what frees memory. EvictCold walks every
-// node: O(Len()).
-func (r *Ring) EvictCold() int { return r.EvictColdAt(r.now()) }
-
-// EvictColdAt is EvictCold at time now, in nanoseconds since the Unix
-// epoch.
-func (r *Ring) EvictColdAt(now int64) int { return r.sweep(now, false) }
+// EvictCold removes every node that is cold at nowMs and returns how many
+// it removed. A node is cold when its window count is zero and it holds no
+// touch later than nowMs, or, without a window, when its lifetime count
+// decayed to zero. Without a window and without decay nothing is ever
+// cold; rotation is then what frees memory. EvictCold walks every node:
+// O(Len()). It does not run rotation or decay that are due.
+func (r *Ring) EvictCold(nowMs int64) int { return r.sweep(nowMs, false) }
 
 // sweep removes cold nodes. With onlyFull it skips generations that are
 // below 3/4 of the cap, where the room is not needed.
-func (r *Ring) sweep(now int64, onlyFull bool) int {
-	e := r.epoch(now)
+func (r *Ring) sweep(nowMs int64, onlyFull bool) int {
+	e := r.epoch(nowMs)
 	total := 0
 	for _, t := range r.tables() {
 		if t == nil {

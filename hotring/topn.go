@@ -2,24 +2,17 @@ package hotring
 
 import "slices"
 
-// TopN returns up to n keys with the highest counts now (per
-// Options.Clock), highest first, ties broken by key so the order is
-// deterministic. Keys with a zero count are left out. With rotation a key's
-// count is the sum of its counts in both generations. The walk is lock-free
-// and not atomic: touches made during it may or may not be reflected.
-// Cost: O(Len() × log n).
-func (r *Ring) TopN(n int) []KeyCount { return r.TopNAt(n, r.now()) }
-
-// Top returns TopN(Options.TopK).
-func (r *Ring) Top() []KeyCount { return r.TopN(r.opts.TopK) }
-
-// TopNAt is TopN at time now, in nanoseconds since the Unix epoch.
-func (r *Ring) TopNAt(n int, now int64) []KeyCount {
+// TopN returns up to n keys with the highest counts at nowMs, highest
+// first, ties broken by key so the order is deterministic. Keys with a zero
+// count are left out. With rotation a key's count is the sum of its counts
+// in both generations. The walk is lock-free and not atomic: touches made
+// during it may or may not be reflected. Cost: O(Len() × log n).
+func (r *Ring) TopN(n int, nowMs int64) []KeyCount {
 	if n <= 0 {
 		return nil
 	}
 	h := make(topHeap, 0, min(n, 1024))
-	r.collect(now, func(key string, c uint64) {
+	r.collect(nowMs, func(key string, c uint64) {
 		if c == 0 {
 			return
 		}
@@ -39,18 +32,14 @@ func (r *Ring) TopNAt(n int, now int64) []KeyCount {
 	return out
 }
 
-// KeysAbove returns every key whose count now (per Options.Clock) is at
-// least threshold, highest first, ties broken by key. Counts are as in
-// TopN.
-func (r *Ring) KeysAbove(threshold uint64) []KeyCount {
-	return r.KeysAboveAt(threshold, r.now())
-}
+// Top returns TopN(Options.TopK, nowMs).
+func (r *Ring) Top(nowMs int64) []KeyCount { return r.TopN(r.opts.TopK, nowMs) }
 
-// KeysAboveAt is KeysAbove at time now, in nanoseconds since the Unix
-// epoch.
-func (r *Ring) KeysAboveAt(threshold uint64, now int64) []KeyCount {
+// KeysAbove returns every key whose count at nowMs is at least threshold,
+// highest first, ties broken by key. Counts are as in TopN.
+func (r *Ring) KeysAbove(threshold uint64, nowMs int64) []KeyCount {
 	var out []KeyCount
-	r.collect(now, func(key string, c uint64) {
+	r.collect(nowMs, func(key string, c uint64) {
 		if c >= threshold {
 			out = append(out, KeyCount{Key: key, Count: c})
 		}
@@ -73,11 +62,11 @@ func (r *Ring) KeysAboveAt(threshold uint64, now int64) []KeyCount {
 // forward, and a replacement node is always spliced in front of the dead
 // one), so once the merge has passed a key neither list can yield it
 // again; and a key that stays live in either table throughout is visited.
-func (r *Ring) collect(now int64, fn func(key string, c uint64)) {
-	if now >= r.nextMaint.Load() {
-		r.maintain(now)
+func (r *Ring) collect(nowMs int64, fn func(key string, c uint64)) {
+	if nowMs >= r.nextMaint.Load() {
+		r.maintain(nowMs)
 	}
-	e := r.epoch(now)
+	e := r.epoch(nowMs)
 	g := r.gens.Load()
 	a, w := g.active, g.warm
 	if w == nil {
