@@ -3,6 +3,7 @@ package logparse
 import (
 	"iter"
 	"math/bits"
+	"strconv"
 	"strings"
 )
 
@@ -46,11 +47,10 @@ func (f Fields) String() string {
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		i := bits.TrailingZeros16(uint16(one))
-		if i < len(fieldNames) && fieldNames[i] != "" {
+		if i := bits.TrailingZeros16(uint16(one)); i < len(fieldNames) && fieldNames[i] != "" {
 			b.WriteString(fieldNames[i])
 		} else {
-			b.WriteString("field") // not a field of ours; never set by Parse
+			b.WriteString("bit" + strconv.Itoa(i)) // not a field: Parse never sets it
 		}
 	}
 	return b.String()

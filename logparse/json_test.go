@@ -127,6 +127,7 @@ func TestFields(t *testing.T) {
 	require.Equal(t, "bytes", FieldBytes.String())
 	f := FieldLatencyUs | FieldOp | FieldStatus
 	require.Equal(t, "op,status,latency_us", f.String())
+	require.Equal(t, "key,bit15", Fields(1<<fKey|1<<15).String())
 	var each []Fields
 	for one := range f.All() {
 		each = append(each, one)
