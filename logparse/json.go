@@ -86,9 +86,10 @@ func (n *jsonNode) child(name string) *jsonNode {
 //
 // Numeric fields take numbers (fractions and exponents truncate) or
 // strings holding one ("2048"); a string field takes a string, or a number
-// or true/false as its text. A field whose value is of another kind
-// ("status":"HIT", "op":{…}) is dropped and reported, see Parser. null
-// means absent, and when a path repeats the last value wins.
+// or true/false as its text. A field whose value does not fit
+// ("status":"HIT", "bytes":"12k", "op":{…}, a status outside int32 or
+// negative) is dropped and reported, see Parser. null and "" mean absent,
+// and when a path repeats the last value wins.
 type JSON struct {
 	root       jsonNode
 	timeFormat string
