@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/keyheat/keyheat/logparse"
@@ -82,29 +83,50 @@ type Line struct {
 }
 
 // Send parses l and produces the result; ack.Ack(seq, …) follows once it
-// is acknowledged (at once for a skipped line). Send blocks while the
+// is acknowledged (at once for a skipped line). A line that records
+// several accesses (a redis MGET) becomes one record per key, all with
+// the line's id, and is acknowledged once they all are; if one of its
+// events is invalid the whole line is dead-lettered instead, so replaying
+// the dead letter never counts a key twice. Send blocks while the
 // producer's buffer is full and returns ctx's error if ctx ends first.
 func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) error {
 	p.stats.Lines.Add(1)
 	p.stats.Bytes.Add(int64(len(l.Data)))
 	now := p.now()
 	err := l.Err
-	var e schemas.AccessEvent
+	var one [1]schemas.AccessEvent
+	var evs []schemas.AccessEvent
 	if err == nil {
-		err = p.parser.Parse(l.Data, &e)
+		// The optional fields Parse dropped (second result) are not
+		// counted yet.
+		evs, _, err = p.parser.Parse(one[:0], l.Data)
 	}
-	if err == nil {
+	for i := 0; err == nil && i < len(evs); i++ {
+		e := &evs[i]
 		if e.TimeMs == 0 {
 			e.TimeMs = l.ArrivalMs
 		}
 		if e.TimeMs == 0 {
 			e.TimeMs = now.UnixMilli()
 		}
-		err = p.limits.Validate(&e, now.UnixMilli())
+		err = p.limits.Validate(e, now.UnixMilli())
 	}
 	switch {
 	case err == nil:
-		return p.prod.event(ctx, &e, l.IDPrefix, l.Offset, ack, seq, p.stats)
+		if len(evs) > 1 {
+			ack = &lineAcker{next: ack, left: len(evs)}
+		}
+		for i := range evs {
+			if err := p.prod.event(ctx, &evs[i], l.IDPrefix, l.Offset, ack, seq, p.stats); err != nil {
+				// The failed record's promise acks it; the records not
+				// produced are acked here, so the line's ack still comes.
+				for range evs[i+1:] {
+					ack.Ack(seq, err)
+				}
+				return err
+			}
+		}
+		return nil
 	case errors.Is(err, logparse.ErrSkip):
 		p.stats.Skipped.Add(1)
 		ack.Ack(seq, nil)
@@ -116,6 +138,31 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 	}
 	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, p.maxRaw)
 	return p.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, p.stats)
+}
+
+// lineAcker passes the ack of a line that became several records on to
+// next once every record was acknowledged, with the first error. It is
+// not a placedAcker, so such a line raises no Kafka floor (see
+// readBack): a floor only bounds where a restart starts reading, and a
+// lower one reads more, never less.
+type lineAcker struct {
+	next Acker
+	mu   sync.Mutex
+	left int // records not yet acknowledged
+	err  error
+}
+
+func (a *lineAcker) Ack(seq uint64, err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.left--
+	done, first := a.left == 0, a.err
+	a.mu.Unlock()
+	if done {
+		a.next.Ack(seq, first)
+	}
 }
 
 func tooLongErr(detail string) error {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -64,42 +65,50 @@ func NewCombined(cfg CombinedConfig, app string) (*Combined, error) {
 func (*Combined) Name() string { return "combined" }
 
 // Parse implements Parser.
-func (p *Combined) Parse(line []byte, e *schemas.AccessEvent) error {
-	e.Reset()
+func (p *Combined) Parse(dst []schemas.AccessEvent, line []byte) ([]schemas.AccessEvent, Fields, error) {
+	e, err := p.parse(line)
+	if err != nil {
+		return dst, 0, err
+	}
+	return append(dst, e), 0, nil
+}
+
+func (p *Combined) parse(line []byte) (schemas.AccessEvent, error) {
+	var e schemas.AccessEvent
 	// One conversion per line: every string below is a substring of s, so a
 	// line costs one allocation however many fields it has.
 	s := string(line)
 	i := strings.IndexByte(s, ' ')
 	if i <= 0 {
-		return parseErr("combined: no remote address")
+		return e, parseErr("combined: no remote address")
 	}
 	client := s[:i]
 	lb := strings.IndexByte(s[i:], '[')
 	if lb < 0 {
-		return parseErr("combined: no [time]")
+		return e, parseErr("combined: no [time]")
 	}
 	lb += i
 	rb := strings.IndexByte(s[lb:], ']')
 	if rb < 0 {
-		return parseErr("combined: unterminated [time]")
+		return e, parseErr("combined: unterminated [time]")
 	}
 	rb += lb
 	ms, ok := parseCombinedTime(s[lb+1 : rb])
 	if !ok {
-		return parseErr("combined: time %q is not like 10/Oct/2000:13:55:36 -0700", s[lb+1:rb])
+		return e, parseErr("combined: time %q is not like 10/Oct/2000:13:55:36 -0700", s[lb+1:rb])
 	}
 	rest := s[rb+1:]
 	if len(rest) < 2 || rest[0] != ' ' || rest[1] != '"' {
-		return parseErr("combined: no quoted request after the time")
+		return e, parseErr("combined: no quoted request after the time")
 	}
 	req, rest, ok := quoted(rest[1:])
 	if !ok {
-		return parseErr("combined: unterminated request")
+		return e, parseErr("combined: unterminated request")
 	}
 	// "METHOD TARGET PROTOCOL"; HTTP/0.9 lines have no protocol.
 	sp := strings.IndexByte(req, ' ')
 	if sp <= 0 {
-		return parseErr("combined: request %q is not METHOD TARGET PROTOCOL", truncate(req, 64))
+		return e, parseErr("combined: request %q is not METHOD TARGET PROTOCOL", truncate(req, 64))
 	}
 	method, target := req[:sp], req[sp+1:]
 	if j := strings.LastIndexByte(target, ' '); j >= 0 {
@@ -107,20 +116,20 @@ func (p *Combined) Parse(line []byte, e *schemas.AccessEvent) error {
 	}
 	status, rest, ok := field(rest)
 	if !ok {
-		return parseErr("combined: no status")
+		return e, parseErr("combined: no status")
 	}
 	st, err := strconv.ParseInt(status, 10, 32)
 	if err != nil || st < 0 {
-		return parseErr("combined: status %q is not a number", truncate(status, 16))
+		return e, parseErr("combined: status %q is not a number", truncate(status, 16))
 	}
 	size, _, ok := field(rest)
 	if !ok {
-		return parseErr("combined: no body size")
+		return e, parseErr("combined: no body size")
 	}
 	var n int64
 	if size != "-" {
 		if n, err = strconv.ParseInt(size, 10, 64); err != nil || n < 0 {
-			return parseErr("combined: body size %q is not a number", truncate(size, 16))
+			return e, parseErr("combined: body size %q is not a number", truncate(size, 16))
 		}
 	}
 	if strings.IndexByte(target, '\\') >= 0 {
@@ -128,10 +137,9 @@ func (p *Combined) Parse(line []byte, e *schemas.AccessEvent) error {
 	}
 	key, err := p.keyOf(target)
 	if err != nil {
-		return err
+		return e, err
 	}
-	*e = schemas.AccessEvent{TimeMs: ms, Key: key, App: p.app, Op: method, Bytes: n, Status: int32(st), Client: client}
-	return nil
+	return schemas.AccessEvent{TimeMs: ms, Key: key, App: p.app, Op: method, Bytes: n, Status: int32(st), Client: client}, nil
 }
 
 func (p *Combined) keyOf(target string) (string, error) {
@@ -179,28 +187,20 @@ func (p *Combined) keyOf(target string) (string, error) {
 }
 
 // unescapeLogged undoes the escaping nginx (\xHH for bytes outside
-// printable ASCII and for '"') and Apache (\" and \\) apply to the request
-// line, so /caf\xC3\xA9 keys "/café" as the application saw it. Bytes that
-// do not form UTF-8 stay as they are and fail the key check downstream.
+// printable ASCII and for '"') and Apache (\" and \\, \n, \t, \xHH)
+// apply to the request line, so /caf\xC3\xA9 keys "/café" as the
+// application saw it. Both escapings are a subset of Go's quoting, so
+// strconv.Unquote reads them; a target with any other backslash sequence
+// was not escaped by either server and stays as logged. Bytes that do not
+// form UTF-8 stay as they are and fail the key check downstream.
 func unescapeLogged(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '\\' && i+1 < len(s) {
-			switch n := s[i+1]; {
-			case n == 'x' && i+3 < len(s) && hexVal(s[i+2]) >= 0 && hexVal(s[i+3]) >= 0:
-				out = append(out, byte(hexVal(s[i+2])<<4|hexVal(s[i+3])))
-				i += 3
-				continue
-			case n == '"' || n == '\\':
-				out = append(out, n)
-				i++
-				continue
-			}
-		}
-		out = append(out, c)
+	if !utf8.ValidString(s) {
+		return s // Unquote would turn raw invalid bytes into U+FFFD
 	}
-	return string(out)
+	if u, err := strconv.Unquote(`"` + s + `"`); err == nil {
+		return u
+	}
+	return s
 }
 
 // quoted reads a double-quoted string at the start of s (s[0] == '"') and

@@ -1,6 +1,7 @@
 package logparse
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -8,14 +9,32 @@ import (
 )
 
 // checkParse is the property every parser keeps on any input: no panic,
-// an accepted line has a key, a rejected one says why with a Reason.
+// an accepted line yields events that all have a key and differ only in
+// it, a skipped or rejected one yields none, and a rejected one says why
+// with a Reason. Parse appends to dst, never overwriting what it held.
 func checkParse(t *testing.T, p Parser, line []byte) {
-	var e schemas.AccessEvent
-	err := p.Parse(line, &e)
+	prev := schemas.AccessEvent{Key: "earlier"}
+	evs, dropped, err := p.Parse([]schemas.AccessEvent{prev}, line)
+	if len(evs) == 0 || evs[0] != prev {
+		t.Fatalf("%s: %q: Parse did not keep dst's events", p.Name(), line)
+	}
+	evs = evs[1:]
+	if err != nil && (len(evs) > 0 || dropped != 0) {
+		t.Fatalf("%s: %q: error %v with %d events, dropped %v", p.Name(), line, err, len(evs), dropped)
+	}
 	switch {
 	case err == nil:
-		if e.Key == "" {
-			t.Fatalf("%s accepted %q with an empty key", p.Name(), line)
+		if len(evs) == 0 {
+			t.Fatalf("%s accepted %q without an event", p.Name(), line)
+		}
+		for _, e := range evs {
+			if e.Key == "" {
+				t.Fatalf("%s accepted %q with an empty key", p.Name(), line)
+			}
+			e.Key = evs[0].Key
+			if e != evs[0] {
+				t.Fatalf("%s: %q: events differ in more than the key: %+v, %+v", p.Name(), line, e, evs[0])
+			}
 		}
 	case errors.Is(err, ErrSkip):
 	default:
@@ -48,6 +67,12 @@ func FuzzJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkParse(t, p, line)
 		checkParse(t, nested, line)
+		// Whatever the json parser accepts is JSON.
+		if _, _, err := p.Parse(nil, line); err == nil || schemas.ReasonOf(err) != schemas.ReasonParse {
+			if !json.Valid(line) {
+				t.Fatalf("json accepted %q, which is not JSON", line)
+			}
+		}
 	})
 }
 

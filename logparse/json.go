@@ -2,11 +2,11 @@ package logparse
 
 import (
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+	"unsafe"
 
+	"github.com/keyheat/keyheat/internal/jsonscan"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -51,16 +51,45 @@ const (
 var fieldNames = [...]string{fKey: "key", fTime: "time", fOp: "op", fBytes: "bytes", fApp: "app",
 	fStatus: "status", fClient: "client", fNode: "node", fLatency: "latency_us"}
 
-// jsonNode is one level of the path trie: member name to what it holds.
+// jsonNode is one level of the path trie: a field, or the members that
+// lead to fields. A node has a handful of children, so a linear scan by
+// name beats a map (hashing each member name cost a third of Parse).
 type jsonNode struct {
 	field    int
-	children map[string]*jsonNode
+	children []jsonChild
+}
+
+type jsonChild struct {
+	name string
+	node *jsonNode
+}
+
+// child returns the child called name, or nil.
+func (n *jsonNode) child(name string) *jsonNode {
+	for i := range n.children {
+		if c := &n.children[i]; c.name == name {
+			return c.node
+		}
+	}
+	return nil
 }
 
 // JSON parses JSON lines: one object per line whose fields are found by
-// the configured paths. Unknown members are skipped; a line that is not a
-// JSON object, or whose key is absent, null or empty, is rejected. A
-// numeric key is used as its text, so {"user": 42} keys "42".
+// the configured paths. The whole line must be JSON (RFC 8259, checked by
+// the same scanner that decodes keyheat's own records); unknown members
+// are skipped, however deeply nested, up to 512 levels. A line whose key is
+// absent, null, empty or not a scalar is rejected; a numeric key is used as
+// its text, so {"user": 42} keys "42", and a key that is not UTF-8 (raw
+// bytes or a lone \ud800 escape) is rejected with ReasonKeyNotUTF8 rather
+// than replaced, which would merge distinct keys. In the other string
+// fields such bytes become U+FFFD.
+//
+// Numeric fields take numbers (fractions and exponents truncate) or
+// strings holding one ("2048"); a string field takes a string, or a number
+// or true/false as its text. A field whose value does not fit
+// ("status":"HIT", "bytes":"12k", "op":{…}, a status outside int32 or
+// negative) is dropped and reported, see Parser. null and "" mean absent,
+// and when a path repeats the last value wins.
 type JSON struct {
 	root       jsonNode
 	timeFormat string
@@ -92,13 +121,10 @@ func NewJSON(cfg JSONConfig, app string) (*JSON, error) {
 			if n.field != fNone {
 				return nil, fmt.Errorf("json: %s path %q runs through the %s field", fieldNames[f], path, fieldNames[n.field])
 			}
-			if n.children == nil {
-				n.children = map[string]*jsonNode{}
-			}
-			c := n.children[part]
+			c := n.child(part)
 			if c == nil {
 				c = &jsonNode{}
-				n.children[part] = c
+				n.children = append(n.children, jsonChild{name: part, node: c})
 			}
 			n = c
 		}
@@ -113,343 +139,221 @@ func NewJSON(cfg JSONConfig, app string) (*JSON, error) {
 // Name returns "json".
 func (*JSON) Name() string { return "json" }
 
-// jsonLine is the state of one Parse: the scanner and what it captured.
-type jsonLine struct {
-	s    []byte
-	src  string // s as a string, converted once: captured values are substrings
-	pos  int
-	vals [len(fieldNames)]jsonVal
-}
+// What a line holds at one field's path.
+const (
+	valNone    = iota // absent or null
+	valString         // a string: Src[start:end] is its raw content
+	valNumber         // a number: Src[start:end] is its text
+	valLiteral        // true or false: Src[start:end] is the word
+	valOther          // an object or an array
+)
 
 type jsonVal struct {
-	set  bool
-	str  bool   // a string (else a number or literal)
-	text string // unescaped string or raw number text
+	kind       uint8
+	flags      jsonscan.Flags // of a string
+	isInt      bool           // of a number
+	start, end int
 }
 
-const maxDepth = 64
-
 // Parse implements Parser.
-func (p *JSON) Parse(line []byte, e *schemas.AccessEvent) error {
-	e.Reset()
-	var l jsonLine
-	l.s = line
-	l.src = string(line)
-	l.ws()
-	if l.pos >= len(l.s) || l.s[l.pos] != '{' {
-		return parseErr("json: line is not a JSON object")
+func (p *JSON) Parse(dst []schemas.AccessEvent, line []byte) ([]schemas.AccessEvent, Fields, error) {
+	var vals [len(fieldNames)]jsonVal
+	s := jsonscan.Scanner{Src: line}
+	s.SkipWS()
+	if s.Peek() != '{' {
+		return dst, 0, parseErr("json: line is not a JSON object")
 	}
-	if err := l.object(&p.root, 0); err != nil {
-		return err
+	if err := p.object(&s, &p.root, &vals, 0); err != nil {
+		return dst, 0, parseErr("json: %v", err)
 	}
-	l.ws()
-	if l.pos != len(l.s) {
-		return parseErr("json: data after the object at byte %d", l.pos)
+	if err := s.End(); err != nil {
+		return dst, 0, parseErr("json: %v", err)
 	}
-	v := &l.vals
-	if !v[fKey].set || v[fKey].text == "" {
-		return emptyKey("json: no key at the key path")
+	if k := vals[fKey]; k.kind == valNone || k.kind == valOther || k.start == k.end {
+		return dst, 0, emptyKey("json: no key at the key path")
 	}
-	e.Key = v[fKey].text
-	e.App = p.app
-	if v[fApp].set && v[fApp].text != "" {
-		e.App = v[fApp].text
-	}
-	e.Op, e.Client, e.Node = v[fOp].text, v[fClient].text, v[fNode].text
-	if v[fTime].set {
-		ms, err := parseTime(v[fTime].text, p.timeFormat)
+
+	var e schemas.AccessEvent
+	var dropped Fields
+	if t := &vals[fTime]; t.kind != valNone {
+		ms, err := parseTime(p.text(line, t), p.timeFormat)
 		if err != nil {
-			return parseErr("json: %v", err)
+			return dst, 0, parseErr("json: %v", err)
 		}
 		e.TimeMs = ms
 	}
-	var err error
-	if e.Bytes, err = intVal(&v[fBytes], "bytes"); err != nil {
-		return err
+	var ok bool
+	if e.Bytes, ok = intVal(line, &vals[fBytes], math.MinInt64, math.MaxInt64); !ok {
+		dropped |= FieldBytes
 	}
-	if e.LatencyUs, err = intVal(&v[fLatency], "latency_us"); err != nil {
-		return err
+	if e.LatencyUs, ok = intVal(line, &vals[fLatency], math.MinInt64, math.MaxInt64); !ok {
+		dropped |= FieldLatencyUs
 	}
-	st, err := intVal(&v[fStatus], "status")
-	if err != nil {
-		return err
-	}
-	if st < 0 || st > 1<<31-1 {
-		return parseErr("json: status %d is out of range", st)
+	st, ok := intVal(line, &vals[fStatus], 0, math.MaxInt32)
+	if !ok {
+		dropped |= FieldStatus
 	}
 	e.Status = int32(st)
-	return nil
-}
 
-// intVal reads a number, a numeric string or a float (truncated).
-func intVal(v *jsonVal, name string) (int64, error) {
-	if !v.set || v.text == "" {
-		return 0, nil
-	}
-	if n, err := strconv.ParseInt(v.text, 10, 64); err == nil {
-		return n, nil
-	}
-	f, err := strconv.ParseFloat(v.text, 64)
-	if err != nil || f != f || f > 9e18 || f < -9e18 {
-		return 0, parseErr("json: %s %q is not a number", name, truncate(v.text, 32))
-	}
-	return int64(f), nil
-}
-
-func (l *jsonLine) ws() {
-	for l.pos < len(l.s) {
-		switch l.s[l.pos] {
-		case ' ', '\t', '\r', '\n':
-			l.pos++
-		default:
-			return
+	// One allocation for all strings, as schemas.DecodeJSON does: the raw
+	// spans' total length bounds the decoded length except when invalid
+	// UTF-8 is replaced (1 byte becomes 3); append then grows buf, which is
+	// correct because the strings are made only once buf is final.
+	strFields := [...]int{fKey, fApp, fOp, fClient, fNode}
+	total := 0
+	for _, f := range strFields {
+		switch v := &vals[f]; v.kind {
+		case valString, valNumber, valLiteral:
+			total += v.end - v.start
+		case valOther:
+			dropped |= 1 << f
 		}
 	}
-}
-
-// object scans the object at l.pos (which is '{'), capturing the members
-// node asks for. node may be nil: then the object is only skipped.
-func (l *jsonLine) object(node *jsonNode, depth int) error {
-	if depth > maxDepth {
-		return parseErr("json: nested deeper than %d", maxDepth)
-	}
-	l.pos++ // '{'
-	l.ws()
-	if l.pos < len(l.s) && l.s[l.pos] == '}' {
-		l.pos++
-		return nil
-	}
-	for {
-		l.ws()
-		if l.pos >= len(l.s) || l.s[l.pos] != '"' {
-			return parseErr("json: expected a member name at byte %d", l.pos)
-		}
-		start := l.pos
-		raw, esc, err := l.str()
-		if err != nil {
-			return err
-		}
-		var child *jsonNode
-		if node != nil && node.children != nil {
-			if esc {
-				name, ok := unescape(l.s[start+1 : l.pos-1])
-				if !ok {
-					return parseErr("json: bad escape in member name")
-				}
-				child = node.children[name]
-			} else {
-				child = node.children[string(raw)] // no allocation: map lookup by converted bytes
-			}
-		}
-		l.ws()
-		if l.pos >= len(l.s) || l.s[l.pos] != ':' {
-			return parseErr("json: expected ':' at byte %d", l.pos)
-		}
-		l.pos++
-		l.ws()
-		if err := l.value(child, depth+1); err != nil {
-			return err
-		}
-		l.ws()
-		if l.pos >= len(l.s) {
-			return parseErr("json: unterminated object")
-		}
-		switch l.s[l.pos] {
-		case ',':
-			l.pos++
-		case '}':
-			l.pos++
-			return nil
-		default:
-			return parseErr("json: expected ',' or '}' at byte %d", l.pos)
-		}
-	}
-}
-
-// value scans one value, capturing it when node names a field.
-func (l *jsonLine) value(node *jsonNode, depth int) error {
-	if l.pos >= len(l.s) {
-		return parseErr("json: missing value")
-	}
-	capture := node != nil && node.field != fNone
-	switch c := l.s[l.pos]; {
-	case c == '{':
-		if node != nil && node.field == fNone {
-			return l.object(node, depth)
-		}
-		return l.object(nil, depth)
-	case c == '[':
-		return l.array(depth)
-	case c == '"':
-		start := l.pos
-		raw, esc, err := l.str()
-		if err != nil {
-			return err
-		}
-		if capture {
-			v := &l.vals[node.field]
-			v.set, v.str = true, true
-			if esc {
-				t, ok := unescape(l.s[start+1 : l.pos-1])
-				if !ok {
-					return parseErr("json: bad escape in %s", fieldNames[node.field])
-				}
-				v.text = t
-			} else {
-				v.text = l.src[start+1 : start+1+len(raw)]
-			}
-		}
-		return nil
-	case c == '-' || c >= '0' && c <= '9':
-		start := l.pos
-		l.pos++
-		for l.pos < len(l.s) {
-			c := l.s[l.pos]
-			if c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
-				l.pos++
-				continue
-			}
-			break
-		}
-		if capture {
-			l.vals[node.field] = jsonVal{set: true, text: l.src[start:l.pos]}
-		}
-		return nil
-	default:
-		for _, lit := range [...]string{"true", "false", "null"} {
-			if strings.HasPrefix(l.src[l.pos:], lit) {
-				l.pos += len(lit)
-				if capture && lit != "null" {
-					l.vals[node.field] = jsonVal{set: true, text: lit}
-				}
-				return nil
-			}
-		}
-		return parseErr("json: unexpected %q at byte %d", c, l.pos)
-	}
-}
-
-func (l *jsonLine) array(depth int) error {
-	if depth > maxDepth {
-		return parseErr("json: nested deeper than %d", maxDepth)
-	}
-	l.pos++ // '['
-	l.ws()
-	if l.pos < len(l.s) && l.s[l.pos] == ']' {
-		l.pos++
-		return nil
-	}
-	for {
-		l.ws()
-		if err := l.value(nil, depth+1); err != nil {
-			return err
-		}
-		l.ws()
-		if l.pos >= len(l.s) {
-			return parseErr("json: unterminated array")
-		}
-		switch l.s[l.pos] {
-		case ',':
-			l.pos++
-		case ']':
-			l.pos++
-			return nil
-		default:
-			return parseErr("json: expected ',' or ']' at byte %d", l.pos)
-		}
-	}
-}
-
-// str scans the string at l.pos ('"') and returns its raw content and
-// whether it has escapes. Control characters are rejected as JSON demands.
-func (l *jsonLine) str() (raw []byte, escaped bool, err error) {
-	start := l.pos + 1
-	for i := start; i < len(l.s); i++ {
-		switch c := l.s[i]; {
-		case c == '"':
-			l.pos = i + 1
-			return l.s[start:i], escaped, nil
-		case c == '\\':
-			escaped = true
-			i++
-		case c < 0x20:
-			return nil, false, parseErr("json: control character in string at byte %d", i)
-		}
-	}
-	return nil, false, parseErr("json: unterminated string")
-}
-
-// unescape decodes a JSON string body with escapes. Invalid UTF-8 is kept
-// as is, so the key check downstream can reject it with its own reason.
-func unescape(b []byte) (string, bool) {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
-		}
-		i++
-		if i >= len(b) {
-			return "", false
-		}
-		switch b[i] {
-		case '"', '\\', '/':
-			out = append(out, b[i])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(b[i+1:])
+	buf := make([]byte, 0, total)
+	var ends [len(strFields)]int
+	for i, f := range strFields {
+		switch v := &vals[f]; v.kind {
+		case valString:
+			buf, ok = jsonscan.AppendUnescaped(buf, line[v.start:v.end], v.flags, f == fKey)
 			if !ok {
-				return "", false
+				return dst, 0, &schemas.InvalidEventError{Reason: schemas.ReasonKeyNotUTF8,
+					Detail: "json: key is not valid UTF-8 (invalid bytes or a lone surrogate escape)"}
 			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if i+2 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
-					if x, ok := hex4(b[i+3:]); ok {
-						r2 = x
-					}
-				}
-				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-					r = d
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			return "", false
+		case valNumber, valLiteral:
+			buf = append(buf, line[v.start:v.end]...)
 		}
+		ends[i] = len(buf)
 	}
-	return string(out), true
+	e.Key = bufString(buf, 0, ends[0])
+	e.App = bufString(buf, ends[0], ends[1])
+	e.Op = bufString(buf, ends[1], ends[2])
+	e.Client = bufString(buf, ends[2], ends[3])
+	e.Node = bufString(buf, ends[3], ends[4])
+	if e.Key == "" {
+		return dst, 0, emptyKey("json: no key at the key path")
+	}
+	if e.App == "" {
+		e.App = p.app
+	}
+	return append(dst, e), dropped, nil
 }
 
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
+// object scans the object at s.Pos (which is '{'), capturing the members
+// node's paths lead to. depth is the nesting level of its members' values.
+func (p *JSON) object(s *jsonscan.Scanner, node *jsonNode, vals *[len(fieldNames)]jsonVal, depth int) error {
+	s.Pos++ // '{'
+	s.SkipWS()
+	if s.Peek() == '}' {
+		s.Pos++
+		return nil
 	}
-	var r rune
-	for _, c := range b[:4] {
+	for {
+		name, err := s.MemberName()
+		if err != nil {
+			return err
+		}
+		child := node.child(name) // name aliases the line: compared, never kept
 		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
+		case child == nil:
+			err = s.SkipValue(depth)
+		case child.field == fNone: // a path runs through this member
+			if s.Peek() != '{' {
+				err = s.SkipValue(depth)
+			} else if depth >= jsonscan.MaxDepth {
+				err = s.Fail("nesting too deep")
+			} else {
+				err = p.object(s, child, vals, depth+1)
+			}
 		default:
+			err = capture(s, &vals[child.field], depth)
+		}
+		if err != nil {
+			return err
+		}
+		done, err := s.EndMember()
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// capture scans the value at s.Pos into v.
+func capture(s *jsonscan.Scanner, v *jsonVal, depth int) error {
+	switch c := s.Peek(); {
+	case c == '"':
+		sp, err := s.String()
+		*v = jsonVal{kind: valString, flags: sp.Flags, start: sp.Start, end: sp.End}
+		return err
+	case c == '-' || jsonscan.IsDigit(c):
+		n, err := s.Number()
+		*v = jsonVal{kind: valNumber, isInt: n.IsInt, start: n.Start, end: n.End}
+		return err
+	case c == 't' || c == 'f':
+		start := s.Pos
+		word := "true"
+		if c == 'f' {
+			word = "false"
+		}
+		err := s.Literal(word)
+		*v = jsonVal{kind: valLiteral, start: start, end: s.Pos}
+		return err
+	case c == 'n':
+		*v = jsonVal{}
+		return s.Literal("null")
+	}
+	*v = jsonVal{kind: valOther}
+	return s.SkipValue(depth)
+}
+
+// text returns v's text for parsing on the spot (not for keeping: it may
+// alias line).
+func (p *JSON) text(line []byte, v *jsonVal) string {
+	raw := line[v.start:v.end]
+	if v.kind == valString && v.flags&jsonscan.Escaped != 0 {
+		b, _ := jsonscan.AppendUnescaped(nil, raw, v.flags, false)
+		return string(b)
+	}
+	return unsafe.String(unsafe.SliceData(raw), len(raw))
+}
+
+// intVal reads a numeric field in [min, max]: a number (a fraction or
+// exponent truncates) or a string holding one. ok is false when the field
+// is present but is not such a number; absent, null and "" give 0.
+func intVal(line []byte, v *jsonVal, min, max int64) (n int64, ok bool) {
+	var s jsonscan.Scanner
+	var num jsonscan.Number
+	switch v.kind {
+	case valNone:
+		return 0, true
+	case valNumber:
+		s = jsonscan.Scanner{Src: line}
+		num = jsonscan.Number{Start: v.start, End: v.end, IsInt: v.isInt}
+	case valString:
+		raw := line[v.start:v.end]
+		if v.flags != 0 {
+			raw, _ = jsonscan.AppendUnescaped(nil, raw, v.flags, false)
+		}
+		if len(raw) == 0 {
+			return 0, true
+		}
+		s = jsonscan.Scanner{Src: raw}
+		var err error
+		if num, err = s.Number(); err != nil || s.Pos != len(raw) {
 			return 0, false
 		}
+	default:
+		return 0, false
 	}
-	return r, true
+	n, err := s.Int64(num, min, max)
+	return n, err == nil
+}
+
+// bufString returns buf[i:j] as a string without copying. buf must never be
+// written again: Parse allocates it, fills it, and then only hands out
+// strings over it.
+func bufString(buf []byte, i, j int) string {
+	if j <= i {
+		return ""
+	}
+	return unsafe.String(&buf[i], j-i)
 }

@@ -9,21 +9,35 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// Parser turns one log line into an AccessEvent.
+// Parser turns one log line into AccessEvents.
 //
-// Parse resets e and fills it from line, which has no trailing newline.
-// It returns nil, ErrSkip for a well-formed line that records no keyed
-// access (MONITOR's "OK", a PING), or an *schemas.InvalidEventError whose
-// Reason says why the line is unusable (ReasonParse, ReasonEmptyKey,
-// ReasonMissingTime). e.TimeMs is 0 when the line carries no time; the
-// caller substitutes the arrival time. The strings Parse stores in e never
-// alias line, so the caller may reuse line's buffer at once.
+// Parse appends the events line records to dst and returns the extended
+// slice: one event for most lines, and one per key for a redis command that
+// names several keys (MGET k1 k2), in the order the command names them; the
+// events of one line differ only in Key. A line is used whole or not at
+// all: on an error Parse appends nothing, so a caller that produces the
+// events or dead-letters the line never does both for one line.
+//
+// dropped has a bit set for each optional field (op, app, bytes, status,
+// client, node, latency_us) that the line carried but that did not parse,
+// such as "status":"HIT": the field is left at zero and the events are
+// still returned. Only the key is essential, and the time when the format
+// has one and the line's does not parse. Callers count dropped fields per
+// field (Fields.All), so a log whose status column changed shape shows up
+// as a metric instead of as a dead-letter flood.
+//
+// err is ErrSkip for a well-formed line that records no keyed access
+// (MONITOR's "OK", a PING), or an *schemas.InvalidEventError whose Reason
+// says why the line is unusable (ReasonParse, ReasonEmptyKey,
+// ReasonKeyNotUTF8). An event's TimeMs is 0 when the line carries no time;
+// the caller substitutes the arrival time. The strings Parse stores in the
+// events never alias line, so the caller may reuse line's buffer at once.
 //
 // A Parser holds no mutable state and is safe for concurrent use.
 type Parser interface {
 	// Name is the format's registered name, as config spells it.
 	Name() string
-	Parse(line []byte, e *schemas.AccessEvent) error
+	Parse(dst []schemas.AccessEvent, line []byte) (events []schemas.AccessEvent, dropped Fields, err error)
 }
 
 // ErrSkip is returned by Parse for lines that are well formed but record no

@@ -35,27 +35,33 @@ var sampleConfigs = []struct {
 		TimeFormat: "2006-01-02 15:04:05.000"}}},
 }
 
+// goldenLine is one line's outcome: its event, or its events when it has
+// several, and the fields dropped; or skip; or the rejection reason.
 type goldenLine struct {
-	Line   int                  `json:"line"`
-	Event  *schemas.AccessEvent `json:"event,omitempty"`
-	Skip   bool                 `json:"skip,omitempty"`
-	Reason schemas.Reason       `json:"reason,omitempty"`
+	Line    int                   `json:"line"`
+	Event   *schemas.AccessEvent  `json:"event,omitempty"`
+	Events  []schemas.AccessEvent `json:"events,omitempty"`
+	Dropped string                `json:"dropped,omitempty"`
+	Skip    bool                  `json:"skip,omitempty"`
+	Reason  schemas.Reason        `json:"reason,omitempty"`
 }
 
-// outcome parses and validates one line as ingest does.
+// outcome parses and validates one line as ingest does: a line whose
+// events do not all validate is rejected whole.
 func outcome(p Parser, n int, line []byte) goldenLine {
-	var e schemas.AccessEvent
-	err := p.Parse(line, &e)
-	if err == nil {
-		err = schemas.Limits{MaxSkew: -1}.Validate(&e, 0)
+	evs, dropped, err := p.Parse(nil, line)
+	for i := 0; err == nil && i < len(evs); i++ {
+		err = schemas.Limits{MaxSkew: -1}.Validate(&evs[i], 0)
 	}
 	switch {
 	case errors.Is(err, ErrSkip):
 		return goldenLine{Line: n, Skip: true}
 	case err != nil:
 		return goldenLine{Line: n, Reason: schemas.ReasonOf(err)}
+	case len(evs) == 1:
+		return goldenLine{Line: n, Event: &evs[0], Dropped: dropped.String()}
 	}
-	return goldenLine{Line: n, Event: &e}
+	return goldenLine{Line: n, Events: evs, Dropped: dropped.String()}
 }
 
 func TestSamples(t *testing.T) {
@@ -116,26 +122,54 @@ func TestSampleReasons(t *testing.T) {
 	}
 }
 
+// parseOne parses a line that must yield exactly one event.
+func parseOne(t *testing.T, p Parser, line string) (schemas.AccessEvent, Fields) {
+	t.Helper()
+	evs, dropped, err := p.Parse(nil, []byte(line))
+	require.NoError(t, err, line)
+	require.Len(t, evs, 1, line)
+	return evs[0], dropped
+}
+
 func TestCombinedFields(t *testing.T) {
 	p, err := NewCombined(CombinedConfig{}, "web")
 	require.NoError(t, err)
-	var e schemas.AccessEvent
-	require.NoError(t, p.Parse([]byte(`10.0.0.1 - bob [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif?a=1 HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08"`), &e))
+	e, _ := parseOne(t, p, `10.0.0.1 - bob [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif?a=1 HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08"`)
 	require.Equal(t, schemas.AccessEvent{TimeMs: 971211336000, Key: "/apache_pb.gif", App: "web", Op: "GET", Bytes: 2326, Status: 200, Client: "10.0.0.1"}, e)
 
 	p, err = NewCombined(CombinedConfig{Key: KeyPath}, "")
 	require.NoError(t, err)
-	require.NoError(t, p.Parse([]byte(`10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /a?b=1 HTTP/1.0" 200 - "-" "-"`), &e))
+	e, _ = parseOne(t, p, `10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /a?b=1 HTTP/1.0" 200 - "-" "-"`)
 	require.Equal(t, "/a?b=1", e.Key)
 	require.Zero(t, e.Bytes)
 }
 
+func TestCombinedUnescapesTarget(t *testing.T) {
+	p, err := NewCombined(CombinedConfig{Key: KeyPath}, "")
+	require.NoError(t, err)
+	for _, tc := range []struct{ target, want string }{
+		{`/caf\xC3\xA9`, "/café"},          // nginx
+		{`/q\x22x\x22`, `/q"x"`},           // nginx quote
+		{`/a\"b\\c`, `/a"b\c`},             // Apache
+		{`/tab\there`, "/tab\there"},       // Apache control character
+		{`/odd\qescape`, `/odd\qescape`},   // neither server writes \q: kept as logged
+		{"/raw\xff\\x41", "/raw\xff\\x41"}, // raw invalid byte: kept as logged, the key check rejects it
+	} {
+		e, _ := parseOne(t, p, `10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET `+tc.target+` HTTP/1.0" 200 1 "-" "-"`)
+		require.Equal(t, tc.want, e.Key, "target %s", tc.target)
+	}
+}
+
 func TestRedisFields(t *testing.T) {
-	var e schemas.AccessEvent
-	require.NoError(t, NewRedis("cache").Parse([]byte(`1339518083.107412 [3 127.0.0.1:60866] "hget" "h:1" "f"`), &e))
+	e, _ := parseOne(t, NewRedis("cache"), `1339518083.107412 [3 127.0.0.1:60866] "hget" "h:1" "f"`)
 	require.Equal(t, schemas.AccessEvent{TimeMs: 1339518083107, Key: "h:1", App: "cache/db3", Op: "HGET", Client: "127.0.0.1:60866"}, e)
-	require.ErrorIs(t, NewRedis("").Parse([]byte("OK"), &e), ErrSkip)
-	require.ErrorIs(t, NewRedis("").Parse([]byte(`1339518083.1 [0 127.0.0.1:1] "ping"`), &e), ErrSkip)
+	e, _ = parseOne(t, NewRedis(""), `1339518083.107412 [42 127.0.0.1:60866] "get" "k"`)
+	require.Equal(t, "db42", e.App)
+	for _, line := range []string{"OK", `1339518083.1 [0 127.0.0.1:1] "ping"`} {
+		evs, _, err := NewRedis("").Parse(nil, []byte(line))
+		require.ErrorIs(t, err, ErrSkip, line)
+		require.Empty(t, evs)
+	}
 }
 
 func TestTimeFormats(t *testing.T) {

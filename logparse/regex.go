@@ -2,6 +2,7 @@ package logparse
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 
@@ -67,13 +68,17 @@ func NewRegex(cfg RegexConfig, app string) (*Regex, error) {
 // Name returns "regex".
 func (*Regex) Name() string { return "regex" }
 
-// Parse implements Parser.
-func (p *Regex) Parse(line []byte, e *schemas.AccessEvent) error {
-	e.Reset()
+// Parse implements Parser. The key group is essential, and so is the time
+// group when it matched text that does not parse. The numeric groups
+// (bytes, status, latency_us) are optional: "-" or an empty match means
+// absent, and a match that is not a decimal integer in range is dropped and
+// reported, see Parser.
+func (p *Regex) Parse(dst []schemas.AccessEvent, line []byte) ([]schemas.AccessEvent, Fields, error) {
+	// One conversion per line: every string below is a substring of s.
 	s := string(line)
 	m := p.re.FindStringSubmatchIndex(s)
 	if m == nil {
-		return parseErr("regex: line does not match the pattern")
+		return dst, 0, parseErr("regex: line does not match the pattern")
 	}
 	get := func(f int) string {
 		i := p.idx[f]
@@ -82,42 +87,37 @@ func (p *Regex) Parse(line []byte, e *schemas.AccessEvent) error {
 		}
 		return s[m[2*i]:m[2*i+1]]
 	}
-	e.Key = get(fKey)
+	e := schemas.AccessEvent{Key: get(fKey), App: p.app, Op: get(fOp), Client: get(fClient), Node: get(fNode)}
 	if e.Key == "" {
-		return emptyKey("regex: the key group is empty")
+		return dst, 0, emptyKey("regex: the key group is empty")
 	}
-	e.App = p.app
 	if a := get(fApp); a != "" {
 		e.App = a
 	}
-	e.Op, e.Client, e.Node = get(fOp), get(fClient), get(fNode)
 	if t := get(fTime); t != "" {
 		ms, err := parseTime(t, p.timeFormat)
 		if err != nil {
-			return parseErr("regex: %v", err)
+			return dst, 0, parseErr("regex: %v", err)
 		}
 		e.TimeMs = ms
 	}
+	var dropped Fields
 	for _, f := range [...]int{fBytes, fStatus, fLatency} {
 		t := get(f)
 		if t == "" || t == "-" {
 			continue
 		}
 		n, err := strconv.ParseInt(t, 10, 64)
-		if err != nil {
-			return parseErr("regex: %s %q is not a number", fieldNames[f], truncate(t, 32))
-		}
-		switch f {
-		case fBytes:
+		switch {
+		case err != nil, f == fStatus && (n < 0 || n > math.MaxInt32):
+			dropped |= 1 << f
+		case f == fBytes:
 			e.Bytes = n
-		case fLatency:
+		case f == fLatency:
 			e.LatencyUs = n
-		case fStatus:
-			if n < 0 || n > 1<<31-1 {
-				return parseErr("regex: status %d is out of range", n)
-			}
+		case f == fStatus:
 			e.Status = int32(n)
 		}
 	}
-	return nil
+	return append(dst, e), dropped, nil
 }

@@ -39,7 +39,7 @@ func checkTimeFormat(f string) error {
 func parseTime(s, format string) (int64, error) {
 	switch format {
 	case "", TimeAuto:
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f, err := parseNumber(s); err == nil {
 			return scaleAuto(f)
 		}
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
@@ -50,7 +50,7 @@ func parseTime(s, format string) (int64, error) {
 		}
 		return 0, fmt.Errorf("time %q is neither a Unix time, RFC 3339 nor %s", s, combinedLayout)
 	case TimeUnix, TimeUnixMs, TimeUnixUs, TimeUnixNs:
-		f, err := strconv.ParseFloat(s, 64)
+		f, err := parseNumber(s)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, fmt.Errorf("time %q is not a number", s)
 		}
@@ -76,6 +76,15 @@ func parseTime(s, format string) (int64, error) {
 		}
 		return t.UnixMilli(), nil
 	}
+}
+
+// parseNumber is strconv.ParseFloat with a faster path for the integers
+// most logs write (Unix ms); the result is the same.
+func parseNumber(s string) (float64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return float64(n), nil
+	}
+	return strconv.ParseFloat(s, 64)
 }
 
 // scaleAuto guesses the unit of a numeric time by its magnitude: any

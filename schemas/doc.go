@@ -12,7 +12,8 @@
 //     CodecByName for config, Detect and DecodeAny for consumers that accept
 //     both formats.
 //   - json.go, jsonscan.go: the JSON format (field names and rules are
-//     documented on AppendJSON and DecodeJSON) and its hand-written scanner.
+//     documented on AppendJSON and DecodeJSON), read with keyheat's one JSON
+//     scanner, internal/jsonscan, which logparse shares.
 //   - binary.go: the binary format (layout documented on AppendBinary),
 //     which starts with the magic byte 0xC1 that no JSON can start with, and
 //     which alone carries keys that are not UTF-8.

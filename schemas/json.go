@@ -3,8 +3,9 @@ package schemas
 import (
 	"math"
 	"strconv"
-	"time"
 	"unsafe"
+
+	"github.com/keyheat/keyheat/internal/jsonscan"
 )
 
 // AppendJSON appends e to dst as one JSON object and returns the extended
@@ -162,51 +163,51 @@ func fieldOf(name string) int {
 // general jsonScanner methods and takes it back. Flattening the common path
 // cut the cost by about a third against calling a method per token.
 func decodeJSON(src []byte, e *AccessEvent) error {
-	s := jsonScanner{src: src}
-	var spans [numStringFields]strSpan
+	s := jsonscan.Scanner{Src: src}
+	var spans [numStringFields]jsonscan.Span
 	var nums [4]int64 // ts, bytes, status, lat_us, indexed by f - fTs
 	n := len(src)
 
-	if err := s.expect('{', "expected '{' to start an event object"); err != nil {
+	if err := s.Expect('{', "expected '{' to start an event object"); err != nil {
 		return parseError(err)
 	}
-	s.skipWS()
-	pos := s.pos
+	s.SkipWS()
+	pos := s.Pos
 	if pos < n && src[pos] == '}' {
 		pos++
 	} else {
 		for {
 			// Member name.
 			if pos < n && src[pos] <= ' ' {
-				s.pos = pos
-				s.skipWSSlow()
-				pos = s.pos
+				s.Pos = pos
+				s.SkipWS()
+				pos = s.Pos
 			}
 			var name string
-			if i := skipPlain(src, pos+1); pos < n && src[pos] == '"' && i < n && src[i] == '"' {
+			if i := jsonscan.SkipPlain(src, pos+1); pos < n && src[pos] == '"' && i < n && src[i] == '"' {
 				name = unsafe.String(unsafe.SliceData(src[pos+1:]), i-(pos+1))
 				pos = i + 1
 				if pos < n && src[pos] == ':' {
 					pos++
 				} else {
-					s.pos = pos
-					if err := s.expect(':', "expected ':' after object member name"); err != nil {
+					s.Pos = pos
+					if err := s.Expect(':', "expected ':' after object member name"); err != nil {
 						return parseError(err)
 					}
-					pos = s.pos
+					pos = s.Pos
 				}
 				if pos < n && src[pos] <= ' ' {
-					s.pos = pos
-					s.skipWSSlow()
-					pos = s.pos
+					s.Pos = pos
+					s.SkipWS()
+					pos = s.Pos
 				}
 			} else {
-				s.pos = pos
+				s.Pos = pos
 				var err error
-				if name, err = s.memberName(); err != nil {
+				if name, err = s.MemberName(); err != nil {
 					return parseError(err)
 				}
-				pos = s.pos
+				pos = s.Pos
 			}
 
 			// Member value.
@@ -215,15 +216,15 @@ func decodeJSON(src []byte, e *AccessEvent) error {
 			switch {
 			case f < numStringFields:
 				if pos < n && src[pos] == '"' {
-					if i := skipPlain(src, pos+1); i < n && src[i] == '"' {
-						spans[f] = strSpan{start: pos + 1, end: i, set: true}
+					if i := jsonscan.SkipPlain(src, pos+1); i < n && src[i] == '"' {
+						spans[f] = jsonscan.Span{Start: pos + 1, End: i, Set: true}
 						pos = i + 1
 						break
 					}
 				}
-				s.pos = pos
-				spans[f], err = s.stringValue(name)
-				pos = s.pos
+				s.Pos = pos
+				spans[f], err = stringValue(&s, name)
+				pos = s.Pos
 			case f < fUnknown:
 				// Inline smallInt: at most 18 digits cannot overflow.
 				i := pos
@@ -233,7 +234,7 @@ func decodeJSON(src []byte, e *AccessEvent) error {
 				}
 				start := i
 				var v int64
-				for i < n && isDigit(src[i]) {
+				for i < n && jsonscan.IsDigit(src[i]) {
 					v = v*10 + int64(src[i]-'0')
 					i++
 				}
@@ -247,20 +248,20 @@ func decodeJSON(src []byte, e *AccessEvent) error {
 					pos = i
 					break
 				}
-				s.pos = pos
+				s.Pos = pos
 				switch f {
 				case fTs:
-					nums[0], err = s.timeValue()
+					nums[0], err = timeValue(&s)
 				case fStatus:
-					nums[f-fTs], err = s.intValue(name, math.MinInt32, math.MaxInt32)
+					nums[f-fTs], err = intValue(&s, name, math.MinInt32, math.MaxInt32)
 				default:
-					nums[f-fTs], err = s.intValue(name, math.MinInt64, math.MaxInt64)
+					nums[f-fTs], err = intValue(&s, name, math.MinInt64, math.MaxInt64)
 				}
-				pos = s.pos
+				pos = s.Pos
 			default:
-				s.pos = pos
-				err = s.skipValue(0)
-				pos = s.pos
+				s.Pos = pos
+				err = s.SkipValue(0)
+				pos = s.Pos
 			}
 			if err != nil {
 				return parseError(err)
@@ -275,19 +276,19 @@ func decodeJSON(src []byte, e *AccessEvent) error {
 				pos++
 				break
 			}
-			s.pos = pos
-			done, err := s.endMember()
+			s.Pos = pos
+			done, err := s.EndMember()
 			if err != nil {
 				return parseError(err)
 			}
-			pos = s.pos
+			pos = s.Pos
 			if done {
 				break
 			}
 		}
 	}
-	s.pos = pos
-	if err := s.end(); err != nil {
+	s.Pos = pos
+	if err := s.End(); err != nil {
 		return parseError(err)
 	}
 	ts, nbytes, status, lat := nums[0], nums[1], int32(nums[2]), nums[3]
@@ -298,7 +299,7 @@ func decodeJSON(src []byte, e *AccessEvent) error {
 	// because the strings are made only once buf is final.
 	total := 0
 	for _, sp := range spans {
-		total += sp.end - sp.start
+		total += sp.End - sp.Start
 	}
 	var buf []byte
 	if total > 0 {
@@ -306,9 +307,9 @@ func decodeJSON(src []byte, e *AccessEvent) error {
 	}
 	var ends [numStringFields]int
 	for i, sp := range spans {
-		if sp.end > sp.start {
+		if sp.End > sp.Start {
 			var ok bool
-			buf, ok = appendUnescaped(buf, src[sp.start:sp.end], sp.flags, i == sfKey)
+			buf, ok = jsonscan.AppendUnescaped(buf, src[sp.Start:sp.End], sp.Flags, i == sfKey)
 			if !ok {
 				return &InvalidEventError{Reason: ReasonKeyNotUTF8,
 					Detail: "key is not valid UTF-8 (invalid bytes or a lone surrogate escape)"}
@@ -341,90 +342,4 @@ func bufString(buf []byte, i, j int) string {
 
 func parseError(err error) error {
 	return &InvalidEventError{Reason: ReasonParse, Detail: err.Error()}
-}
-
-// stringValue scans the value of a string member; null gives an unset span.
-func (s *jsonScanner) stringValue(name string) (strSpan, error) {
-	switch s.peek() {
-	case '"':
-		return s.scanString()
-	case 'n':
-		return strSpan{}, s.literal("null")
-	}
-	return strSpan{}, s.fail(`"` + name + `" must be a string`)
-}
-
-// intValue scans the value of an integer member; null gives 0.
-func (s *jsonScanner) intValue(name string, min, max int64) (int64, error) {
-	if v, ok := s.smallInt(); ok {
-		if v < min || v > max {
-			return 0, s.fail("number out of range")
-		}
-		return v, nil
-	}
-	switch c := s.peek(); {
-	case c == '-' || isDigit(c):
-		ns, err := s.scanNumber()
-		if err != nil {
-			return 0, err
-		}
-		return s.int64Of(ns, min, max)
-	case c == 'n':
-		return 0, s.literal("null")
-	}
-	return 0, s.fail(`"` + name + `" must be a number`)
-}
-
-// smallInt is intValue's fast path: a plain integer of at most 18 digits,
-// which cannot overflow, consumed in one pass. Anything else (fraction,
-// exponent, leading zero, long or malformed) leaves the position alone and
-// returns ok=false for the general path to handle or reject.
-func (s *jsonScanner) smallInt() (v int64, ok bool) {
-	src := s.src
-	i := s.pos
-	neg := i < len(src) && src[i] == '-'
-	if neg {
-		i++
-	}
-	start := i
-	for i < len(src) && isDigit(src[i]) {
-		v = v*10 + int64(src[i]-'0')
-		i++
-	}
-	n := i - start
-	if n == 0 || n > 18 || (n > 1 && src[start] == '0') {
-		return 0, false
-	}
-	if i < len(src) && (src[i] == '.' || src[i] == 'e' || src[i] == 'E') {
-		return 0, false
-	}
-	s.pos = i
-	if neg {
-		v = -v
-	}
-	return v, true
-}
-
-// timeValue scans "ts": a number of Unix ms, null, or a string holding
-// either decimal Unix ms or an RFC 3339 time (for hand-written records).
-func (s *jsonScanner) timeValue() (int64, error) {
-	if s.peek() != '"' {
-		return s.intValue("ts", math.MinInt64, math.MaxInt64)
-	}
-	at := s.pos
-	sp, err := s.scanString()
-	if err != nil {
-		return 0, err
-	}
-	raw := s.src[sp.start:sp.end]
-	if sp.flags == 0 && len(raw) > 0 {
-		str := unsafe.String(&raw[0], len(raw))
-		if v, err := strconv.ParseInt(str, 10, 64); err == nil {
-			return v, nil
-		}
-		if t, err := time.Parse(time.RFC3339Nano, str); err == nil {
-			return t.UnixMilli(), nil
-		}
-	}
-	return 0, &jsonSyntaxError{msg: `"ts" string is neither Unix milliseconds nor an RFC 3339 time`, off: at}
 }

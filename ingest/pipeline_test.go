@@ -1,0 +1,100 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// TestSendOneRecordPerKey: a line naming several keys produces one event
+// per key, each with the line's id, and the line is acknowledged once,
+// after all of them; a line one of whose keys is invalid is dead-lettered
+// whole, once.
+func TestSendOneRecordPerKey(t *testing.T) {
+	brokers(t, func(t *testing.T, seeds []string) {
+		k := newKafkaEnv(t, seeds, 3)
+		parser, err := logparse.New(logparse.Config{Format: "redis"})
+		require.NoError(t, err)
+		pl := pipeline(t, k.producer(t, schemas.JSON), parser)
+		pl.limits = schemas.Limits{MaxKeyBytes: 16, MaxSkew: -1}
+		input := strings.Join([]string{
+			`1742220131.1 [0 [::1]:6379] "mget" "user:1" "user:2" "user:3"`,
+			`1742220131.2 [0 127.0.0.1:1] "get" "user:4"`,
+			`1742220131.3 [0 unix:/tmp/r.sock] "mset" "user:5" "v" "user:6" "v"`,
+			`1742220131.4 [0 127.0.0.1:1] "del" "user:7" "a-key-that-is-far-too-long"`,
+		}, "\n")
+		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), schemas.SourceStdin, 256, pl))
+
+		ids := map[string][]string{}
+		for _, r := range readAll(t, k.seeds, k.events) {
+			id := header(r, HeaderID)
+			ids[id] = append(ids[id], string(r.Key))
+		}
+		var perLine [][]string
+		for _, keys := range ids {
+			slices.Sort(keys) // a line's records are on several partitions
+			perLine = append(perLine, keys)
+		}
+		require.ElementsMatch(t, [][]string{{"user:1", "user:2", "user:3"}, {"user:4"}, {"user:5", "user:6"}}, perLine,
+			"one record per key, keyed by it, with its line's id")
+		dlq := readAll(t, k.seeds, k.dlq)
+		require.Len(t, dlq, 1)
+		var d schemas.DeadLetter
+		require.NoError(t, schemas.DecodeDeadLetter(dlq[0].Value, &d))
+		require.Equal(t, schemas.ReasonKeyTooLong, d.Reason)
+		s := pl.Stats()
+		require.EqualValues(t, 4, s.Lines.Load())
+		require.EqualValues(t, 6, s.Events.Load())
+		require.EqualValues(t, 1, s.DLQ.Load())
+	})
+}
+
+type recordedAck struct {
+	mu   sync.Mutex
+	acks []error
+}
+
+func (r *recordedAck) Ack(_ uint64, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.acks = append(r.acks, err)
+}
+
+// TestLineAcker: the line's ack comes once, after the last record's, with
+// the first error whatever order the records' acks arrive in.
+func TestLineAcker(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		errs []error
+		want error
+	}{
+		{"all acknowledged", []error{nil, nil, nil}, nil},
+		{"first fails", []error{boom, nil, nil}, boom},
+		{"last fails", []error{nil, nil, boom}, boom},
+		{"first error wins", []error{nil, boom, context.Canceled}, boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var next recordedAck
+			a := &lineAcker{next: &next, left: len(tc.errs)}
+			var wg sync.WaitGroup
+			for i, err := range tc.errs {
+				if i < len(tc.errs)-1 {
+					a.Ack(7, err) // in order, so "first" is well defined
+					continue
+				}
+				wg.Go(func() { a.Ack(7, err) })
+			}
+			wg.Wait()
+			require.Equal(t, []error{tc.want}, next.acks)
+		})
+	}
+}
