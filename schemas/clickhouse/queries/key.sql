@@ -13,7 +13,7 @@
 SELECT
     start_ms,
     end_ms,
-    key_app AS app,
+    key_app,
     rank,
     events,
     error,
@@ -36,5 +36,5 @@ WHERE start >= {from:DateTime} AND start < {to:DateTime}
           AND scope = 'app'
           AND ({app:String} = '' OR app = {app:String})
   )
-ORDER BY start_ms, app
+ORDER BY start_ms, key_app
 LIMIT {limit:UInt32}

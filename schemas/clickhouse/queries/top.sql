@@ -14,11 +14,15 @@
 -- windows the key was listed in; first_ms and last_ms are the first and
 -- last of their starts (Unix ms).
 --
+-- key_app is the key's own app (in the cluster's reports keys of every app
+-- compete). It is not called app: ClickHouse lets an alias shadow a column
+-- in WHERE, and app there must be the report's app.
+--
 -- FINAL collapses rows written twice (a batch resent after a crash); the
 -- IN keeps, per window, the rows of the report version the reports table
 -- holds (a complete report wins over a partial one).
 SELECT
-    key_app AS app,
+    key_app,
     key,
     sum(events) AS events,
     sum(error) AS error,
@@ -55,5 +59,5 @@ ORDER BY
             {list:String} = 'writes', writes,
             {list:String} = 'latency', latency_us,
             events) DESC,
-    app, key
+    key_app, key
 LIMIT {limit:UInt32}
