@@ -183,7 +183,7 @@ func buildReport(r *rand.Rand, scope, app string, startMs int64, keys []fixtureK
 	rep.Late = uint64(r.IntN(5))
 	if top := rep.Top[0]; top.Count > 1000 {
 		rep.Advice = []schemas.KeyAdvice{{App: top.App, Key: top.Key, Rate: float64(top.Count),
-			ReadShare: float64(top.Reads) / float64(top.Reads+top.Writes),
+			ReadShare:  float64(top.Reads) / float64(top.Reads+top.Writes),
 			Mitigation: schemas.Mitigation{Kind: schemas.MitigationSplit, Split: 4}}}
 	}
 	return rep
