@@ -76,18 +76,18 @@ type TopQuery struct {
 // TopRow is one key's figures summed over the windows whose list it made
 // (a lower bound of its total when it left the list in some windows).
 type TopRow struct {
-	App       string  `ch:"key_app"`
-	Key       string  `ch:"key"`
-	Events    uint64  `ch:"events"`
-	Error     uint64  `ch:"error"`
-	Bytes     uint64  `ch:"bytes"`
-	Reads     uint64  `ch:"reads"`
-	Writes    uint64  `ch:"writes"`
-	LatencyUs uint64  `ch:"latency_us"`
-	Share     float64 `ch:"share"`
-	Windows   uint64  `ch:"windows"`
-	FirstMs   int64   `ch:"first_ms"`
-	LastMs    int64   `ch:"last_ms"`
+	App       string  `ch:"key_app" json:"key_app"`
+	Key       string  `ch:"key" json:"key"`
+	Events    uint64  `ch:"events" json:"events"`
+	Error     uint64  `ch:"error" json:"error"`
+	Bytes     uint64  `ch:"bytes" json:"bytes"`
+	Reads     uint64  `ch:"reads" json:"reads"`
+	Writes    uint64  `ch:"writes" json:"writes"`
+	LatencyUs uint64  `ch:"latency_us" json:"latency_us"`
+	Share     float64 `ch:"share" json:"share"`
+	Windows   uint64  `ch:"windows" json:"windows"`
+	FirstMs   int64   `ch:"first_ms" json:"first_ms"`
+	LastMs    int64   `ch:"last_ms" json:"last_ms"`
 }
 
 // Top runs the top query.
@@ -115,19 +115,19 @@ type ScopeQuery struct {
 
 // SkewRow is one window's skew, as the skew query returns it.
 type SkewRow struct {
-	StartMs      int64    `ch:"start_ms"`
-	EndMs        int64    `ch:"end_ms"`
-	Events       uint64   `ch:"events"`
-	MaxMean      float64  `ch:"max_mean"`
-	Gini         float64  `ch:"gini"`
-	NodeMaxMean  float64  `ch:"node_max_mean"`
-	NodeGini     float64  `ch:"node_gini"`
-	Top1Share    float64  `ch:"top1_share"`
-	Top10Share   float64  `ch:"top10_share"`
-	DistinctKeys uint64   `ch:"distinct_keys"`
-	Late         uint64   `ch:"late"`
-	Partial      uint8    `ch:"partial"`
-	Missing      []string `ch:"missing"`
+	StartMs      int64    `ch:"start_ms" json:"start_ms"`
+	EndMs        int64    `ch:"end_ms" json:"end_ms"`
+	Events       uint64   `ch:"events" json:"events"`
+	MaxMean      float64  `ch:"max_mean" json:"max_mean"`
+	Gini         float64  `ch:"gini" json:"gini"`
+	NodeMaxMean  float64  `ch:"node_max_mean" json:"node_max_mean"`
+	NodeGini     float64  `ch:"node_gini" json:"node_gini"`
+	Top1Share    float64  `ch:"top1_share" json:"top1_share"`
+	Top10Share   float64  `ch:"top10_share" json:"top10_share"`
+	DistinctKeys uint64   `ch:"distinct_keys" json:"distinct_keys"`
+	Late         uint64   `ch:"late" json:"late"`
+	Partial      uint8    `ch:"partial" json:"partial"`
+	Missing      []string `ch:"missing" json:"missing"`
 }
 
 // Skew runs the skew query: the most skewed windows first.
@@ -139,13 +139,13 @@ func (c *Client) Skew(ctx context.Context, q ScopeQuery) ([]SkewRow, error) {
 
 // PartitionRow is one events partition's load over a range.
 type PartitionRow struct {
-	Topic     string  `ch:"topic"`
-	Partition int32   `ch:"partition"`
-	Events    uint64  `ch:"events"`
-	Bytes     uint64  `ch:"bytes"`
-	Share     float64 `ch:"share"`
-	PeakShare float64 `ch:"peak_share"`
-	Windows   uint64  `ch:"windows"`
+	Topic     string  `ch:"topic" json:"topic"`
+	Partition int32   `ch:"partition" json:"partition"`
+	Events    uint64  `ch:"events" json:"events"`
+	Bytes     uint64  `ch:"bytes" json:"bytes"`
+	Share     float64 `ch:"share" json:"share"`
+	PeakShare float64 `ch:"peak_share" json:"peak_share"`
+	Windows   uint64  `ch:"windows" json:"windows"`
 }
 
 // Partitions runs the partitions query (no limit: every partition).
@@ -157,13 +157,13 @@ func (c *Client) Partitions(ctx context.Context, q ScopeQuery) ([]PartitionRow, 
 
 // NodeRow is one Redis Cluster node's load over a range.
 type NodeRow struct {
-	Node      string  `ch:"node"`
-	FirstSlot uint16  `ch:"first_slot"`
-	LastSlot  uint16  `ch:"last_slot"`
-	Events    uint64  `ch:"events"`
-	Share     float64 `ch:"share"`
-	PeakShare float64 `ch:"peak_share"`
-	Windows   uint64  `ch:"windows"`
+	Node      string  `ch:"node" json:"node"`
+	FirstSlot uint16  `ch:"first_slot" json:"first_slot"`
+	LastSlot  uint16  `ch:"last_slot" json:"last_slot"`
+	Events    uint64  `ch:"events" json:"events"`
+	Share     float64 `ch:"share" json:"share"`
+	PeakShare float64 `ch:"peak_share" json:"peak_share"`
+	Windows   uint64  `ch:"windows" json:"windows"`
 }
 
 // Nodes runs the nodes query (no limit: every node).
@@ -175,11 +175,11 @@ func (c *Client) Nodes(ctx context.Context, q ScopeQuery) ([]NodeRow, error) {
 
 // SlotRow is one hash slot's events over the windows that listed it.
 type SlotRow struct {
-	Slot    uint16 `ch:"slot"`
-	Events  uint64 `ch:"events"`
-	Windows uint64 `ch:"windows"`
-	FirstMs int64  `ch:"first_ms"`
-	LastMs  int64  `ch:"last_ms"`
+	Slot    uint16 `ch:"slot" json:"slot"`
+	Events  uint64 `ch:"events" json:"events"`
+	Windows uint64 `ch:"windows" json:"windows"`
+	FirstMs int64  `ch:"first_ms" json:"first_ms"`
+	LastMs  int64  `ch:"last_ms" json:"last_ms"`
 }
 
 // Slots runs the slots query.
@@ -200,18 +200,18 @@ type KeyQuery struct {
 
 // KeyRow is the key in one window of one app's report.
 type KeyRow struct {
-	StartMs   int64   `ch:"start_ms"`
-	EndMs     int64   `ch:"end_ms"`
-	App       string  `ch:"key_app"`
-	Rank      uint16  `ch:"rank"`
-	Events    uint64  `ch:"events"`
-	Error     uint64  `ch:"error"`
-	Bytes     uint64  `ch:"bytes"`
-	Reads     uint64  `ch:"reads"`
-	Writes    uint64  `ch:"writes"`
-	LatencyUs uint64  `ch:"latency_us"`
-	Partition int32   `ch:"partition"`
-	Share     float64 `ch:"share"`
+	StartMs   int64   `ch:"start_ms" json:"start_ms"`
+	EndMs     int64   `ch:"end_ms" json:"end_ms"`
+	App       string  `ch:"key_app" json:"key_app"`
+	Rank      uint16  `ch:"rank" json:"rank"`
+	Events    uint64  `ch:"events" json:"events"`
+	Error     uint64  `ch:"error" json:"error"`
+	Bytes     uint64  `ch:"bytes" json:"bytes"`
+	Reads     uint64  `ch:"reads" json:"reads"`
+	Writes    uint64  `ch:"writes" json:"writes"`
+	LatencyUs uint64  `ch:"latency_us" json:"latency_us"`
+	Partition int32   `ch:"partition" json:"partition"`
+	Share     float64 `ch:"share" json:"share"`
 }
 
 // Key runs the key query.
@@ -236,23 +236,23 @@ type AlertsQuery struct {
 
 // AlertRow is one hot-key event.
 type AlertRow struct {
-	OnsetMs    int64   `ch:"onset_ms"`
-	DetectedMs int64   `ch:"detected_ms"`
-	Type       string  `ch:"type"`
-	App        string  `ch:"app"`
-	Key        string  `ch:"key"`
-	Rule       string  `ch:"rule"`
-	Rate       float64 `ch:"rate"`
-	Threshold  float64 `ch:"threshold"`
-	Events     uint64  `ch:"events"`
-	WindowMs   int64   `ch:"window_ms"`
-	Topic      string  `ch:"topic"`
-	Partition  int32   `ch:"partition"`
-	Reads      uint64  `ch:"reads"`
-	Writes     uint64  `ch:"writes"`
-	Bytes      uint64  `ch:"bytes"`
-	Mitigation string  `ch:"mitigation"`
-	Split      uint32  `ch:"split"`
+	OnsetMs    int64   `ch:"onset_ms" json:"onset_ms"`
+	DetectedMs int64   `ch:"detected_ms" json:"detected_ms"`
+	Type       string  `ch:"type" json:"type"`
+	App        string  `ch:"app" json:"app"`
+	Key        string  `ch:"key" json:"key"`
+	Rule       string  `ch:"rule" json:"rule"`
+	Rate       float64 `ch:"rate" json:"rate"`
+	Threshold  float64 `ch:"threshold" json:"threshold"`
+	Events     uint64  `ch:"events" json:"events"`
+	WindowMs   int64   `ch:"window_ms" json:"window_ms"`
+	Topic      string  `ch:"topic" json:"topic"`
+	Partition  int32   `ch:"partition" json:"partition"`
+	Reads      uint64  `ch:"reads" json:"reads"`
+	Writes     uint64  `ch:"writes" json:"writes"`
+	Bytes      uint64  `ch:"bytes" json:"bytes"`
+	Mitigation string  `ch:"mitigation" json:"mitigation"`
+	Split      uint32  `ch:"split" json:"split"`
 }
 
 // Alerts runs the alerts query, oldest onset first.
