@@ -46,9 +46,10 @@ func (t *table) insertSQL() string {
 // a row belongs to, and where that report sits in time.
 var reportHead = []string{"id", "report_id", "rev", "scope", "app", "start", "start_ms", "end_ms"}
 
-// tables lists the destinations in insert order. reports comes last: a
-// query joins the detail tables to the version reports holds, so a
-// report's rows become visible together, once all of them are written.
+// tables lists the destinations. reports must come last: the writer
+// inserts it after every other table, and the queries join the detail
+// tables to the report versions it holds, so a report's rows become
+// visible together, once all of them are written.
 func tables() []*table {
 	return []*table{
 		{

@@ -331,28 +331,47 @@ func (w *Writer) write(batch []*item, rows int) bool {
 	return true
 }
 
+// insert inserts batch into every table not done yet. The detail tables
+// go in parallel, on connections of their own: each insert costs the
+// server a new part, tens of milliseconds however few its rows, and
+// those costs overlap. reports goes last, alone, so a report's rows become
+// visible together.
 func (w *Writer) insert(batch []*item, done []bool) error {
-	for i, t := range w.tables {
-		if done[i] {
-			continue
+	last := len(w.tables) - 1
+	errs := make([]error, last)
+	var wg sync.WaitGroup
+	for i := range last {
+		if !done[i] {
+			wg.Go(func() { errs[i] = w.insertInto(i, batch, done) })
 		}
-		n := 0
-		for _, it := range batch {
-			n += t.rows(it)
-		}
-		if n == 0 {
-			done[i] = true
-			continue
-		}
-		start := time.Now()
-		if err := w.insertTable(t, batch); err != nil {
-			w.m.insertFailures.WithLabelValues(t.name).Inc()
-			return fmt.Errorf("insert %d rows into %s: %w", n, t.name, err)
-		}
-		w.m.insertSeconds.WithLabelValues(t.name).Observe(time.Since(start).Seconds())
-		w.m.rows.WithLabelValues(t.name).Add(float64(n))
-		done[i] = true
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return w.insertInto(last, batch, done)
+}
+
+// insertInto inserts batch into table i and marks it done; each call
+// touches only done[i].
+func (w *Writer) insertInto(i int, batch []*item, done []bool) error {
+	t := w.tables[i]
+	n := 0
+	for _, it := range batch {
+		n += t.rows(it)
+	}
+	if n == 0 {
+		done[i] = true
+		return nil
+	}
+	start := time.Now()
+	if err := w.insertTable(t, batch); err != nil {
+		w.m.insertFailures.WithLabelValues(t.name).Inc()
+		return fmt.Errorf("insert %d rows into %s: %w", n, t.name, err)
+	}
+	w.m.insertSeconds.WithLabelValues(t.name).Observe(time.Since(start).Seconds())
+	w.m.rows.WithLabelValues(t.name).Add(float64(n))
+	done[i] = true
 	return nil
 }
 
