@@ -8,6 +8,8 @@ import (
 	"time"
 
 	chgo "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/internal/testenv"
@@ -149,9 +151,12 @@ func TestClickHouseWrite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	conn, db := testDB(t)
-	w, err := Open(ctx, testOptions(testenv.ClickHouseAddr(t), db), Deps{})
+	reg := prometheus.NewRegistry()
+	w, err := Open(ctx, testOptions(testenv.ClickHouseAddr(t), db), Deps{Registerer: reg, Logger: testLogger(t)})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.Close(ctx)) }()
+	_, err = Open(ctx, testOptions(testenv.ClickHouseAddr(t), db), Deps{Registerer: reg})
+	require.ErrorContains(t, err, "one writer per registry", "a second writer on the same registry")
 
 	f := makeFixture(1, 12, fixtureApps, fixtureBaseMs)
 	a := newAcks()
@@ -166,6 +171,9 @@ func TestClickHouseWrite(t *testing.T) {
 	want := f.rows()
 	final, _ := counts(ctx, t, conn, db)
 	require.Equal(t, want, final, "logical rows per table after one write")
+	require.Equal(t, float64(len(f.reports)), testutil.ToFloat64(w.m.items.WithLabelValues("report", "written")))
+	require.Equal(t, float64(len(f.hot)), testutil.ToFloat64(w.m.items.WithLabelValues("hotkey", "written")))
+	require.Zero(t, testutil.ToFloat64(w.m.bufferedRows), "nothing held once everything is acknowledged")
 
 	// One report's row, field by field.
 	r := f.reports[0]

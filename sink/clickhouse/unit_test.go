@@ -1,6 +1,7 @@
 package clickhouse
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -207,4 +208,21 @@ func TestInsertSQL(t *testing.T) {
 		require.True(t, strings.HasPrefix(sql, "INSERT INTO "+tb.name+" (id, "), sql)
 		require.Equal(t, "id", tb.columns[0], "%s: id first", tb.name)
 	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	ctx := t.Context()
+	bad := DefaultOptions()
+	bad.BatchRows = 0
+	_, err := Open(ctx, bad, Deps{})
+	require.ErrorContains(t, err, "clickhouse.batch_rows")
+
+	// Nothing listens on a port just released.
+	o := DefaultOptions()
+	o.Addr = []string{fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])}
+	o.DialTimeout = time.Second
+	_, err = Open(ctx, o, Deps{})
+	require.ErrorContains(t, err, "is it running")
+	_, err = Connect(ctx, o)
+	require.ErrorContains(t, err, "is it running")
 }

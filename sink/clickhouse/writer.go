@@ -84,10 +84,6 @@ func Open(ctx context.Context, opts Options, deps Deps) (*Writer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(deps.Registerer)
-	if err != nil {
-		return nil, err
-	}
 	if err := ensureDatabase(ctx, opts); err != nil {
 		return nil, err
 	}
@@ -96,6 +92,12 @@ func Open(ctx context.Context, opts Options, deps Deps) (*Writer, error) {
 		return nil, err
 	}
 	if _, err := Migrate(ctx, conn, opts.RetentionDays, log); err != nil {
+		return nil, errors.Join(err, conn.Close())
+	}
+	// Registered last, so a failed Open can be retried with the same
+	// registry.
+	m, err := newMetrics(deps.Registerer)
+	if err != nil {
 		return nil, errors.Join(err, conn.Close())
 	}
 	baseCtx, cancel := context.WithCancel(context.Background())
