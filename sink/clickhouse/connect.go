@@ -22,6 +22,10 @@ func dial(ctx context.Context, opts Options, database string) (driver.Conn, erro
 			Password: opts.Password,
 		},
 		DialTimeout: opts.DialTimeout,
+		// LZ4, as clickhouse-client uses by default: report rows are
+		// repetitive text (ids, apps, keys), which LZ4 shrinks cheaply
+		// on the way to a server across a network.
+		Compression: &chgo.Compression{Method: chgo.CompressionLZ4},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse %v: %w", opts.Addr, err)

@@ -11,8 +11,9 @@
 // ClickHouse slows the consumer down instead of growing memory or
 // dropping anything. A flusher inserts batches (BatchRows rows, or what
 // waited FlushInterval) over the native protocol, one INSERT per table
-// with an explicit column list, and retries a failed batch with
-// exponential backoff and jitter until it is in. Each item's AckFunc then
+// with an explicit column list (the detail tables in parallel, the
+// reports table after them), and retries a failed batch with exponential
+// backoff and jitter until it is in. Each item's AckFunc then
 // says it is in ClickHouse: commit a Kafka offset only after the acks of
 // everything before it. [Writer.Ready] reports whether inserts are
 // failing, for a readiness endpoint.
