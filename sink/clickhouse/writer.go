@@ -214,6 +214,12 @@ func (w *Writer) Ready() error {
 // called more than once; later calls return the first call's result.
 func (w *Writer) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
+		// Why no item is lost between Write and Close: enqueue appends
+		// under mu only while closed is false, and the flusher returns
+		// only once it sees, under mu, closed set and the queue empty.
+		// So every item accepted before this line is written or, if ctx
+		// ends first, acknowledged with ErrClosed by giveUp; every later
+		// Write returns ErrClosed.
 		w.mu.Lock()
 		w.closed = true
 		w.mu.Unlock()
