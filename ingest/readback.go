@@ -16,7 +16,7 @@ package ingest
 // goroutine, and within a partition Kafka's offsets follow produce order.
 // So the record of any line in the acknowledged prefix was written before
 // the record of any line past it, in the same partition; the highest such
-// offset is a floor (ackSeq raises it as lines join the prefix). A path
+// offset is a floor (tailAcks raises it as lines join the prefix). A path
 // that has nothing outstanding may take as floor any offset acknowledged
 // before that moment, from any path: its next lines are produced later
 // (Tailer.Positions). At a start the end offsets are a floor for lines
@@ -60,6 +60,9 @@ const (
 	topicEvents outTopic = iota
 	topicDLQ
 	numOutTopics
+	// noTopic marks a line without a record (a skipped line), or one
+	// whose record's place was not told.
+	noTopic = numOutTopics
 )
 
 // placedAcker is an Acker that also wants to know where Kafka wrote a

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/keyheat/keyheat/internal/ackseq"
 )
 
 // ReadLines sends every line of r through pl until r ends or ctx does,
@@ -28,7 +30,7 @@ func ReadLines(ctx context.Context, r io.Reader, source string, maxLine int, pl 
 		stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Now()) })
 		defer stop()
 	}
-	acks := newAckSeq(0, floors{})
+	acks := ackseq.New(0)
 	prefix := source + "@" + strconv.FormatInt(time.Now().UnixNano(), 10) + ":"
 	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64
@@ -53,7 +55,7 @@ func ReadLines(ctx context.Context, r io.Reader, source string, maxLine int, pl 
 				l.Err = tooLongErr(fmt.Sprintf("line is longer than %d bytes", maxLine))
 			}
 			off += n
-			if serr := pl.Send(ctx, &l, acks, acks.Add(off)); serr != nil {
+			if serr := pl.Send(ctx, &l, seqAcker{acks}, acks.Add(off)); serr != nil {
 				break
 			}
 			long = long[:0]
@@ -62,7 +64,7 @@ func ReadLines(ctx context.Context, r io.Reader, source string, maxLine int, pl 
 			off += n
 			data := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
 			l := Line{Data: data, Source: source, IDPrefix: prefix, Offset: start}
-			if serr := pl.Send(ctx, &l, acks, acks.Add(off)); serr != nil {
+			if serr := pl.Send(ctx, &l, seqAcker{acks}, acks.Add(off)); serr != nil {
 				break
 			}
 		}

@@ -52,7 +52,7 @@ type TailConfig struct {
 }
 
 // Tailer follows files into a Pipeline. Each path has its own goroutine
-// and its own ackSeq; a saver goroutine writes the state file.
+// and its own watermark (tailAcks); a saver goroutine writes the state file.
 type Tailer struct {
 	cfg        TailConfig
 	pl         *Pipeline
@@ -147,7 +147,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.cfg.Paths))
 	for i, p := range t.cfg.Paths {
-		f := &follower{t: t, path: p, pinned: pinned[i], acks: newAckSeq(0, t.startFloors(p)), skips: t.skips[p]}
+		f := &follower{t: t, path: p, pinned: pinned[i], acks: newTailAcks(0, t.startFloors(p)), skips: t.skips[p]}
 		t.mu.Lock()
 		t.followers = append(t.followers, f)
 		t.mu.Unlock()
@@ -293,7 +293,7 @@ type follower struct {
 	open     bool
 	id       fileID
 	gen      uint64
-	acks     *ackSeq
+	acks     *tailAcks
 	skipping bool // len(skips) > 0
 }
 
@@ -453,7 +453,7 @@ func (f *follower) switchTo(file *os.File, id fileID, gen uint64, off int64) {
 	// The floors carry over: every line of the file left is acknowledged
 	// (waitAcked), so they cover it, and they stay floors for the next.
 	f.mu.Lock()
-	f.open, f.id, f.gen, f.acks = true, id, gen, newAckSeq(off, f.acks.takeFloors())
+	f.open, f.id, f.gen, f.acks = true, id, gen, newTailAcks(off, f.acks.takeFloors())
 	f.skipping = f.skips != nil
 	f.mu.Unlock()
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/keyheat/keyheat/internal/ackseq"
 )
 
 // TopicConfig configures a Topic source.
@@ -99,7 +101,7 @@ type topicPartition struct {
 
 // partAcks is one assigned partition's acknowledgement watermark.
 type partAcks struct {
-	acks      *ackSeq
+	acks      *ackseq.Seq
 	idPrefix  string // "topic/partition/": ids are topic/partition/offset
 	source    string // "topic:partition" for dead letters
 	committed int64  // last committed offset, -1 for none
@@ -242,7 +244,7 @@ func (s *Topic) part(topic string, partition int32, first int64) *partAcks {
 	pa := s.parts[tp]
 	if pa == nil {
 		p := strconv.FormatInt(int64(partition), 10)
-		pa = &partAcks{acks: newAckSeq(first, floors{}), idPrefix: topic + "/" + p + "/", source: topic + ":" + p, committed: -1}
+		pa = &partAcks{acks: ackseq.New(first), idPrefix: topic + "/" + p + "/", source: topic + ":" + p, committed: -1}
 		s.parts[tp] = pa
 	}
 	return pa
@@ -256,7 +258,7 @@ func (s *Topic) send(ctx context.Context, pa *partAcks, r *kgo.Record) error {
 		l.Data = data[:s.maxL]
 		l.Err = tooLongErr(fmt.Sprintf("record value is %d bytes, more than %d", len(data), s.maxL))
 	}
-	return s.pl.Send(ctx, &l, pa.acks, pa.acks.Add(r.Offset+1))
+	return s.pl.Send(ctx, &l, seqAcker{pa.acks}, pa.acks.Add(r.Offset+1))
 }
 
 // failed returns the first produce error of any partition: Kafka refused
