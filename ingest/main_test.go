@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -95,5 +94,3 @@ func seqOf(t *testing.T, r *kgo.Record) int {
 	require.NoError(t, schemas.DecodeAny(r.Value, &e))
 	return int(e.Bytes)
 }
-
-var _ = strconv.Itoa

@@ -19,7 +19,7 @@ package ingest
 // offset is a floor (tailAcks raises it as lines join the prefix). A path
 // that has nothing outstanding may take as floor any offset acknowledged
 // before that moment, from any path: its next lines are produced later
-// (Tailer.Positions). At a start the end offsets are a floor for lines
+// (Tailer.positions). At a start the end offsets are a floor for lines
 // produced from then on.
 //
 // The floors are per path, and a restart reads from the lowest floor of
@@ -228,7 +228,7 @@ func (t *Tailer) readBack(parent context.Context) error {
 			base[t][p]--
 		}
 	}
-	t.mu.Lock() // Positions may be polled already
+	t.mu.Lock() // positions may be polled already
 	t.topics, t.base = topics, base
 	t.mu.Unlock()
 

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -77,6 +78,8 @@ func NewTailer(cfg TailConfig, pl *Pipeline) (*Tailer, error) {
 	if len(cfg.Paths) == 0 {
 		return nil, errors.New("tail: no files to follow")
 	}
+	// Absolute paths, in a copy: the caller's slice stays as it was.
+	cfg.Paths = slices.Clone(cfg.Paths)
 	seen := map[string]bool{}
 	for i, p := range cfg.Paths {
 		abs, err := filepath.Abs(p)
@@ -202,9 +205,9 @@ func (t *Tailer) startFloors(path string) floors {
 	return t.base.clone()
 }
 
-// Positions returns the acknowledged position of every followed path, as
+// positions returns the acknowledged position of every followed path, as
 // the state file would record it now.
-func (t *Tailer) Positions() map[string]filePos {
+func (t *Tailer) positions() map[string]filePos {
 	t.saveMu.Lock()
 	out := maps.Clone(t.saved)
 	t.saveMu.Unlock()
@@ -236,19 +239,11 @@ func (t *Tailer) Positions() map[string]filePos {
 	return out
 }
 
-// Acked returns the acknowledged byte offset in the file now at path (or
-// being drained for it) and whether it is followed yet. Tests poll it.
-func (t *Tailer) Acked(path string) (int64, bool) {
-	abs, _ := filepath.Abs(path)
-	pos, ok := t.Positions()[abs]
-	return pos.Offset, ok
-}
-
 func (t *Tailer) save() error {
 	if t.cfg.StateFile == "" {
 		return nil
 	}
-	pos := t.Positions()
+	pos := t.positions()
 	b, err := marshalState(pos)
 	if err != nil {
 		return err

@@ -97,7 +97,7 @@ func ackedWhole(tl *Tailer, path string) bool {
 		return false
 	}
 	abs, _ := filepath.Abs(path)
-	pos, ok := tl.Positions()[abs]
+	pos, ok := tl.positions()[abs]
 	return ok && pos.ID == fileIDOf(fi) && pos.Offset == fi.Size()
 }
 
@@ -142,7 +142,7 @@ func testTailExactlyOnce(t *testing.T, seeds []string) {
 	// start-up let 30,000 lines and a rotation in first).
 	waitFor(t, "the tailer to open the file", func() bool {
 		abs, _ := filepath.Abs(path)
-		_, ok := run.tl.Positions()[abs]
+		_, ok := run.tl.positions()[abs]
 		return ok
 	})
 	lw.write(30_000)
@@ -403,4 +403,16 @@ func TestTailPinsFilesBeforeKafka(t *testing.T) {
 		require.True(t, seen[i], "line %d lost", i)
 	}
 	require.Len(t, recs, 150)
+}
+
+// TestNewTailerKeepsCallersPaths: NewTailer makes the paths absolute in
+// its own copy, never in the slice it was given.
+func TestNewTailerKeepsCallersPaths(t *testing.T) {
+	paths := []string{"a.log", "logs/b.log"}
+	tl, err := NewTailer(TailConfig{Paths: paths}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.log", "logs/b.log"}, paths)
+	abs, err := filepath.Abs("a.log")
+	require.NoError(t, err)
+	require.Equal(t, abs, tl.cfg.Paths[0])
 }

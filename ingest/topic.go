@@ -83,13 +83,9 @@ type Topic struct {
 
 	// mu guards parts. The poll loop and the rebalance callbacks already
 	// exclude each other (BlockRebalanceOnPoll); the lock is for Run's
-	// final commit racing a callback of Close and for the reader of
-	// Committed.
+	// final commit racing a callback of Close.
 	mu    sync.Mutex
 	parts map[topicPartition]*partAcks
-	// committed is the last offset committed per partition, for tests and
-	// logging.
-	committed map[topicPartition]int64
 
 	closeOnce sync.Once
 }
@@ -132,7 +128,7 @@ func NewTopic(cfg TopicConfig, pl *Pipeline) (*Topic, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Topic{cfg: cfg, pl: pl, log: cfg.Logger, maxL: cfg.MaxLineBytes,
-		parts: map[topicPartition]*partAcks{}, committed: map[topicPartition]int64{}}
+		parts: map[topicPartition]*partAcks{}}
 	opts := append([]kgo.Opt{}, cfg.ClientOpts...)
 	opts = append(opts,
 		kgo.ConsumeTopics(cfg.Topics...),
@@ -222,17 +218,6 @@ func (s *Topic) Run(ctx context.Context) error {
 // Close leaves the group and closes the consumer; Run calls it. It is
 // idempotent.
 func (s *Topic) Close() { s.closeOnce.Do(s.cl.Close) }
-
-// Committed returns the offset last committed for topic/partition, -1 if
-// none was committed by this source.
-func (s *Topic) Committed(topic string, partition int32) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o, ok := s.committed[topicPartition{topic, partition}]; ok {
-		return o
-	}
-	return -1
-}
 
 // part returns the watermark of a partition, starting it at first, the
 // offset of the first record polled since it was assigned: that is where
@@ -328,7 +313,6 @@ func (s *Topic) commit(ctx context.Context, only map[string][]int32) {
 				if pa := s.parts[tp]; pa != nil {
 					pa.committed = o
 				}
-				s.committed[tp] = o
 			}
 		}
 	})
