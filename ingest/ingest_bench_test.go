@@ -61,7 +61,7 @@ func BenchmarkGenKFake(b *testing.B) {
 				key := "key:" + strconv.Itoa(i%100_000)
 				val := schemas.AppendBinary(nil, &schemas.AccessEvent{TimeMs: 1742220131000 + int64(i), Key: key, App: "gen", Op: "GET", Bytes: 100 + int64(i%900), Client: "gen"})
 				recs[i] = kgo.Record{Topic: events, Key: []byte(key), Value: val,
-					Headers: []kgo.RecordHeader{{Key: HeaderID, Value: []byte("gen:1:" + strconv.Itoa(i))}}}
+					Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: []byte(schemas.RecordID{Kind: schemas.IDGen, Seed: 1, Offset: int64(i)}.String())}}}
 			}
 			b.StartTimer()
 			for i := range recs {

@@ -72,8 +72,9 @@ type Line struct {
 	// ArrivalMs, when not 0, is the event time of a line that carries none
 	// (a raw record's timestamp); 0 means the time Send is called.
 	ArrivalMs int64
-	// IDPrefix and Offset make the record's keyheat-id header,
-	// IDPrefix+strconv.Itoa(Offset): the same line always gets the same id.
+	// IDPrefix and Offset make the record's keyheat-id header: IDPrefix is
+	// the schemas.RecordID.Prefix of the line's stream and Offset its
+	// position there, so the same line always gets the same id.
 	IDPrefix string
 	Offset   int64
 	// Err, when set, dead-letters the line with this error instead of

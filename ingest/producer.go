@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -14,12 +13,6 @@ import (
 
 	"github.com/keyheat/keyheat/schemas"
 )
-
-// HeaderID is the record header holding an event's deterministic identity:
-// its source and position (file, inode, generation and byte offset; topic,
-// partition and offset; generator seed and sequence). A record re-sent
-// after a crash carries the same id, so consumers can drop it.
-const HeaderID = "keyheat-id"
 
 // ProducerConfig configures a Producer. Zero values take the defaults.
 type ProducerConfig struct {
@@ -155,8 +148,9 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 // Client returns the underlying franz-go client (for Ping and admin use).
 func (p *Producer) Client() *kgo.Client { return p.cl }
 
-// Event produces e to the events topic with record key e.Key and header
-// id = idPrefix + idOffset. ack.Ack(seq, err) is called once Kafka
+// Event produces e to the events topic with record key e.Key and the
+// keyheat-id header of the schemas.RecordID whose Prefix is idPrefix and
+// whose offset is idOffset. ack.Ack(seq, err) is called once Kafka
 // acknowledged or finally refused the record. It blocks while the buffer
 // is full; if ctx ends first the record is not produced, ack hears ctx's
 // error, and Event returns it.
@@ -172,13 +166,12 @@ func (p *Producer) event(ctx context.Context, e *schemas.AccessEvent, idPrefix s
 	kl := len(b)
 	b = p.codec.Append(b, e)
 	vl := len(b)
-	b = append(b, idPrefix...)
-	b = strconv.AppendInt(b, idOffset, 10)
+	b = schemas.AppendRecordID(b, idPrefix, idOffset)
 	r.buf = b
 	r.Topic = p.topic
 	r.Key = b[:kl:kl]
 	r.Value = b[kl:vl:vl]
-	r.hdr[0] = kgo.RecordHeader{Key: HeaderID, Value: b[vl:]}
+	r.hdr[0] = kgo.RecordHeader{Key: schemas.HeaderRecordID, Value: b[vl:]}
 	return p.produce(ctx, r, ack, seq)
 }
 
@@ -192,13 +185,12 @@ func (p *Producer) deadLetter(ctx context.Context, d *schemas.DeadLetter, idPref
 	r.stats, r.dlq = stats, reasonIndex(d.Reason)
 	b := schemas.AppendDeadLetter(r.buf[:0], d)
 	vl := len(b)
-	b = append(b, idPrefix...)
-	b = strconv.AppendInt(b, idOffset, 10)
+	b = schemas.AppendRecordID(b, idPrefix, idOffset)
 	r.buf = b
 	r.Topic = p.dlq
 	r.Key = nil
 	r.Value = b[:vl:vl]
-	r.hdr[0] = kgo.RecordHeader{Key: HeaderID, Value: b[vl:]}
+	r.hdr[0] = kgo.RecordHeader{Key: schemas.HeaderRecordID, Value: b[vl:]}
 	return p.produce(ctx, r, ack, seq)
 }
 

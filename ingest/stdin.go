@@ -7,16 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/keyheat/keyheat/internal/ackseq"
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // ReadLines sends every line of r through pl until r ends or ctx does,
-// then flushes. Lines are identified as source + "@" + the start time +
-// ":" + the line's byte offset, unique per run (a pipe cannot be re-read,
-// so there is nothing to resume). Lines longer than maxLine (default
+// then flushes. source names r in dead letters. Records carry stdin
+// record ids (schemas.IDStdin: the run's start and the line's byte
+// offset), unique per run: a pipe cannot be read again, so there is
+// nothing to resume. Lines longer than maxLine (default
 // 1 MiB) are dead-lettered with schemas.ReasonLineTooLong.
 //
 // When ctx ends, reading stops at the next line; if r has a
@@ -31,7 +32,7 @@ func ReadLines(ctx context.Context, r io.Reader, source string, maxLine int, pl 
 		defer stop()
 	}
 	acks := ackseq.New(0)
-	prefix := source + "@" + strconv.FormatInt(time.Now().UnixNano(), 10) + ":"
+	prefix := schemas.RecordID{Kind: schemas.IDStdin, StartNs: time.Now().UnixNano()}.Prefix()
 	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64
 	var long []byte

@@ -47,7 +47,9 @@ func TestStdinDLQ(t *testing.T) {
 			var d schemas.DeadLetter
 			require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
 			require.Equal(t, schemas.SourceStdin, d.Source)
-			require.NotEmpty(t, header(r, HeaderID))
+			id, err := schemas.ParseRecordID(header(r, schemas.HeaderRecordID))
+			require.NoError(t, err)
+			require.Equal(t, schemas.IDStdin, id.Kind)
 			got[d.Reason] = string(d.Raw)
 		}
 		require.Equal(t, map[schemas.Reason]string{

@@ -12,9 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // TailConfig configures a Tailer.
@@ -434,7 +435,7 @@ func (f *follower) switchTo(file *os.File, id fileID, gen uint64, off int64) {
 		_ = f.f.Close()
 	}
 	f.f, f.readPos, f.start, f.end, f.tooLong = file, off, 0, 0, -1
-	f.idPrefix = f.path + "@" + strconv.FormatUint(id.Dev, 10) + ":" + strconv.FormatUint(id.Ino, 10) + ":" + strconv.FormatUint(gen, 10) + ":"
+	f.idPrefix = schemas.RecordID{Kind: schemas.IDTail, Path: f.path, Dev: id.Dev, Ino: id.Ino, FileGen: gen}.Prefix()
 	if f.skips != nil {
 		fg := fileGen{ID: id, Gen: gen}
 		if f.skip != nil && f.skipKey != fg {

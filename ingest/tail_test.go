@@ -184,8 +184,11 @@ func testTailExactlyOnce(t *testing.T, seeds []string) {
 	idOf := map[int]string{}
 	lastPerKey := map[string]int{}
 	for _, r := range recs {
-		seq, id := seqOf(t, r), header(r, HeaderID)
-		require.NotEmpty(t, id)
+		seq, id := seqOf(t, r), header(r, schemas.HeaderRecordID)
+		rid, err := schemas.ParseRecordID(id)
+		require.NoError(t, err)
+		require.Equal(t, schemas.IDTail, rid.Kind, "id %q", id)
+		require.Equal(t, path, rid.Path, "id %q", id)
 		prev, seen := idOf[seq]
 		require.False(t, seen, "line %d sent twice, ids %s and %s", seq, prev, id)
 		idOf[seq] = id
@@ -256,7 +259,7 @@ func idCounts(t *testing.T, k *kafkaEnv) map[string]int {
 	n := map[string]int{}
 	for _, topic := range []string{k.events, k.dlq} {
 		for _, r := range readAll(t, k.seeds, topic) {
-			id := header(r, HeaderID)
+			id := header(r, schemas.HeaderRecordID)
 			require.NotEmpty(t, id)
 			n[id]++
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/keyheat/keyheat/internal/ackseq"
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // TopicConfig configures a Topic source.
@@ -73,7 +74,7 @@ func (c *TopicConfig) Validate() error {
 // runs while records are being sent. On revoke it flushes the producer and
 // commits the revoked partitions' watermark before they move; on a lost
 // partition (the group already moved on) it commits nothing, and the new
-// owner re-sends from the last commit with the same keyheat-id headers.
+// owner re-sends from the last commit with the same keyheat-id headers (schemas.RecordID).
 type Topic struct {
 	cfg  TopicConfig
 	pl   *Pipeline
@@ -98,7 +99,7 @@ type topicPartition struct {
 // partAcks is one assigned partition's acknowledgement watermark.
 type partAcks struct {
 	acks      *ackseq.Seq
-	idPrefix  string // "topic/partition/": ids are topic/partition/offset
+	idPrefix  string // schemas.RecordID.Prefix of the partition
 	source    string // "topic:partition" for dead letters
 	committed int64  // last committed offset, -1 for none
 }
@@ -228,8 +229,8 @@ func (s *Topic) part(topic string, partition int32, first int64) *partAcks {
 	defer s.mu.Unlock()
 	pa := s.parts[tp]
 	if pa == nil {
-		p := strconv.FormatInt(int64(partition), 10)
-		pa = &partAcks{acks: ackseq.New(first), idPrefix: topic + "/" + p + "/", source: topic + ":" + p, committed: -1}
+		pa = &partAcks{acks: ackseq.New(first), source: topic + ":" + strconv.FormatInt(int64(partition), 10), committed: -1,
+			idPrefix: schemas.RecordID{Kind: schemas.IDTopic, Topic: topic, Partition: partition}.Prefix()}
 		s.parts[tp] = pa
 	}
 	return pa

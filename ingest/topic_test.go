@@ -96,8 +96,11 @@ func checkRepublished(t *testing.T, k *kafkaEnv, raw string, n int) {
 		require.NoError(t, schemas.DecodeAny(r.Value, &e))
 		require.Equal(t, e.Key, string(r.Key), "record key is the access key")
 		require.Equal(t, 1742220131000+e.Bytes, e.TimeMs, "time comes from the line")
-		id := header(r, HeaderID)
-		require.True(t, strings.HasPrefix(id, raw+"/"), "id %q", id)
+		id := header(r, schemas.HeaderRecordID)
+		rid, err := schemas.ParseRecordID(id)
+		require.NoError(t, err)
+		require.Equal(t, schemas.IDTopic, rid.Kind, "id %q", id)
+		require.Equal(t, raw, rid.Topic, "id %q", id)
 		require.False(t, ids[id], "id %s twice on the events topic", id)
 		ids[id] = true
 		seen[int(e.Bytes)]++
@@ -106,13 +109,14 @@ func checkRepublished(t *testing.T, k *kafkaEnv, raw string, n int) {
 		var d schemas.DeadLetter
 		require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
 		require.Equal(t, schemas.ReasonParse, d.Reason)
-		id := header(r, HeaderID)
+		id := header(r, schemas.HeaderRecordID)
 		require.False(t, ids[id], "id %s twice", id)
 		ids[id] = true
-		// The id raw/p/o and the source raw:p@o name the same record.
-		parts := strings.Split(strings.TrimPrefix(id, raw+"/"), "/")
-		require.Len(t, parts, 2, "id %q", id)
-		require.Equal(t, schemas.KafkaSource(raw, int32(atoi(t, parts[0])), int64(atoi(t, parts[1]))), d.Source)
+		// The id and the dead letter's source name the same record.
+		rid, err := schemas.ParseRecordID(id)
+		require.NoError(t, err)
+		require.Equal(t, schemas.IDTopic, rid.Kind, "id %q", id)
+		require.Equal(t, schemas.KafkaSource(raw, rid.Partition, rid.Offset), d.Source)
 		i := atoi(t, strings.TrimPrefix(string(d.Raw), "garbage "))
 		require.Equal(t, rawLine(i), string(d.Raw))
 		seen[i]++
