@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,12 +65,12 @@ func startTail(t *testing.T, k *kafkaEnv, path, state string, opts ...func(*Tail
 	prod := k.producer(t, schemas.Binary)
 	parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes"}, "test")
 	require.NoError(t, err)
-	cfg := TailConfig{Paths: []string{path}, StateFile: state, FromStart: true,
-		PollInterval: 2 * time.Millisecond, SaveInterval: 10 * time.Millisecond}
+	cfg := TailConfig{Paths: []string{path}, FromStart: true,
+		TailOptions: TailOptions{StateFile: state, PollInterval: 2 * time.Millisecond, SaveInterval: 10 * time.Millisecond}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	tl, err := NewTailer(cfg, pipeline(t, prod, parser))
+	tl, err := NewTailer(cfg, lineSender(t, prod, parser, LineOptions{}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &tailRun{tl: tl, prod: prod, cancel: cancel, done: make(chan error, 1)}
@@ -418,4 +419,43 @@ func TestNewTailerKeepsCallersPaths(t *testing.T) {
 	abs, err := filepath.Abs("a.log")
 	require.NoError(t, err)
 	require.Equal(t, abs, tl.cfg.Paths[0])
+}
+
+// TestTailLineLimit: a line longer than MaxLineBytes is dead-lettered with
+// its start, whether it fits the read buffer or not; a line of exactly
+// MaxLineBytes is an event.
+func TestTailLineLimit(t *testing.T) {
+	brokers(t, func(t *testing.T, seeds []string) {
+		const limit = 64
+		k := newKafkaEnv(t, seeds, 2)
+		path := filepath.Join(t.TempDir(), "access.log")
+		pad := func(n int) string { // a JSON line of exactly n bytes
+			pre := `{"key":"k","pad":"`
+			return pre + strings.Repeat("p", n-len(pre)-2) + `"}`
+		}
+		lines := []string{pad(limit), pad(limit + 1), pad(200 << 10), pad(limit) + "\r"}
+		require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+
+		parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key"}, "test")
+		require.NoError(t, err)
+		ls := lineSender(t, k.producer(t, schemas.JSON), parser, LineOptions{MaxLineBytes: limit})
+		tl, err := NewTailer(TailConfig{Paths: []string{path}, FromStart: true, TailOptions: TailOptions{PollInterval: 2 * time.Millisecond}}, ls)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- tl.Run(ctx) }()
+		waitFor(t, "four lines acknowledged", func() bool { return ackedWhole(tl, path) })
+		cancel()
+		require.NoError(t, <-done)
+
+		require.EqualValues(t, 2, ls.Stats().Events.Load(), "the lines of exactly %d bytes", limit)
+		require.EqualValues(t, 2, ls.Stats().DLQByReason(schemas.ReasonLineTooLong))
+		var raws []string
+		for _, r := range readAll(t, k.seeds, k.dlq) {
+			var d schemas.DeadLetter
+			require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
+			raws = append(raws, string(d.Raw))
+		}
+		require.ElementsMatch(t, []string{pad(limit + 1)[:limit], pad(200 << 10)[:limit]}, raws, "a too-long line keeps its first %d bytes", limit)
+	})
 }

@@ -51,7 +51,7 @@ func produceRaw(t *testing.T, seeds []string, topic string, from, to int) {
 
 type topicRun struct {
 	src    *Topic
-	pl     *Pipeline
+	pl     *LineSender
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -60,9 +60,9 @@ func startTopic(t *testing.T, k *kafkaEnv, raw, group string) *topicRun {
 	t.Helper()
 	parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes", Time: "time", TimeFormat: "unix_ms"}, "raw")
 	require.NoError(t, err)
-	pl := pipeline(t, k.producer(t, schemas.Binary), parser)
+	pl := lineSender(t, k.producer(t, schemas.Binary), parser, LineOptions{})
 	src, err := NewTopic(TopicConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(k.seeds...), kgo.FetchMaxWait(50 * time.Millisecond)},
-		Topics: []string{raw}, Group: group, CommitInterval: 20 * time.Millisecond, MaxPollRecords: 500}, pl)
+		TopicOptions: TopicOptions{Topics: []string{raw}, Group: group, CommitInterval: 20 * time.Millisecond}, MaxPollRecords: 500}, pl)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &topicRun{src: src, pl: pl, cancel: cancel, done: make(chan error, 1)}
@@ -213,21 +213,4 @@ func TestTopicRebalance(t *testing.T) {
 		requireCommittedAtEnd(t, seeds, raw, group)
 		checkRepublished(t, k, raw, n)
 	})
-}
-
-func TestTopicConfigValidate(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		cfg  TopicConfig
-	}{
-		{"no topics", TopicConfig{Group: "g"}},
-		{"empty topic", TopicConfig{Topics: []string{""}, Group: "g"}},
-		{"no group", TopicConfig{Topics: []string{"raw"}}},
-		{"negative interval", TopicConfig{Topics: []string{"raw"}, Group: "g", CommitInterval: -1}},
-		{"negative poll", TopicConfig{Topics: []string{"raw"}, Group: "g", MaxPollRecords: -1}},
-	} {
-		t.Run(c.name, func(t *testing.T) { require.Error(t, c.cfg.Validate()) })
-	}
-	ok := TopicConfig{Topics: []string{"raw"}, Group: "g"}
-	require.NoError(t, ok.Validate())
 }

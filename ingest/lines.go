@@ -1,0 +1,176 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// LineOptions are the settings of lines every source shares, as a config
+// file sets them (under ingest:, by their mapstructure tags). A zero value
+// takes the default (DefaultLineOptions).
+type LineOptions struct {
+	// MaxLineBytes bounds a line (or a raw record's value); the sources
+	// dead-letter longer ones with schemas.ReasonLineTooLong, keeping
+	// their start.
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
+	// DLQMaxRaw bounds the copy of a bad line in its dead letter.
+	DLQMaxRaw int `mapstructure:"dlq_max_raw"`
+}
+
+// DefaultLineOptions: lines up to 1 MiB, dead letters keep
+// schemas.DefaultMaxDeadLetterRaw bytes of a line.
+func DefaultLineOptions() LineOptions {
+	return LineOptions{MaxLineBytes: 1 << 20, DLQMaxRaw: schemas.DefaultMaxDeadLetterRaw}
+}
+
+// Validate returns every unusable option, each an *OptionError, joined.
+func (o LineOptions) Validate() error {
+	var p optionErrors
+	if o.MaxLineBytes < 1 {
+		p.add("max_line_bytes", "must be at least 1, e.g. 1048576")
+	}
+	if o.DLQMaxRaw < 1 {
+		p.add("dlq_max_raw", "must be at least 1, e.g. 16384")
+	}
+	return p.err()
+}
+
+func (o LineOptions) withDefaults() LineOptions {
+	def := DefaultLineOptions()
+	if o.MaxLineBytes == 0 {
+		o.MaxLineBytes = def.MaxLineBytes
+	}
+	if o.DLQMaxRaw == 0 {
+		o.DLQMaxRaw = def.DLQMaxRaw
+	}
+	return o
+}
+
+// LineSender turns lines into records and sends them: parse, check,
+// produce. Good events go to the events topic, bad lines to the DLQ, lines
+// that record no access are counted and acknowledged at once. One
+// LineSender serves every source of a process; Send is safe for
+// concurrent use.
+type LineSender struct {
+	parser  logparse.Parser
+	prod    *Producer
+	limits  schemas.Limits
+	maxLine int
+	maxRaw  int
+	now     func() time.Time
+	stats   *Stats
+}
+
+// LineSenderConfig configures a LineSender: its options and what it runs
+// with.
+type LineSenderConfig struct {
+	LineOptions
+	Parser   logparse.Parser
+	Producer *Producer
+	// Limits are applied to every parsed event.
+	Limits schemas.Limits
+	// Stats receives the counts; nil makes private ones.
+	Stats *Stats
+	// Now is the clock for arrival times; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewLineSender returns a LineSender.
+func NewLineSender(cfg LineSenderConfig) (*LineSender, error) {
+	if cfg.Parser == nil || cfg.Producer == nil {
+		return nil, errors.New("line sender: parser and producer must be set")
+	}
+	opt := cfg.LineOptions.withDefaults()
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("line sender: %w", err)
+	}
+	if cfg.Stats == nil {
+		cfg.Stats = NewStats(nil)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &LineSender{parser: cfg.Parser, prod: cfg.Producer, limits: cfg.Limits, maxLine: opt.MaxLineBytes,
+		maxRaw: opt.DLQMaxRaw, now: cfg.Now, stats: cfg.Stats}, nil
+}
+
+// Stats returns the counts the sender updates.
+func (p *LineSender) Stats() *Stats { return p.stats }
+
+// Producer returns the sender's producer.
+func (p *LineSender) Producer() *Producer { return p.prod }
+
+// MaxLineBytes is the longest line the sources hand to Send; they
+// dead-letter longer ones (Line.Err).
+func (p *LineSender) MaxLineBytes() int { return p.maxLine }
+
+// Line is one input line for Send.
+type Line struct {
+	// Data is the line without its line ending; Send copies what it keeps.
+	Data []byte
+	// Source names where it came from, for dead letters (a path, "stdin",
+	// "topic:partition").
+	Source string
+	// SourceAtOffset makes a dead letter's source Source+"@"+Offset, Kafka's
+	// "topic:partition@offset" (schemas.KafkaSource), without building that
+	// string for the lines that do not need it.
+	SourceAtOffset bool
+	// ArrivalMs, when not 0, is the event time of a line that carries none
+	// (a raw record's timestamp); 0 means the time Send is called.
+	ArrivalMs int64
+	// IDPrefix and Offset make the record's keyheat-id header: IDPrefix is
+	// the schemas.RecordID.Prefix of the line's stream and Offset its
+	// position there, so the same line always gets the same id.
+	IDPrefix string
+	Offset   int64
+	// Err, when set, dead-letters the line with this error instead of
+	// parsing it (a source's own verdict, e.g. schemas.ReasonLineTooLong).
+	Err error
+}
+
+// Send parses l and produces the result; ack.Ack(seq, …) follows once it
+// is acknowledged (at once for a skipped line). Send blocks while the
+// producer's buffer is full and returns ctx's error if ctx ends first.
+func (p *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) error {
+	p.stats.Lines.Add(1)
+	p.stats.Bytes.Add(int64(len(l.Data)))
+	now := p.now()
+	err := l.Err
+	var e schemas.AccessEvent
+	if err == nil {
+		err = p.parser.Parse(l.Data, &e)
+	}
+	if err == nil {
+		if e.TimeMs == 0 {
+			e.TimeMs = l.ArrivalMs
+		}
+		if e.TimeMs == 0 {
+			e.TimeMs = now.UnixMilli()
+		}
+		err = p.limits.Validate(&e, now.UnixMilli())
+	}
+	switch {
+	case err == nil:
+		return p.prod.event(ctx, &e, l.IDPrefix, l.Offset, ack, seq, p.stats)
+	case errors.Is(err, logparse.ErrSkip):
+		p.stats.Skipped.Add(1)
+		ack.Ack(seq, nil)
+		return nil
+	}
+	source := l.Source
+	if l.SourceAtOffset {
+		source += "@" + strconv.FormatInt(l.Offset, 10)
+	}
+	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, p.maxRaw)
+	return p.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, p.stats)
+}
+
+func tooLongErr(detail string) error {
+	return &schemas.InvalidEventError{Reason: schemas.ReasonLineTooLong, Detail: detail}
+}
