@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -462,4 +463,27 @@ func TestClientOpts(t *testing.T) {
 	k.TLS.CAFile = bad
 	_, err = k.ClientOpts()
 	require.ErrorContains(t, err, "holds no PEM certificate")
+}
+
+// TestServicesEnv: what `scripts/services.sh env` prints points the
+// commands at the test services and holds nothing Load refuses.
+func TestServicesEnv(t *testing.T) {
+	cmd := exec.Command("bash", "../scripts/services.sh", "env")
+	cmd.Env = append(os.Environ(), "KEYHEAT_SERVICES_PORT_OFFSET=7", "KEYHEAT_SERVICES_DIR="+t.TempDir())
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	vars := map[string]string{}
+	var environ []string
+	for line := range strings.Lines(string(out)) {
+		kv, ok := strings.CutPrefix(strings.TrimSpace(line), "export ")
+		require.True(t, ok, "not an export line: %q", line)
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+		environ = append(environ, kv)
+	}
+	cfg, err := Load(CmdIngest, Source{Environ: environ})
+	require.NoError(t, err)
+	require.Equal(t, []string{"127.0.0.1:19099"}, cfg.Kafka.Brokers)
+	require.Equal(t, []string{vars["KEYHEAT_TEST_KAFKA"]}, cfg.Kafka.Brokers)
+	require.Equal(t, []string{vars["KEYHEAT_TEST_CLICKHOUSE"]}, cfg.ClickHouse.Addr)
 }
