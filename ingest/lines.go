@@ -101,14 +101,14 @@ func NewLineSender(cfg LineSenderConfig) (*LineSender, error) {
 }
 
 // Stats returns the counts the sender updates.
-func (p *LineSender) Stats() *Stats { return p.stats }
+func (s *LineSender) Stats() *Stats { return s.stats }
 
 // Producer returns the sender's producer.
-func (p *LineSender) Producer() *Producer { return p.prod }
+func (s *LineSender) Producer() *Producer { return s.prod }
 
 // MaxLineBytes is the longest line the sources hand to Send; they
 // dead-letter longer ones (Line.Err).
-func (p *LineSender) MaxLineBytes() int { return p.maxLine }
+func (s *LineSender) MaxLineBytes() int { return s.maxLine }
 
 // Line is one input line for Send.
 type Line struct {
@@ -137,14 +137,14 @@ type Line struct {
 // Send parses l and produces the result; ack.Ack(seq, …) follows once it
 // is acknowledged (at once for a skipped line). Send blocks while the
 // producer's buffer is full and returns ctx's error if ctx ends first.
-func (p *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) error {
-	p.stats.Lines.Add(1)
-	p.stats.Bytes.Add(int64(len(l.Data)))
-	now := p.now()
+func (s *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) error {
+	s.stats.Lines.Add(1)
+	s.stats.Bytes.Add(int64(len(l.Data)))
+	now := s.now()
 	err := l.Err
 	var e schemas.AccessEvent
 	if err == nil {
-		err = p.parser.Parse(l.Data, &e)
+		err = s.parser.Parse(l.Data, &e)
 	}
 	if err == nil {
 		if e.TimeMs == 0 {
@@ -153,13 +153,13 @@ func (p *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) e
 		if e.TimeMs == 0 {
 			e.TimeMs = now.UnixMilli()
 		}
-		err = p.limits.Validate(&e, now.UnixMilli())
+		err = s.limits.Validate(&e, now.UnixMilli())
 	}
 	switch {
 	case err == nil:
-		return p.prod.event(ctx, &e, l.IDPrefix, l.Offset, ack, seq, p.stats)
+		return s.prod.event(ctx, &e, l.IDPrefix, l.Offset, ack, seq, s.stats)
 	case errors.Is(err, logparse.ErrSkip):
-		p.stats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 		ack.Ack(seq, nil)
 		return nil
 	}
@@ -167,8 +167,8 @@ func (p *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) e
 	if l.SourceAtOffset {
 		source += "@" + strconv.FormatInt(l.Offset, 10)
 	}
-	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, p.maxRaw)
-	return p.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, p.stats)
+	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, s.maxRaw)
+	return s.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, s.stats)
 }
 
 func tooLongErr(detail string) error {
