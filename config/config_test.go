@@ -272,6 +272,10 @@ func TestUnknownKeysAreErrors(t *testing.T) {
 	_, err = Load(CmdIngest, Source{Environ: []string{"KEYHEAT_KAFKA_BROKERZ=a:1"}})
 	require.EqualError(t, err, "environment variable KEYHEAT_KAFKA_BROKERZ: no such config key (see keyheat.example.yaml)")
 
+	// Several problems come as one flat list, one per line.
+	_, err = Load(CmdIngest, Source{Environ: []string{"KEYHEAT_KAFKA_BROKERZ=a:1", "KEYHEAT_KAFKA_PARTITIONS=x", "KEYHEAT_INGEST_LINGER=y"}})
+	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), 3, "%v", err)
+
 	_, err = Load(CmdIngest, Source{Environ: []string{"KEYHEAT_TEST_KAFKA=a:1", "KEYHEAT_SERVICES_PORT_OFFSET=100", "KEYHEAT_CONFIG=x.yaml"}})
 	require.NoError(t, err, "the scripts' and tests' variables are not config keys")
 
@@ -397,6 +401,7 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"skew off", func(c *Config) { c.Events.Limits.MaxSkew = 0 }, nil},
 		{"binary keys with the binary codec", func(c *Config) { c.Events.Codec = "binary"; c.Events.Limits.AllowBinaryKeys = true }, nil},
 		{"binary keys with json", func(c *Config) { c.Events.Limits.AllowBinaryKeys = true }, []string{"events.allow_binary_keys: needs events.codec: binary"}},
+		{"binary keys with an unknown codec: one problem", func(c *Config) { c.Events.Codec = "avro"; c.Events.Limits.AllowBinaryKeys = true }, []string{"events.codec:"}},
 		{"bad metrics addr", func(c *Config) { c.Metrics.Addr = "9090" }, []string{"metrics.addr:"}},
 		{"metrics on a free port", func(c *Config) { c.Metrics.Addr = "127.0.0.1:0" }, nil},
 		{"several at once", func(c *Config) {

@@ -50,7 +50,9 @@ type Source struct {
 // and src.Args, in increasing precedence, then validates the keys cmd
 // reads (see Command). Keys of other commands may be set (one file serves
 // every command) and are decoded, not validated; a key of no command is an
-// error. Errors name the key, and for the file its line.
+// error. Every problem found is returned, joined, each naming its key (or
+// variable); a YAML syntax error or an unknown key in the file also names
+// its line.
 func Load(cmd Command, src Source) (*Config, error) {
 	def := Defaults()
 	v := viper.NewWithOptions(viper.KeyDelimiter("."))
@@ -111,7 +113,11 @@ func Load(cmd Command, src Source) (*Config, error) {
 
 	var cfg Config
 	if err := decode(v.AllSettings(), &cfg); err != nil {
-		errs = append(errs, err)
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...) // one flat list of problems
+		} else {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -224,14 +230,14 @@ func decode(settings map[string]any, cfg *Config) error {
 	var p problems
 	var walk func(error)
 	walk = func(err error) {
-		var de *mapstructure.DecodeError
-		switch {
-		case errors.As(err, &de) && de.Name() != "":
-			p.add(de.Name(), "%v", de.Unwrap())
+		var inner *mapstructure.DecodeError
+		switch de, ok := err.(*mapstructure.DecodeError); {
 		case isJoined(err):
 			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 				walk(e)
 			}
+		case ok && de.Name() != "" && !isJoined(de.Unwrap()) && !errors.As(de.Unwrap(), &inner):
+			p.add(de.Name(), "%v", de.Unwrap())
 		case errors.Unwrap(err) != nil:
 			walk(errors.Unwrap(err))
 		default:

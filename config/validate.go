@@ -150,7 +150,7 @@ func (e *Events) validate(p *problems) {
 	if e.Limits.MaxSkew < 0 {
 		p.add("events.max_skew", "must not be negative; 0 disables the check")
 	}
-	if e.Limits.AllowBinaryKeys && codec != schemas.Binary {
+	if e.Limits.AllowBinaryKeys && err == nil && codec != schemas.Binary {
 		// The JSON codec writes keys as text; it would mangle them.
 		p.add("events.allow_binary_keys", "needs events.codec: binary (the %s codec carries only UTF-8 keys)", e.Codec)
 	}
