@@ -2,26 +2,43 @@ package config
 
 import (
 	"time"
+
+	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // Config is everything a keyheat command can be configured with. Each
-// section maps to one top-level key of the YAML file.
+// section maps to one top-level key of the YAML file. Sections that a
+// package owns are that package's options types, composed here with the
+// key names their mapstructure tags give; the sections below that are
+// declared in this package are the ones no library owns (logging,
+// metrics, how to reach Kafka and ClickHouse).
+//
+// A cmd tag says which commands read a section or key (see Command);
+// without one, every command does.
 type Config struct {
 	Log        Log        `mapstructure:"log"`
 	Metrics    Metrics    `mapstructure:"metrics"`
 	Kafka      Kafka      `mapstructure:"kafka"`
-	ClickHouse ClickHouse `mapstructure:"clickhouse"`
 	Events     Events     `mapstructure:"events"`
-	Ingest     Ingest     `mapstructure:"ingest"`
+	Ingest     Ingest     `mapstructure:"ingest" cmd:"ingest"`
+	ClickHouse ClickHouse `mapstructure:"clickhouse" cmd:"detect"`
 }
 
 // Log configures the slog logger every command writes to standard error.
 type Log struct {
-	// Level is debug, info, warn or error.
+	// Level is one of LogLevels.
 	Level string `mapstructure:"level"`
 	// Format is text (for people) or json (for log shippers).
 	Format string `mapstructure:"format"`
 }
+
+// LogLevels are the values log.level accepts.
+func LogLevels() []string { return []string{"debug", "info", "warn", "error"} }
+
+// LogFormats are the values log.format accepts.
+func LogFormats() []string { return []string{"text", "json"} }
 
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
@@ -57,16 +74,16 @@ type Topics struct {
 	// DLQ carries dead-letter records for input that could not be used.
 	DLQ string `mapstructure:"dlq"`
 	// Hotkeys is the compacted registry of hot keys that apps subscribe to.
-	Hotkeys string `mapstructure:"hotkeys"`
+	Hotkeys string `mapstructure:"hotkeys" cmd:"detect"`
 	// Windows is the internal hand-over of per-partition window summaries.
-	Windows string `mapstructure:"windows"`
+	Windows string `mapstructure:"windows" cmd:"detect"`
 	// Reports carries the merged cluster-wide window reports.
-	Reports string `mapstructure:"reports"`
+	Reports string `mapstructure:"reports" cmd:"detect"`
 }
 
 // SASL configures broker authentication.
 type SASL struct {
-	// Mechanism is empty (no SASL), plain, scram-sha-256 or scram-sha-512.
+	// Mechanism is empty (no SASL) or one of SASLMechanisms.
 	Mechanism string `mapstructure:"mechanism"`
 	User      string `mapstructure:"user"`
 	Password  string `mapstructure:"password"`
@@ -88,6 +105,30 @@ type TLS struct {
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
 }
 
+// Events configures how events are encoded and which are accepted.
+type Events struct {
+	// Codec is the wire encoding written to the events topic, the Name of
+	// one of schemas.Codecs. Readers accept every codec.
+	Codec string `mapstructure:"codec"`
+	// Limits reject (dead-letter) events: max_key_bytes, max_skew (0
+	// disables the time check, for replays of old logs) and
+	// allow_binary_keys (binary codec only).
+	Limits schemas.Limits `mapstructure:",squash"`
+}
+
+// Ingest configures cmd/ingest. Its keys sit flat under ingest: (and
+// ingest.topic: for the topic source), each options type contributing its
+// own: how lines are parsed (logparse.Config: format, app, json, combined,
+// regex), bounded (ingest.LineOptions) and produced
+// (ingest.ProducerOptions), and the settings of the tail and topic sources.
+type Ingest struct {
+	Parse    logparse.Config        `mapstructure:",squash"`
+	Lines    ingest.LineOptions     `mapstructure:",squash"`
+	Producer ingest.ProducerOptions `mapstructure:",squash"`
+	Tail     ingest.TailOptions     `mapstructure:",squash"`
+	Topic    ingest.TopicOptions    `mapstructure:"topic"`
+}
+
 // ClickHouse configures the report store.
 type ClickHouse struct {
 	// Enabled turns the ClickHouse sink on.
@@ -101,96 +142,9 @@ type ClickHouse struct {
 	DialTimeout time.Duration `mapstructure:"dial_timeout"`
 }
 
-// Events configures how events are encoded and which are accepted.
-type Events struct {
-	// Codec is the wire encoding written to the events topic: json or
-	// binary. Readers accept both.
-	Codec string `mapstructure:"codec"`
-	// MaxKeyBytes rejects (dead-letters) keys longer than this.
-	MaxKeyBytes int `mapstructure:"max_key_bytes"`
-	// MaxSkew rejects events whose time is further than this from now;
-	// 0 disables the check (for replays of old logs).
-	MaxSkew time.Duration `mapstructure:"max_skew"`
-}
-
-// Ingest configures cmd/ingest: how lines are parsed and produced.
-type Ingest struct {
-	// Format is the log format: json, combined (nginx, apache), redis or regex.
-	Format string `mapstructure:"format"`
-	// App is the app of events whose line names none.
-	App      string         `mapstructure:"app"`
-	JSON     IngestJSON     `mapstructure:"json"`
-	Combined IngestCombined `mapstructure:"combined"`
-	Regex    IngestRegex    `mapstructure:"regex"`
-	// Compression of produced batches: zstd, lz4, snappy, gzip or none.
-	Compression string `mapstructure:"compression"`
-	// Linger is how long a batch waits to fill.
-	Linger time.Duration `mapstructure:"linger"`
-	// MaxBufferedRecords bounds records awaiting acknowledgement; reading
-	// waits beyond it.
-	MaxBufferedRecords int `mapstructure:"max_buffered_records"`
-	// MaxLineBytes dead-letters longer lines (reason line_too_long).
-	MaxLineBytes int `mapstructure:"max_line_bytes"`
-	// DLQMaxRaw bounds the copy of a bad line in its dead letter.
-	DLQMaxRaw int `mapstructure:"dlq_max_raw"`
-	// StateFile keeps tail positions across restarts; empty keeps none.
-	StateFile string `mapstructure:"state_file"`
-	// PollInterval is how often an idle tailed file is checked.
-	PollInterval time.Duration `mapstructure:"poll_interval"`
-	// SaveInterval is how often the state file is rewritten.
-	SaveInterval time.Duration `mapstructure:"save_interval"`
-	// ReadBackMaxRecords caps the records a tail start reads back from
-	// the output topics to skip lines the last run already sent; beyond
-	// it those lines are sent again.
-	ReadBackMaxRecords int `mapstructure:"readback_max_records"`
-	// Topic configures ingest topic, which re-keys raw log topics.
-	Topic IngestTopic `mapstructure:"topic"`
-}
-
-// IngestTopic configures ingest topic: a consumer group reading raw log
-// topics and re-publishing their records as keyed events.
-type IngestTopic struct {
-	// Topics are the raw log topics read; arguments on the command line
-	// replace them. Each must differ from kafka.topics.events and .dlq.
-	Topics []string `mapstructure:"topics"`
-	// Group is the consumer group; its committed offsets say where a
-	// restart resumes.
-	Group string `mapstructure:"group"`
-	// CommitInterval is how often acknowledged offsets are committed (also
-	// the most a crash can re-send).
-	CommitInterval time.Duration `mapstructure:"commit_interval"`
-}
-
-// IngestJSON are the dotted field paths of the json format.
-type IngestJSON struct {
-	Key        string `mapstructure:"key"`
-	Time       string `mapstructure:"time"`
-	Op         string `mapstructure:"op"`
-	Bytes      string `mapstructure:"bytes"`
-	App        string `mapstructure:"app"`
-	Status     string `mapstructure:"status"`
-	Client     string `mapstructure:"client"`
-	Node       string `mapstructure:"node"`
-	LatencyUs  string `mapstructure:"latency_us"`
-	TimeFormat string `mapstructure:"time_format"`
-}
-
-// IngestCombined configures the nginx/Apache combined format.
-type IngestCombined struct {
-	// Key is path, path_noquery or query.
-	Key string `mapstructure:"key"`
-	// QueryParam is the parameter holding the key when Key is query.
-	QueryParam string `mapstructure:"query_param"`
-}
-
-// IngestRegex configures the regex format.
-type IngestRegex struct {
-	// Pattern is an RE2 expression with a (?P<key>…) group.
-	Pattern    string `mapstructure:"pattern"`
-	TimeFormat string `mapstructure:"time_format"`
-}
-
-// Defaults returns the configuration used for every key nobody set.
+// Defaults returns the configuration used for every key nobody set: the
+// owning packages' defaults for their sections, this package's for the
+// rest.
 func Defaults() Config {
 	return Config{
 		Log: Log{Level: "info", Format: "text"},
@@ -208,32 +162,19 @@ func Defaults() Config {
 				Reports: "keyheat.reports",
 			},
 		},
+		Events: Events{Codec: schemas.Codecs()[0].Name(), Limits: schemas.DefaultLimits()},
+		Ingest: Ingest{
+			Parse:    logparse.DefaultConfig(),
+			Lines:    ingest.DefaultLineOptions(),
+			Producer: ingest.DefaultProducerOptions(),
+			Tail:     ingest.DefaultTailOptions(),
+			Topic:    ingest.DefaultTopicOptions(),
+		},
 		ClickHouse: ClickHouse{
 			Addr:        []string{"127.0.0.1:9000"},
 			Database:    "keyheat",
 			User:        "default",
 			DialTimeout: 5 * time.Second,
-		},
-		Events: Events{
-			Codec:       "json",
-			MaxKeyBytes: 1024,
-			MaxSkew:     7 * 24 * time.Hour,
-		},
-		Ingest: Ingest{
-			Format: "combined",
-			JSON: IngestJSON{Key: "key", Time: "time", Op: "op", Bytes: "bytes", App: "app", Status: "status",
-				Client: "client", Node: "node", LatencyUs: "latency_us", TimeFormat: "auto"},
-			Combined:           IngestCombined{Key: "path_noquery"},
-			Regex:              IngestRegex{TimeFormat: "auto"},
-			Compression:        "zstd",
-			Linger:             5 * time.Millisecond,
-			MaxBufferedRecords: 100000,
-			MaxLineBytes:       1 << 20,
-			DLQMaxRaw:          16 << 10,
-			PollInterval:       200 * time.Millisecond,
-			SaveInterval:       time.Second,
-			ReadBackMaxRecords: 1_000_000,
-			Topic:              IngestTopic{Topics: []string{}, Group: "keyheat-ingest", CommitInterval: time.Second},
 		},
 	}
 }

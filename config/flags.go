@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // exampleYAML is keyheat.example.yaml: every key with its default and a
-// comment saying what it does.
+// comment saying what it does, grouped by the commands that read it.
 //
 //go:embed keyheat.example.yaml
 var exampleYAML []byte
@@ -23,72 +23,79 @@ var exampleYAML []byte
 // default. Commands print it for users to start a file from.
 func Example() []byte { return append([]byte(nil), exampleYAML...) }
 
-// AddFlags registers on fs the --config flag and one flag per config key,
-// named as the key (--kafka.brokers, --ingest.format), with the key's
-// default and, as help, the comment above the key in the example file.
-// Load applies the flags the user set; unset flags never override the
-// environment or the file.
-func AddFlags(fs *pflag.FlagSet) {
+// AddFlags registers on fs the --config flag and one flag per key cmd
+// reads, named as the key (--kafka.brokers, --ingest.format), with the
+// key's default and, as help, the comment above the key in the example
+// file. Load applies the flags the user set; unset flags never override
+// the environment or the file.
+func AddFlags(fs *pflag.FlagSet, cmd Command) {
 	fs.StringP("config", "c", os.Getenv("KEYHEAT_CONFIG"), "YAML config file (env KEYHEAT_CONFIG)")
-	def := reflect.ValueOf(Defaults())
+	def := Defaults()
 	help := keyHelp()
-	walk(def.Type(), "", func(key string, index []int) {
-		v := def.FieldByIndex(index)
+	for _, key := range cmd.Keys() {
 		usage := help[key]
-		switch v.Interface().(type) {
+		switch v := valueOf(&def, key).(type) {
 		case time.Duration:
-			fs.Duration(key, v.Interface().(time.Duration), usage)
+			fs.Duration(key, v, usage)
 		case string:
-			fs.String(key, v.String(), usage)
+			fs.String(key, v, usage)
 		case []string:
-			fs.StringSlice(key, v.Interface().([]string), usage)
+			fs.StringSlice(key, v, usage)
 		case bool:
-			fs.Bool(key, v.Bool(), usage)
+			fs.Bool(key, v, usage)
 		case int:
-			fs.Int(key, int(v.Int()), usage)
+			fs.Int(key, v, usage)
 		case float64:
-			fs.Float64(key, v.Float(), usage)
+			fs.Float64(key, v, usage)
 		default:
 			// A new field type needs a case here; TestEveryKeyHasAFlag
 			// fails until it has one.
-			panic(fmt.Sprintf("config: no flag type for %s (%s)", key, v.Type()))
+			panic(fmt.Sprintf("config: no flag type for %s (%s)", key, reflect.TypeOf(v)))
 		}
-	})
+	}
 }
 
+// readByPrefix starts the comment line that says which commands read a
+// section or key; it is for the file's reader, not repeated in flag help.
+const readByPrefix = "Read by:"
+
 // keyHelp maps every key of the example file to the comment above it,
-// folded onto one line.
+// folded onto one line. The embedded file never changes, so it is parsed
+// once.
 var keyHelp = sync.OnceValue(func() map[string]string {
+	out := map[string]string{}
+	walkExample(func(key string, k *yaml.Node) { out[key] = foldComment(k.HeadComment) })
+	return out
+})
+
+// walkExample calls fn for every node of the example file, sections
+// included, with its dotted key.
+func walkExample(fn func(key string, k *yaml.Node)) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(exampleYAML, &doc); err != nil || len(doc.Content) == 0 {
 		panic(fmt.Sprintf("config: embedded example does not parse: %v", err)) // caught by the tests
 	}
-	out := map[string]string{}
 	var rec func(prefix string, m *yaml.Node)
 	rec = func(prefix string, m *yaml.Node) {
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k, v := m.Content[i], m.Content[i+1]
-			key := k.Value
-			if prefix != "" {
-				key = prefix + "." + key
-			}
+			key := joinKey(prefix, k.Value)
+			fn(key, k)
 			if v.Kind == yaml.MappingNode {
 				rec(key, v)
-				continue
 			}
-			out[key] = foldComment(k.HeadComment)
 		}
 	}
 	rec("", doc.Content[0])
-	return out
-})
+}
 
-// foldComment turns "# a\n# b" into "a b".
+// foldComment turns "# a\n# b" into "a b", leaving out the Read by line
+// and section rulers.
 func foldComment(c string) string {
 	var words []string
-	for _, line := range strings.Split(c, "\n") {
+	for line := range strings.SplitSeq(c, "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "#"))
-		if line != "" {
+		if line != "" && !strings.HasPrefix(line, readByPrefix) && strings.Trim(line, "-") != "" {
 			words = append(words, line)
 		}
 	}

@@ -7,28 +7,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestValidateIngestNamesEveryProblem table-tests every bad combination of
-// the ingest section, each named by its key, and the good ones next to them.
+// TestValidateIngestNamesEveryProblem table-tests bad combinations of the
+// ingest section, each named by its key, and the good ones next to them.
+// The rules themselves belong to the options types (their own tests cover
+// each); this checks that each problem surfaces under its config key.
 func TestValidateIngestNamesEveryProblem(t *testing.T) {
 	tests := []validateCase{
-		{"unknown format", func(c *Config) { c.Ingest.Format = "syslog" }, []string{`ingest.format: "syslog" is not one of`}},
-		{"format aliases", func(c *Config) { c.Ingest.Format = "nginx" }, nil},
-		{"regex without pattern", func(c *Config) { c.Ingest.Format = "regex" }, []string{"ingest.regex.pattern: must be set"}},
-		{"regex with pattern", func(c *Config) { c.Ingest.Format = "regex"; c.Ingest.Regex.Pattern = `(?P<key>\S+)` }, nil},
-		{"json without key", func(c *Config) { c.Ingest.Format = "json"; c.Ingest.JSON.Key = "" }, []string{"ingest.json.key: must be set"}},
-		{"json key unused by other formats", func(c *Config) { c.Ingest.JSON.Key = "" }, nil},
-		{"bad combined key", func(c *Config) { c.Ingest.Combined.Key = "host" }, []string{`ingest.combined.key: "host"`}},
-		{"query without param", func(c *Config) { c.Ingest.Combined.Key = "query" }, []string{"ingest.combined.query_param: must be set"}},
-		{"query with param", func(c *Config) { c.Ingest.Combined.Key = "query"; c.Ingest.Combined.QueryParam = "sku" }, nil},
-		{"bad compression", func(c *Config) { c.Ingest.Compression = "brotli" }, []string{`ingest.compression: "brotli"`}},
-		{"negative linger", func(c *Config) { c.Ingest.Linger = -time.Millisecond }, []string{"ingest.linger:"}},
-		{"zero linger", func(c *Config) { c.Ingest.Linger = 0 }, nil},
-		{"no buffer", func(c *Config) { c.Ingest.MaxBufferedRecords = 0 }, []string{"ingest.max_buffered_records:"}},
-		{"no line", func(c *Config) { c.Ingest.MaxLineBytes = 0 }, []string{"ingest.max_line_bytes:"}},
-		{"no dlq raw", func(c *Config) { c.Ingest.DLQMaxRaw = -1 }, []string{"ingest.dlq_max_raw:"}},
-		{"no poll interval", func(c *Config) { c.Ingest.PollInterval = 0 }, []string{"ingest.poll_interval:"}},
-		{"no save interval", func(c *Config) { c.Ingest.SaveInterval = -time.Second }, []string{"ingest.save_interval:"}},
-		{"no read-back", func(c *Config) { c.Ingest.ReadBackMaxRecords = 0 }, []string{"ingest.readback_max_records:"}},
+		{"unknown format", func(c *Config) { c.Ingest.Parse.Format = "syslog" }, []string{`ingest.format: "syslog" is not one of apache, combined, json, nginx, redis, regex`}},
+		{"format aliases", func(c *Config) { c.Ingest.Parse.Format = "nginx" }, nil},
+		{"format in capitals", func(c *Config) { c.Ingest.Parse.Format = "JSON" }, nil},
+		{"regex without pattern", func(c *Config) { c.Ingest.Parse.Format = "regex" }, []string{"ingest.regex: pattern must be set"}},
+		{"regex with pattern", func(c *Config) { c.Ingest.Parse.Format = "regex"; c.Ingest.Parse.Regex.Pattern = `(?P<key>\S+)` }, nil},
+		{"regex that does not compile", func(c *Config) { c.Ingest.Parse.Format = "regex"; c.Ingest.Parse.Regex.Pattern = `(?P<key>\S+` },
+			[]string{"ingest.regex: error parsing regexp: missing closing )"}},
+		{"regex time format", func(c *Config) {
+			c.Ingest.Parse.Format = "regex"
+			c.Ingest.Parse.Regex.Pattern = `(?P<key>\S+)`
+			c.Ingest.Parse.Regex.TimeFormat = "yesterday"
+		}, []string{`ingest.regex: time_format "yesterday" is neither`}},
+		{"json without key", func(c *Config) { c.Ingest.Parse.Format = "json"; c.Ingest.Parse.JSON.Key = "" }, []string{"ingest.json: the key field path must be set"}},
+		{"json time format", func(c *Config) { c.Ingest.Parse.Format = "json"; c.Ingest.Parse.JSON.TimeFormat = "unix_sec" },
+			[]string{`ingest.json: time_format "unix_sec" is neither auto, unix, unix_ms, unix_us, unix_ns, rfc3339 nor a Go time layout`}},
+		{"json time layout", func(c *Config) {
+			c.Ingest.Parse.Format = "json"
+			c.Ingest.Parse.JSON.TimeFormat = "2006-01-02 15:04:05"
+		}, nil},
+		{"json options unused by other formats", func(c *Config) { c.Ingest.Parse.JSON.Key = ""; c.Ingest.Parse.JSON.TimeFormat = "x" }, nil},
+		{"bad combined key", func(c *Config) { c.Ingest.Parse.Combined.Key = "host" }, []string{`ingest.combined: key "host" is not one of`}},
+		{"query without param", func(c *Config) { c.Ingest.Parse.Combined.Key = "query" }, []string{`ingest.combined: key "query" needs query_param`}},
+		{"query with param", func(c *Config) { c.Ingest.Parse.Combined.Key = "query"; c.Ingest.Parse.Combined.QueryParam = "sku" }, nil},
+		{"bad compression", func(c *Config) { c.Ingest.Producer.Compression = "brotli" }, []string{`ingest.compression: "brotli" is not one of zstd, lz4, snappy, gzip, none`}},
+		{"negative linger", func(c *Config) { c.Ingest.Producer.Linger = -time.Millisecond }, []string{"ingest.linger:"}},
+		{"zero linger", func(c *Config) { c.Ingest.Producer.Linger = 0 }, nil},
+		{"no buffer", func(c *Config) { c.Ingest.Producer.MaxBufferedRecords = 0 }, []string{"ingest.max_buffered_records:"}},
+		{"no line", func(c *Config) { c.Ingest.Lines.MaxLineBytes = 0 }, []string{"ingest.max_line_bytes:"}},
+		{"no dlq raw", func(c *Config) { c.Ingest.Lines.DLQMaxRaw = -1 }, []string{"ingest.dlq_max_raw:"}},
+		{"no poll interval", func(c *Config) { c.Ingest.Tail.PollInterval = 0 }, []string{"ingest.poll_interval:"}},
+		{"no save interval", func(c *Config) { c.Ingest.Tail.SaveInterval = -time.Second }, []string{"ingest.save_interval:"}},
+		{"no read-back", func(c *Config) { c.Ingest.Tail.ReadBackMaxRecords = 0 }, []string{"ingest.readback_max_records:"}},
 		{"raw topics", func(c *Config) { c.Ingest.Topic.Topics = []string{"app.raw", "db.raw"} }, nil},
 		{"raw topic is the events topic", func(c *Config) { c.Ingest.Topic.Topics = []string{"keyheat.events"} }, []string{`ingest.topic.topics: "keyheat.events" is also an output topic`}},
 		{"raw topic is the dlq", func(c *Config) { c.Ingest.Topic.Topics = []string{"keyheat.events.dlq"} }, []string{"ingest.topic.topics:"}},
@@ -43,19 +59,27 @@ func TestValidateIngestNamesEveryProblem(t *testing.T) {
 		{"illegal group", func(c *Config) { c.Ingest.Topic.Group = "ingest/1" }, []string{"ingest.topic.group:"}},
 		{"no commit interval", func(c *Config) { c.Ingest.Topic.CommitInterval = 0 }, []string{"ingest.topic.commit_interval:"}},
 		{"several at once", func(c *Config) {
-			c.Ingest.Format = "regex"
-			c.Ingest.Compression = "x"
+			c.Ingest.Parse.Format = "regex"
+			c.Ingest.Producer.Compression = "x"
 			c.Ingest.Topic.Topics = []string{"keyheat.events", "ok"}
 			c.Ingest.Topic.CommitInterval = -1
-		}, []string{"ingest.regex.pattern:", "ingest.compression:", "ingest.topic.topics:", "ingest.topic.commit_interval:"}},
+		}, []string{"ingest.regex:", "ingest.compression:", "ingest.topic.commit_interval:", "ingest.topic.topics:"}},
 	}
-	runValidateCases(t, tests)
+	runValidateCases(t, CmdIngest, tests)
+}
+
+// TestIngestKeysOnlyForIngest: detect does not validate the ingest section.
+func TestIngestKeysOnlyForIngest(t *testing.T) {
+	cfg := Defaults()
+	cfg.Ingest.Parse.Format = "syslog"
+	require.Error(t, cfg.Validate(CmdIngest))
+	require.NoError(t, cfg.Validate(CmdDetect))
 }
 
 // TestIngestTopicFromEnv: the raw topic list splits on commas like the
 // brokers do.
 func TestIngestTopicFromEnv(t *testing.T) {
-	cfg, err := Load(Source{Environ: []string{"KEYHEAT_INGEST_TOPIC_TOPICS=app.raw, db.raw", "KEYHEAT_INGEST_TOPIC_COMMIT_INTERVAL=250ms"}})
+	cfg, err := Load(CmdIngest, Source{Environ: []string{"KEYHEAT_INGEST_TOPIC_TOPICS=app.raw, db.raw,", "KEYHEAT_INGEST_TOPIC_COMMIT_INTERVAL=250ms"}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"app.raw", "db.raw"}, cfg.Ingest.Topic.Topics)
 	require.Equal(t, 250*time.Millisecond, cfg.Ingest.Topic.CommitInterval)

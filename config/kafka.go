@@ -5,8 +5,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -26,18 +28,39 @@ func (k *Kafka) ClientOpts() ([]kgo.Opt, error) {
 		}
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
-	switch k.SASL.Mechanism {
-	case "":
-	case "plain":
-		opts = append(opts, kgo.SASL(plain.Auth{User: k.SASL.User, Pass: k.SASL.Password}.AsMechanism()))
-	case "scram-sha-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASL.User, Pass: k.SASL.Password}.AsSha256Mechanism()))
-	case "scram-sha-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASL.User, Pass: k.SASL.Password}.AsSha512Mechanism()))
-	default:
-		return nil, &FieldError{Key: "kafka.sasl.mechanism", Problem: fmt.Sprintf("%q is not supported", k.SASL.Mechanism)}
+	if m := k.SASL.Mechanism; m != "" {
+		i := slices.IndexFunc(saslMechanisms(), func(s saslMechanism) bool { return s.name == m })
+		if i < 0 {
+			return nil, &FieldError{Key: "kafka.sasl.mechanism", Problem: fmt.Sprintf("%q is not supported", m)}
+		}
+		opts = append(opts, kgo.SASL(saslMechanisms()[i].auth(k.SASL.User, k.SASL.Password)))
 	}
 	return opts, nil
+}
+
+type saslMechanism struct {
+	name string
+	auth func(user, pass string) sasl.Mechanism
+}
+
+// saslMechanisms are the SASL mechanisms by the name kafka.sasl.mechanism
+// gives them.
+func saslMechanisms() []saslMechanism {
+	return []saslMechanism{
+		{"plain", func(u, p string) sasl.Mechanism { return plain.Auth{User: u, Pass: p}.AsMechanism() }},
+		{"scram-sha-256", func(u, p string) sasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha256Mechanism() }},
+		{"scram-sha-512", func(u, p string) sasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha512Mechanism() }},
+	}
+}
+
+// SASLMechanisms are the values kafka.sasl.mechanism accepts besides
+// empty (no SASL).
+func SASLMechanisms() []string {
+	var names []string
+	for _, m := range saslMechanisms() {
+		names = append(names, m.name)
+	}
+	return names
 }
 
 func (t *TLS) config() (*tls.Config, error) {

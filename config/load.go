@@ -3,15 +3,19 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v4"
 )
 
 // EnvPrefix is the prefix of every environment variable keyheat reads:
@@ -20,7 +24,7 @@ const EnvPrefix = "KEYHEAT"
 
 // EnvName returns the environment variable that sets key.
 func EnvName(key string) string {
-	return EnvPrefix + "_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
 // Source says where Load reads from. The zero value reads only defaults and
@@ -36,29 +40,40 @@ type Source struct {
 	// Environ is the environment as KEY=VALUE pairs; nil means os.Environ.
 	// Tests set it so they do not depend on, or change, the process's.
 	Environ []string
+	// Args are values a command takes from its arguments for a key (ingest
+	// topic's raw topics for ingest.topic.topics), above every other
+	// source, so they are validated like the rest.
+	Args map[string]any
 }
 
-// Load builds a Config from defaults, src.File, the environment and
-// src.Flags, then validates it. Errors name the key and the source.
-func Load(src Source) (*Config, error) {
+// Load builds a Config from defaults, src.File, the environment, src.Flags
+// and src.Args, in increasing precedence, then validates the keys cmd
+// reads (see Command). Keys of other commands may be set (one file serves
+// every command) and are decoded, not validated; a key of no command is an
+// error. Every problem found is returned, joined, each naming its key (or
+// variable); a YAML syntax error or an unknown key in the file also names
+// its line.
+func Load(cmd Command, src Source) (*Config, error) {
 	def := Defaults()
 	v := viper.NewWithOptions(viper.KeyDelimiter("."))
-	keys := Keys()
+	keys := AllKeys()
 	for _, k := range keys {
-		v.SetDefault(k, lookupDefault(&def, k))
+		v.SetDefault(k, valueOf(&def, k))
 	}
 
 	if src.File != "" {
-		v.SetConfigFile(src.File)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("read config file %s: %w", src.File, err)
+		m, err := readFile(src.File)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.MergeConfigMap(m); err != nil {
+			return nil, fmt.Errorf("config file %s: %w", src.File, err)
 		}
 	}
 
-	// Environment: bind every known key explicitly rather than relying on
-	// AutomaticEnv, so the variables read are exactly EnvName(key) and an
-	// injected Environ works.
+	// Environment: every known key explicitly rather than AutomaticEnv,
+	// so the variables read are exactly EnvName(key) and an injected
+	// Environ works.
 	env := src.Environ
 	if env == nil {
 		env = os.Environ()
@@ -76,7 +91,7 @@ func Load(src Source) (*Config, error) {
 		}
 	}
 	var errs []error
-	for _, name := range sortedKeys(envMap) {
+	for _, name := range slices.Sorted(maps.Keys(envMap)) {
 		if !nonConfigEnv(name) {
 			errs = append(errs, fmt.Errorf("environment variable %s: no such config key (see keyheat.example.yaml)", name))
 		}
@@ -89,24 +104,93 @@ func Load(src Source) (*Config, error) {
 			}
 		})
 	}
+	for k, val := range src.Args {
+		if !slices.Contains(keys, k) {
+			return nil, fmt.Errorf("config: argument for %s, which is not a config key", k)
+		}
+		v.Set(k, val)
+	}
 
 	var cfg Config
-	err := v.UnmarshalExact(&cfg, func(dc *mapstructure.DecoderConfig) {
-		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
-			mapstructure.StringToTimeDurationHookFunc(),
-			splitCommaHook,
-		)
-	})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("config: %w", err))
+	if err := decode(v.AllSettings(), &cfg); err != nil {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...) // one flat list of problems
+		} else {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(cmd); err != nil {
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// readFile parses a YAML config file and checks that every key in it is a
+// config key of some command, naming the line of each that is not.
+func readFile(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("config file %s: %s", path, yamlProblem(err, b))
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil // empty file: nothing set
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("config file %s, line %d: want sections (log:, kafka:, …), not a %s", path, root.Line, root.ShortTag())
+	}
+	var bad []error
+	var check func(prefix string, m *yaml.Node)
+	check = func(prefix string, m *yaml.Node) {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, val := m.Content[i], m.Content[i+1]
+			key := joinKey(prefix, k.Value)
+			switch {
+			case isSection(key) && val.Kind == yaml.MappingNode:
+				check(key, val)
+			case isSection(key):
+				bad = append(bad, fmt.Errorf("config file %s, line %d: %s is a section; its keys go indented below it", path, k.Line, key))
+			case readers(key) == nil:
+				bad = append(bad, fmt.Errorf("config file %s, line %d: %s is not a config key (see keyheat.example.yaml)", path, k.Line, key))
+			}
+		}
+	}
+	check("", root)
+	if len(bad) > 0 {
+		return nil, errors.Join(bad...)
+	}
+	var m map[string]any
+	if err := root.Decode(&m); err != nil {
+		return nil, fmt.Errorf("config file %s: %s", path, yamlProblem(err, b))
+	}
+	return m, nil
+}
+
+// yamlProblem says where and what a YAML error in src is: the line and
+// column of the problem itself, and the construct it was found in.
+func yamlProblem(err error, src []byte) string {
+	var le *yaml.LoadError
+	if !errors.As(err, &le) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	what := le.Message
+	if i := le.Mark.Index; i >= 0 && i < len(src) && src[i] == '\t' {
+		// The scanner's words for it ("cannot start any token") do not
+		// say what to do.
+		return fmt.Sprintf("line %d, column %d: a tab; YAML indents with spaces only", le.Mark.Line, le.Mark.Column)
+	}
+	msg := fmt.Sprintf("line %d, column %d: %s", le.Mark.Line, le.Mark.Column, what)
+	if le.ContextMsg != "" && le.ContextMark.Line > 0 {
+		msg += fmt.Sprintf(" (%s at line %d)", le.ContextMsg, le.ContextMark.Line)
+	}
+	return msg
 }
 
 // nonConfigEnv are KEYHEAT_ variables that are not config keys, and so are
@@ -126,73 +210,149 @@ func flagValue(f *pflag.Flag) any {
 	return f.Value.String()
 }
 
-// splitCommaHook turns "a,b" (from an env var or flag) into []string{"a","b"}.
-func splitCommaHook(from, to reflect.Type, data any) (any, error) {
-	if from.Kind() != reflect.String || to.Kind() != reflect.Slice {
+// decode maps the merged settings onto cfg. Strings (from the environment
+// and flags) are parsed here, with errors that say what a key wants
+// instead of what strconv saw; an unknown key is an error.
+func decode(settings map[string]any, cfg *Config) error {
+	d, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:      cfg,
+		ErrorUnused: true,
+		DecodeHook:  mapstructure.ComposeDecodeHookFunc(stringListHook, scalarHook),
+	})
+	if err != nil {
+		return err
+	}
+	err = d.Decode(settings)
+	if err == nil {
+		return nil
+	}
+	// Rebuild mapstructure's errors as one FieldError per key.
+	var p problems
+	var walk func(error)
+	walk = func(err error) {
+		var inner *mapstructure.DecodeError
+		switch de, ok := err.(*mapstructure.DecodeError); {
+		case isJoined(err):
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				walk(e)
+			}
+		case ok && de.Name() != "" && !isJoined(de.Unwrap()) && !errors.As(de.Unwrap(), &inner):
+			p.add(de.Name(), "%v", de.Unwrap())
+		case errors.Unwrap(err) != nil:
+			walk(errors.Unwrap(err))
+		default:
+			p = append(p, fmt.Errorf("config: %w", err))
+		}
+	}
+	walk(err)
+	return p.err()
+}
+
+func isJoined(err error) bool {
+	_, ok := err.(interface{ Unwrap() []error })
+	return ok
+}
+
+var stringSliceType = reflect.TypeFor[[]string]()
+
+// stringListHook makes a []string from a comma-separated string (an env
+// var or flag) or a list, trimming each entry and dropping empty ones: a
+// stray comma adds nothing, so "a:1," is one broker and "," is none.
+func stringListHook(from, to reflect.Type, data any) (any, error) {
+	if to != stringSliceType {
 		return data, nil
 	}
-	s := strings.TrimSpace(data.(string))
-	if s == "" {
-		return []string{}, nil
+	var parts []string
+	switch d := data.(type) {
+	case string:
+		parts = strings.Split(d, ",")
+	case []string:
+		parts = d
+	case []any:
+		for _, e := range d {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%v is not a string; quote it", e)
+			}
+			parts = append(parts, s)
+		}
+	case nil:
+		return data, nil
+	default:
+		return nil, fmt.Errorf("want a list, e.g. [\"a\", \"b\"], or a comma-separated string, not %v", data)
 	}
-	parts := strings.Split(s, ",")
-	for i := range parts {
-		parts[i] = strings.TrimSpace(parts[i])
-	}
-	return parts, nil
-}
-
-// Keys returns every config key, dotted, in the order the struct declares
-// them. Each has a default, an env var (EnvName) and may have a flag.
-func Keys() []string {
-	var keys []string
-	walk(reflect.TypeOf(Config{}), "", func(key string, _ []int) { keys = append(keys, key) })
-	return keys
-}
-
-var durationType = reflect.TypeOf(time.Duration(0))
-
-// walk calls fn for every leaf field of t with its dotted key and index path.
-func walk(t reflect.Type, prefix string, fn func(key string, index []int)) {
-	var rec func(t reflect.Type, prefix string, index []int)
-	rec = func(t reflect.Type, prefix string, index []int) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag := f.Tag.Get("mapstructure")
-			if tag == "" || tag == "-" {
-				continue
-			}
-			key := tag
-			if prefix != "" {
-				key = prefix + "." + tag
-			}
-			idx := append(slices.Clone(index), i)
-			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
-				rec(f.Type, key, idx)
-				continue
-			}
-			fn(key, idx)
+	var out []string
+	for _, s := range parts {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
 		}
 	}
-	rec(t, prefix, nil)
+	return out, nil
 }
 
-// lookupDefault returns the value of key in def.
-func lookupDefault(def *Config, key string) any {
-	var out any
-	walk(reflect.TypeOf(*def), "", func(k string, index []int) {
-		if k == key {
-			out = reflect.ValueOf(*def).FieldByIndex(index).Interface()
+// scalarHook parses a string into the number, boolean or duration a key
+// wants, saying what a good value looks like when it cannot. It refuses a
+// bare number for a duration (YAML's 5 would otherwise be 5ns) and a list
+// or section where one value belongs.
+func scalarHook(from, to reflect.Type, data any) (any, error) {
+	switch from.Kind() {
+	case reflect.Slice, reflect.Map:
+		if to.Kind() != reflect.Slice && to.Kind() != reflect.Struct && to.Kind() != reflect.Map {
+			return nil, fmt.Errorf("want one value, not a list or section")
 		}
-	})
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+		return data, nil
+	case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64, reflect.Bool:
+		switch {
+		case from == durationType || from == to:
+			return data, nil
+		case to == durationType && reflect.ValueOf(data).IsZero():
+			return time.Duration(0), nil
+		case to == durationType:
+			return nil, fmt.Errorf("%v is not a duration like 500ms, 5s or 1h30m: give the unit", data)
+		case to.Kind() == reflect.String:
+			// YAML reads password: 12345 as a number; the key wants its text.
+			return fmt.Sprint(data), nil
+		case to.Kind() == reflect.Bool:
+			return nil, fmt.Errorf("%v is not true or false", data)
+		case to.Kind() == reflect.Int && from.Kind() == reflect.Bool:
+			return nil, fmt.Errorf("%v is not a whole number", data)
+		case to.Kind() == reflect.Int && from.Kind() == reflect.Float64:
+			if f := data.(float64); f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+				return nil, fmt.Errorf("%v is not a whole number", data)
+			}
+		}
+		return data, nil
 	}
-	slices.Sort(keys)
-	return keys
+	s, ok := data.(string)
+	if !ok || from.Kind() != reflect.String {
+		return data, nil
+	}
+	s = strings.TrimSpace(s)
+	switch {
+	case to == durationType:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a duration like 500ms, 5s or 1h30m", s)
+		}
+		return d, nil
+	case to.Kind() == reflect.Int:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < math.MinInt || n > math.MaxInt {
+			return nil, fmt.Errorf("%q is not a whole number", s)
+		}
+		return int(n), nil
+	case to.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false", s)
+		}
+		return b, nil
+	case to.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", s)
+		}
+		return f, nil
+	}
+	return data, nil
 }

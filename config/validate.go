@@ -4,7 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/topics"
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // FieldError is one problem with one configuration key. Validate returns
@@ -18,61 +26,88 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Key + ": " + e.Problem }
 
-// problems collects FieldErrors.
+// problems collects FieldErrors, each once.
 type problems []error
 
 func (p *problems) add(key, format string, args ...any) {
-	*p = append(*p, &FieldError{Key: key, Problem: fmt.Sprintf(format, args...)})
+	fe := &FieldError{Key: key, Problem: fmt.Sprintf(format, args...)}
+	for _, e := range *p {
+		if *e.(*FieldError) == *fe {
+			return // one list with the same mistake twice says it once
+		}
+	}
+	*p = append(*p, fe)
+}
+
+// addOptions adds the problems of an options type's Validate, each
+// *ingest.OptionError under prefix + its option name.
+func (p *problems) addOptions(prefix string, err error) {
+	if err == nil {
+		return
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var oe *ingest.OptionError
+		if errors.As(e, &oe) {
+			p.add(prefix+oe.Option, "%s", oe.Problem)
+		} else {
+			p.add(strings.TrimSuffix(prefix, "."), "%v", e)
+		}
+	}
 }
 
 func (p problems) err() error { return errors.Join(p...) }
 
-// Validate checks c and returns every problem found, each a *FieldError
-// naming its key, joined with errors.Join; nil when c is usable.
-func (c *Config) Validate() error {
+// Validate checks the keys cmd reads (every key for the zero Command) and
+// returns every problem found, each a *FieldError naming its key, joined
+// with errors.Join; nil when c is usable by cmd. It builds what the
+// owning packages can check only by building (a log parser), so nothing
+// is left to fail after a command has started talking to Kafka.
+func (c *Config) Validate(cmd Command) error {
 	var p problems
 	c.Log.validate(&p)
-	c.Kafka.validate(&p)
-	c.ClickHouse.validate(&p)
-	c.Events.validate(&p)
-	c.Ingest.validate(&p, &c.Kafka.Topics)
 	if c.Metrics.Addr != "" {
-		checkHostPort(&p, "metrics.addr", c.Metrics.Addr)
+		checkHostPort(&p, "metrics.addr", c.Metrics.Addr, true)
+	}
+	c.Kafka.validate(&p, cmd)
+	c.Events.validate(&p)
+	if cmd.Reads("ingest") {
+		c.Ingest.validate(&p, &c.Kafka.Topics)
+	}
+	if cmd.Reads("clickhouse") {
+		c.ClickHouse.validate(&p)
 	}
 	return p.err()
 }
 
 func (l *Log) validate(p *problems) {
-	switch strings.ToLower(l.Level) {
-	case "debug", "info", "warn", "error":
-	default:
-		p.add("log.level", "%q is not one of debug, info, warn, error", l.Level)
+	if !slices.Contains(LogLevels(), strings.ToLower(l.Level)) {
+		p.add("log.level", "%q is not one of %s", l.Level, strings.Join(LogLevels(), ", "))
 	}
-	switch l.Format {
-	case "text", "json":
-	default:
-		p.add("log.format", "%q is not one of text, json", l.Format)
+	if !slices.Contains(LogFormats(), l.Format) {
+		p.add("log.format", "%q is not one of %s", l.Format, strings.Join(LogFormats(), ", "))
 	}
 }
 
-func (k *Kafka) validate(p *problems) {
+func (k *Kafka) validate(p *problems, cmd Command) {
 	if len(k.Brokers) == 0 {
-		p.add("kafka.brokers", "must not be empty")
+		p.add("kafka.brokers", "must not be empty: name at least one broker as host:port")
 	}
 	for _, b := range k.Brokers {
-		checkHostPort(p, "kafka.brokers", b)
-	}
-	topics := map[string]string{
-		"kafka.topics.events":  k.Topics.Events,
-		"kafka.topics.dlq":     k.Topics.DLQ,
-		"kafka.topics.hotkeys": k.Topics.Hotkeys,
-		"kafka.topics.windows": k.Topics.Windows,
-		"kafka.topics.reports": k.Topics.Reports,
+		checkHostPort(p, "kafka.brokers", b, false)
 	}
 	seen := map[string]string{}
-	for _, key := range sortedKeys(topics) {
-		name := topics[key]
-		if err := checkTopicName(name); err != nil {
+	tv := reflect.ValueOf(k.Topics)
+	for i := range tv.NumField() {
+		key := "kafka.topics." + tv.Type().Field(i).Tag.Get("mapstructure")
+		if !cmd.Reads(key) {
+			continue
+		}
+		name := tv.Field(i).String()
+		if err := topics.CheckName(name); err != nil {
 			p.add(key, "%v", err)
 			continue
 		}
@@ -87,20 +122,70 @@ func (k *Kafka) validate(p *problems) {
 	if k.ReplicationFactor != -1 && (k.ReplicationFactor < 1 || k.ReplicationFactor > 32767) {
 		p.add("kafka.replication_factor", "%d: want -1 (broker default) or 1..32767", k.ReplicationFactor)
 	}
-	switch k.SASL.Mechanism {
-	case "":
-	case "plain", "scram-sha-256", "scram-sha-512":
+	switch {
+	case k.SASL.Mechanism == "":
+	case slices.Contains(SASLMechanisms(), k.SASL.Mechanism):
 		if k.SASL.User == "" {
 			p.add("kafka.sasl.user", "must be set when kafka.sasl.mechanism is %s", k.SASL.Mechanism)
 		}
 	default:
-		p.add("kafka.sasl.mechanism", "%q is not one of plain, scram-sha-256, scram-sha-512 (or empty for none)", k.SASL.Mechanism)
+		p.add("kafka.sasl.mechanism", "%q is not one of %s (or empty for none)", k.SASL.Mechanism, strings.Join(SASLMechanisms(), ", "))
 	}
 	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
 		p.add("kafka.tls.cert_file", "cert_file and key_file go together: set both or neither")
 	}
 	if !k.TLS.Enabled && (k.TLS.CAFile != "" || k.TLS.CertFile != "" || k.TLS.ServerName != "") {
 		p.add("kafka.tls.enabled", "TLS files or server_name are set but TLS is off; set kafka.tls.enabled: true")
+	}
+}
+
+func (e *Events) validate(p *problems) {
+	codec, err := schemas.CodecByName(e.Codec)
+	if err != nil {
+		p.add("events.codec", "%v", err)
+	}
+	if e.Limits.MaxKeyBytes <= 0 || e.Limits.MaxKeyBytes > 1<<20 {
+		p.add("events.max_key_bytes", "%d is outside 1..1048576", e.Limits.MaxKeyBytes)
+	}
+	if e.Limits.MaxSkew < 0 {
+		p.add("events.max_skew", "must not be negative; 0 disables the check")
+	}
+	if e.Limits.AllowBinaryKeys && err == nil && codec != schemas.Binary {
+		// The JSON codec writes keys as text; it would mangle them.
+		p.add("events.allow_binary_keys", "needs events.codec: binary (the %s codec carries only UTF-8 keys)", e.Codec)
+	}
+}
+
+func (in *Ingest) validate(p *problems, out *Topics) {
+	in.validateParse(p)
+	p.addOptions("ingest.", in.Lines.Validate())
+	p.addOptions("ingest.", in.Producer.Validate())
+	p.addOptions("ingest.", in.Tail.Validate())
+	p.addOptions("ingest.topic.", in.Topic.Validate())
+	for _, t := range in.Topic.Topics {
+		if t == out.Events || t == out.DLQ {
+			// Reading what we write would re-publish every event forever.
+			p.add("ingest.topic.topics", "%q is also an output topic (kafka.topics.events or .dlq); read a raw log topic", t)
+		}
+	}
+}
+
+// validateParse checks the parser options by building the parser, the
+// only check logparse offers (a time layout or a regular expression is
+// valid when it compiles). Its errors start with the format's section
+// ("json: …"), which names the key.
+func (in *Ingest) validateParse(p *problems) {
+	if !slices.Contains(logparse.Formats(), strings.ToLower(in.Parse.Format)) {
+		p.add("ingest.format", "%q is not one of %s", in.Parse.Format, strings.Join(logparse.Formats(), ", "))
+		return
+	}
+	if _, err := logparse.New(in.Parse); err != nil {
+		section, problem, ok := strings.Cut(err.Error(), ": ")
+		if ok && isSection("ingest."+section) {
+			p.add("ingest."+section, "%s", problem)
+		} else {
+			p.add("ingest.format", "%v", err)
+		}
 	}
 }
 
@@ -112,7 +197,7 @@ func (c *ClickHouse) validate(p *problems) {
 		p.add("clickhouse.addr", "must not be empty when clickhouse.enabled is true")
 	}
 	for _, a := range c.Addr {
-		checkHostPort(p, "clickhouse.addr", a)
+		checkHostPort(p, "clickhouse.addr", a, false)
 	}
 	if c.Database == "" {
 		p.add("clickhouse.database", "must not be empty")
@@ -124,46 +209,19 @@ func (c *ClickHouse) validate(p *problems) {
 	}
 }
 
-func (e *Events) validate(p *problems) {
-	switch e.Codec {
-	case "json", "binary":
-	default:
-		p.add("events.codec", "%q is not one of json, binary", e.Codec)
-	}
-	if e.MaxKeyBytes <= 0 || e.MaxKeyBytes > 1<<20 {
-		p.add("events.max_key_bytes", "%d is outside 1..1048576", e.MaxKeyBytes)
-	}
-	if e.MaxSkew < 0 {
-		p.add("events.max_skew", "must not be negative; 0 disables the check")
-	}
-}
-
-func checkHostPort(p *problems, key, addr string) {
-	host, port, err := net.SplitHostPort(addr)
+// checkHostPort wants host:port with a port number; an empty host means
+// every interface (or the local host, to dial), which is allowed. Port 0
+// (pick a free one) only where zeroPort allows, for a listener.
+func checkHostPort(p *problems, key, addr string, zeroPort bool) {
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
-		p.add(key, "%q is not host:port", addr)
+		p.add(key, "%q is not host:port, e.g. 127.0.0.1:9092", addr)
 		return
 	}
-	_ = host // an empty host means all interfaces, which is allowed
-}
-
-// checkTopicName applies Kafka's own rules so a bad name fails here, with
-// its key, instead of at the first produce.
-func checkTopicName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("must not be empty")
-	case name == "." || name == "..":
-		return fmt.Errorf("%q is not a legal topic name", name)
-	case len(name) > 249:
-		return fmt.Errorf("%d characters; Kafka allows at most 249", len(name))
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 && !zeroPort {
+		p.add(key, "%q: port %q is not a number from 1 to 65535", addr, port)
 	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("%q has %q; Kafka allows only letters, digits, '.', '_' and '-'", name, r)
-		}
-	}
-	return nil
 }
 
 func isIdent(s string) bool {
@@ -173,75 +231,4 @@ func isIdent(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-func (in *Ingest) validate(p *problems, out *Topics) {
-	switch in.Format {
-	case "json", "combined", "nginx", "apache", "redis":
-	case "regex":
-		if in.Regex.Pattern == "" {
-			p.add("ingest.regex.pattern", "must be set when ingest.format is regex, with a (?P<key>…) group")
-		}
-	default:
-		p.add("ingest.format", "%q is not one of json, combined, nginx, apache, redis, regex", in.Format)
-	}
-	if in.Format == "json" && in.JSON.Key == "" {
-		p.add("ingest.json.key", "must be set when ingest.format is json")
-	}
-	switch in.Combined.Key {
-	case "path", "path_noquery":
-	case "query":
-		if in.Combined.QueryParam == "" {
-			p.add("ingest.combined.query_param", "must be set when ingest.combined.key is query")
-		}
-	default:
-		p.add("ingest.combined.key", "%q is not one of path, path_noquery, query", in.Combined.Key)
-	}
-	switch in.Compression {
-	case "zstd", "lz4", "snappy", "gzip", "none":
-	default:
-		p.add("ingest.compression", "%q is not one of zstd, lz4, snappy, gzip, none", in.Compression)
-	}
-	if in.Linger < 0 {
-		p.add("ingest.linger", "must not be negative")
-	}
-	if in.MaxBufferedRecords < 1 {
-		p.add("ingest.max_buffered_records", "must be at least 1")
-	}
-	if in.MaxLineBytes < 1 {
-		p.add("ingest.max_line_bytes", "must be at least 1")
-	}
-	if in.DLQMaxRaw < 1 {
-		p.add("ingest.dlq_max_raw", "must be at least 1")
-	}
-	if in.PollInterval <= 0 {
-		p.add("ingest.poll_interval", "must be positive, e.g. 200ms")
-	}
-	if in.SaveInterval <= 0 {
-		p.add("ingest.save_interval", "must be positive, e.g. 1s")
-	}
-	if in.ReadBackMaxRecords < 1 {
-		p.add("ingest.readback_max_records", "must be at least 1, e.g. 1000000")
-	}
-	seen := map[string]bool{}
-	for _, t := range in.Topic.Topics {
-		switch err := checkTopicName(t); {
-		case err != nil:
-			p.add("ingest.topic.topics", "%v", err)
-		case t == out.Events || t == out.DLQ:
-			// Reading what we write would re-publish every event forever.
-			p.add("ingest.topic.topics", "%q is also an output topic (kafka.topics.events or .dlq); read a raw log topic", t)
-		case seen[t]:
-			p.add("ingest.topic.topics", "%q is named twice", t)
-		}
-		seen[t] = true
-	}
-	if err := checkTopicName(in.Topic.Group); err != nil {
-		// Kafka is laxer about group ids, but a group named like a topic
-		// survives every tool and ACL syntax.
-		p.add("ingest.topic.group", "%v", err)
-	}
-	if in.Topic.CommitInterval <= 0 {
-		p.add("ingest.topic.commit_interval", "must be positive, e.g. 1s")
-	}
 }

@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"sync"
+
+	"github.com/keyheat/keyheat/internal/ackseq"
 )
 
 // Acker learns the fate of a record: err is nil once Kafka acknowledged
@@ -12,156 +14,91 @@ type Acker interface {
 	Ack(seq uint64, err error)
 }
 
-// ackSeq tracks "every line up to position P is acknowledged" for one
-// ordered stream of lines (one file, one partition) whose acks arrive in
-// any order, like pebble's internal/ackseq. Add registers the next line
-// and its end position; Ack marks one done; Acked returns the end position
-// of the longest acknowledged prefix. A failed ack freezes the watermark
-// for good: nothing after an unacknowledged line may ever be saved.
-//
-// It also keeps the Kafka floors of the stream (see floors): AckAt tells
-// where a record landed, and once its line joins the acknowledged prefix
-// its offset raises the floor of its partition.
-type ackSeq struct {
-	mu      sync.Mutex
-	base    uint64     // seq of pending[0]
-	pending []ackEntry // outstanding lines in order
-	acked   int64      // watermark position
-	err     error
-	idle    chan struct{} // closed and replaced when pending drains
-	floors  floors
+// seqAcker acknowledges records into the watermark of their stream (stdin,
+// one partition of a raw topic).
+type seqAcker struct{ seq *ackseq.Seq }
+
+func (a seqAcker) Ack(tok uint64, err error) { a.seq.Ack(tok, err) }
+
+// tailAcks is the watermark of one tailed file with the Kafka floors of
+// readback.go on top: AckAt tells where a line's record landed, and once
+// the line joins the acknowledged prefix its offset raises the floor of
+// its partition. Everything happens under mu, so the watermark and the
+// floors always describe the same prefix.
+type tailAcks struct {
+	mu     sync.Mutex
+	seq    *ackseq.Seq
+	base   uint64      // token of placed[0]
+	placed []placement // per outstanding token: where its record is; topic -1 for none (or not told)
+	floors floors
 }
 
-type ackEntry struct {
-	end   int64
-	done  bool
-	topic int8 // outTopic of the record, or -1: no record (or not told)
-	part  int32
-	off   int64
-}
-
-// newAckSeq starts a stream at position start whose floors are fl (taken
+// newTailAcks starts a file at position start whose floors are fl (taken
 // over, not copied).
-func newAckSeq(start int64, fl floors) *ackSeq {
-	return &ackSeq{acked: start, idle: make(chan struct{}), floors: fl}
+func newTailAcks(start int64, fl floors) *tailAcks {
+	return &tailAcks{seq: ackseq.New(start), floors: fl}
 }
 
-// Add registers the next line, ending at end, and returns its seq.
-func (a *ackSeq) Add(end int64) uint64 {
+// Add registers the next line, ending at end, and returns its token.
+func (a *tailAcks) Add(end int64) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	seq := a.base + uint64(len(a.pending))
-	a.pending = append(a.pending, ackEntry{end: end})
-	return seq
+	tok := a.seq.Add(end)
+	a.placed = append(a.placed, placement{topic: noTopic})
+	return tok
 }
 
 // Ack implements Acker.
-func (a *ackSeq) Ack(seq uint64, err error) { a.ack(seq, err, -1, 0, 0) }
+func (a *tailAcks) Ack(tok uint64, err error) { a.ack(tok, err, placement{topic: noTopic}) }
 
 // AckAt implements placedAcker: the line's record is at offset off of
 // partition part of topic.
-func (a *ackSeq) AckAt(seq uint64, topic outTopic, part int32, off int64) {
-	a.ack(seq, nil, int8(topic), part, off)
+func (a *tailAcks) AckAt(tok uint64, topic outTopic, part int32, off int64) {
+	a.ack(tok, nil, placement{topic: topic, part: part, off: off})
 }
 
-func (a *ackSeq) ack(seq uint64, err error, topic int8, part int32, off int64) {
+func (a *tailAcks) ack(tok uint64, err error, pl placement) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	i := seq - a.base
-	if i >= uint64(len(a.pending)) {
-		return // not a seq of ours: never move the watermark on it
+	if i := tok - a.base; i < uint64(len(a.placed)) {
+		a.placed[i] = pl
 	}
-	a.pending[i] = ackEntry{end: a.pending[i].end, done: true, topic: topic, part: part, off: off}
-	if err != nil && a.err == nil {
-		a.err = err
-	}
-	if a.err != nil {
-		// Frozen: the failed line stays unacknowledged forever, so no
-		// position past it is ever saved; the source stops on the error.
-		// Waiters are released so shutdown does not hang.
-		if a.allDone() {
-			close(a.idle)
-			a.idle = make(chan struct{})
-		}
+	r := a.seq.Ack(tok, err)
+	if r.Len() == 0 {
 		return
 	}
-	n := 0
-	for n < len(a.pending) && a.pending[n].done {
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	for _, e := range a.pending[:n] {
-		if e.topic >= 0 {
-			a.floors.raise(outTopic(e.topic), e.part, e.off)
+	for _, p := range a.placed[:r.Len()] {
+		if p.topic != noTopic {
+			a.floors.raise(p.topic, p.part, p.off)
 		}
 	}
-	a.acked = a.pending[n-1].end
-	a.base += uint64(n)
-	a.pending = a.pending[n:]
-	if len(a.pending) == 0 {
-		a.pending = nil // let the backing array go; it only grows under load
-		close(a.idle)
-		a.idle = make(chan struct{})
+	a.base = r.To
+	a.placed = a.placed[r.Len():]
+	if len(a.placed) == 0 {
+		a.placed = nil // let the backing array go; it only grows under load
 	}
-}
-
-func (a *ackSeq) allDone() bool {
-	for _, p := range a.pending {
-		if !p.done {
-			return false
-		}
-	}
-	return true
 }
 
 // Acked returns the watermark and the first produce error, if any.
-func (a *ackSeq) Acked() (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.acked, a.err
-}
+func (a *tailAcks) Acked() (int64, error) { return a.seq.Acked() }
+
+// Wait blocks until every added line is acknowledged (or failed).
+func (a *tailAcks) Wait(ctx context.Context) error { return a.seq.Wait(ctx) }
 
 // snapshot returns the watermark, a copy of the floors, and whether no
 // line is outstanding, all as of one moment.
-func (a *ackSeq) snapshot() (acked int64, fl floors, idle bool) {
+func (a *tailAcks) snapshot() (acked int64, fl floors, idle bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.acked, a.floors.clone(), len(a.pending) == 0 && a.err == nil
+	acked, pending, err := a.seq.State()
+	return acked, a.floors.clone(), pending == 0 && err == nil
 }
 
-// takeFloors returns the floors for the stream that follows this one
-// (the next file at the same path). Call it once every line is
-// acknowledged, so they cover the whole stream.
-func (a *ackSeq) takeFloors() floors {
+// takeFloors returns the floors for the file that follows this one at the
+// same path. Call it once every line is acknowledged, so they cover the
+// whole file.
+func (a *tailAcks) takeFloors() floors {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.floors.clone()
-}
-
-// Wait blocks until every added line is acknowledged (or failed).
-func (a *ackSeq) Wait(ctx context.Context) error {
-	for {
-		a.mu.Lock()
-		n, idle, err := len(a.pending), a.idle, a.err
-		a.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		if err != nil && a.allDoneLocked() {
-			return err
-		}
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (a *ackSeq) allDoneLocked() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.allDone()
 }

@@ -192,7 +192,7 @@ func (g *Gen) Run(ctx context.Context) (map[string]int64, error) {
 		start = time.Now()
 	}
 	real0 := time.Now()
-	idPrefix := "gen:" + strconv.FormatUint(g.cfg.Seed, 10) + ":"
+	idPrefix := schemas.RecordID{Kind: schemas.IDGen, Seed: g.cfg.Seed}.Prefix()
 	var e schemas.AccessEvent
 	var err error
 	var elapsed time.Duration

@@ -61,7 +61,7 @@ func BenchmarkGenKFake(b *testing.B) {
 				key := "key:" + strconv.Itoa(i%100_000)
 				val := schemas.AppendBinary(nil, &schemas.AccessEvent{TimeMs: 1742220131000 + int64(i), Key: key, App: "gen", Op: "GET", Bytes: 100 + int64(i%900), Client: "gen"})
 				recs[i] = kgo.Record{Topic: events, Key: []byte(key), Value: val,
-					Headers: []kgo.RecordHeader{{Key: HeaderID, Value: []byte("gen:1:" + strconv.Itoa(i))}}}
+					Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: []byte(schemas.RecordID{Kind: schemas.IDGen, Seed: 1, Offset: int64(i)}.String())}}}
 			}
 			b.StartTimer()
 			for i := range recs {
@@ -74,8 +74,8 @@ func BenchmarkGenKFake(b *testing.B) {
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
 	})
 	b.Run("ingest_gen", func(b *testing.B) {
-		p, err := NewProducer(ProducerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: events, DLQTopic: dlq,
-			Codec: schemas.Binary, Compression: "lz4"})
+		p, err := NewProducer(ProducerConfig{ProducerOptions: benchProducerOptions(), ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)},
+			Topic: events, DLQTopic: dlq, Codec: schemas.Binary})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,12 +121,12 @@ func BenchmarkTailKFake(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		p, err := NewProducer(ProducerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: events, DLQTopic: dlq,
-			Codec: schemas.Binary, Compression: "lz4"})
+		p, err := NewProducer(ProducerConfig{ProducerOptions: benchProducerOptions(), ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)},
+			Topic: events, DLQTopic: dlq, Codec: schemas.Binary})
 		if err != nil {
 			b.Fatal(err)
 		}
-		pl, err := NewPipeline(PipelineConfig{Parser: parser, Producer: p, Limits: schemas.Limits{MaxSkew: -1}})
+		pl, err := NewLineSender(LineSenderConfig{Parser: parser, Producer: p})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -150,4 +150,12 @@ func BenchmarkTailKFake(b *testing.B) {
 		p.Close()
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// benchProducerOptions are the defaults ingest runs with, lz4 instead of
+// zstd, as the raw franz-go baselines use.
+func benchProducerOptions() ProducerOptions {
+	o := DefaultProducerOptions()
+	o.Compression = "lz4"
+	return o
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,18 +34,20 @@ func newKafkaEnv(t *testing.T, seeds []string, partitions int32) *kafkaEnv {
 func (k *kafkaEnv) producer(t *testing.T, codec schemas.Codec) *Producer {
 	t.Helper()
 	p, err := NewProducer(ProducerConfig{
-		ClientOpts: []kgo.Opt{kgo.SeedBrokers(k.seeds...)},
-		Topic:      k.events, DLQTopic: k.dlq, Codec: codec, Compression: "lz4", Linger: 2 * time.Millisecond,
-		MaxBufferedRecords: 5000,
+		ProducerOptions: ProducerOptions{Compression: "lz4", Linger: 2 * time.Millisecond, MaxBufferedRecords: 5000},
+		ClientOpts:      []kgo.Opt{kgo.SeedBrokers(k.seeds...)},
+		Topic:           k.events, DLQTopic: k.dlq, Codec: codec,
 	})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	return p
 }
 
-func pipeline(t *testing.T, p *Producer, parser logparse.Parser) *Pipeline {
+// lineSender sends through p with parser, without the time-skew check
+// (tests write fixed times), and with opts (zero: the defaults).
+func lineSender(t *testing.T, p *Producer, parser logparse.Parser, opts LineOptions) *LineSender {
 	t.Helper()
-	pl, err := NewPipeline(PipelineConfig{Parser: parser, Producer: p, Limits: schemas.Limits{MaxSkew: -1}})
+	pl, err := NewLineSender(LineSenderConfig{LineOptions: opts, Parser: parser, Producer: p, Limits: schemas.Limits{}})
 	require.NoError(t, err)
 	return pl
 }
@@ -95,5 +96,3 @@ func seqOf(t *testing.T, r *kgo.Record) int {
 	require.NoError(t, schemas.DecodeAny(r.Value, &e))
 	return int(e.Bytes)
 }
-
-var _ = strconv.Itoa

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -15,14 +15,89 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// HeaderID is the record header holding an event's deterministic identity:
-// its source and position (file, inode, generation and byte offset; topic,
-// partition and offset; generator seed and sequence). A record re-sent
-// after a crash carries the same id, so consumers can drop it.
-const HeaderID = "keyheat-id"
+// ProducerOptions are the producer's settings a config file sets (under
+// ingest:, by their mapstructure tags). DefaultProducerOptions has the
+// defaults; NewProducer takes a zero Compression or MaxBufferedRecords as
+// the default, while Linger 0 sends batches without waiting.
+type ProducerOptions struct {
+	// Compression of produced batches, one of Compressions.
+	Compression string `mapstructure:"compression"`
+	// Linger is how long a partition's batch waits to fill.
+	Linger time.Duration `mapstructure:"linger"`
+	// MaxBufferedRecords bounds records produced but not yet
+	// acknowledged; producing blocks beyond it (backpressure).
+	MaxBufferedRecords int `mapstructure:"max_buffered_records"`
+}
 
-// ProducerConfig configures a Producer. Zero values take the defaults.
+// DefaultProducerOptions: zstd, 5ms linger, 100,000 records in flight.
+func DefaultProducerOptions() ProducerOptions {
+	return ProducerOptions{Compression: compressions[0].name, Linger: 5 * time.Millisecond, MaxBufferedRecords: 100_000}
+}
+
+// compressions are the batch compressions by name, in the order
+// Compressions lists them; the first is the default. Never written after
+// initialisation: a table, not state.
+var compressions = []struct {
+	name  string
+	codec func() kgo.CompressionCodec
+}{
+	{"zstd", kgo.ZstdCompression},
+	{"lz4", kgo.Lz4Compression},
+	{"snappy", kgo.SnappyCompression},
+	{"gzip", kgo.GzipCompression},
+	{"none", kgo.NoCompression},
+}
+
+// Compressions returns the names ProducerOptions.Compression accepts, the
+// default first.
+func Compressions() []string {
+	names := make([]string, len(compressions))
+	for i, c := range compressions {
+		names[i] = c.name
+	}
+	return names
+}
+
+// Validate returns every unusable option, each an *OptionError, joined.
+// Zero values are checked as they are, not as NewProducer would fill them.
+func (o ProducerOptions) Validate() error {
+	var p optionErrors
+	if _, ok := compressionCodec(o.Compression); !ok {
+		p.add("compression", "%q is not one of %s", o.Compression, strings.Join(Compressions(), ", "))
+	}
+	if o.Linger < 0 {
+		p.add("linger", "must not be negative; 0 sends batches without waiting")
+	}
+	if o.MaxBufferedRecords < 1 {
+		p.add("max_buffered_records", "must be at least 1, e.g. 100000")
+	}
+	return p.err()
+}
+
+// withDefaults fills the zero values that have no meaning of their own.
+func (o ProducerOptions) withDefaults() ProducerOptions {
+	def := DefaultProducerOptions()
+	if o.Compression == "" {
+		o.Compression = def.Compression
+	}
+	if o.MaxBufferedRecords == 0 {
+		o.MaxBufferedRecords = def.MaxBufferedRecords
+	}
+	return o
+}
+
+func compressionCodec(name string) (kgo.CompressionCodec, bool) {
+	for _, c := range compressions {
+		if c.name == name {
+			return c.codec(), true
+		}
+	}
+	return kgo.NoCompression(), false
+}
+
+// ProducerConfig configures a Producer: its options and what it runs with.
 type ProducerConfig struct {
+	ProducerOptions
 	// ClientOpts connect to the brokers (config.Kafka.ClientOpts).
 	ClientOpts []kgo.Opt
 	// Topic receives events, keyed by access key.
@@ -31,49 +106,31 @@ type ProducerConfig struct {
 	DLQTopic string
 	// Codec encodes events; nil means JSON.
 	Codec schemas.Codec
-	// Compression is zstd (default), lz4, snappy, gzip or none.
-	Compression string
-	// Linger is how long a partition's batch waits to fill; default 5ms.
-	Linger time.Duration
-	// MaxBufferedRecords bounds records produced but not yet
-	// acknowledged; producing blocks beyond it (backpressure). Default 100000.
-	MaxBufferedRecords int
-	// MaxBufferedBytes bounds the same in bytes; default 64 MiB.
+	// MaxBufferedBytes bounds the records in flight in bytes, besides
+	// MaxBufferedRecords; default 64 MiB.
 	MaxBufferedBytes int
 	// Logger receives client errors; nil discards.
 	Logger *slog.Logger
 }
 
-// Validate reports the first unusable setting.
-func (c *ProducerConfig) Validate() error {
-	switch {
-	case c.Topic == "":
-		return errors.New("producer: events topic must be set")
-	case c.DLQTopic == "":
-		return errors.New("producer: DLQ topic must be set")
-	case c.Linger < 0:
-		return errors.New("producer: linger must not be negative")
-	case c.MaxBufferedRecords < 0 || c.MaxBufferedBytes < 0:
-		return errors.New("producer: buffer bounds must not be negative")
+// validate checks c as NewProducer will use it: its options' zero values
+// filled.
+func (c *ProducerConfig) validate() error {
+	var errs []error
+	if c.Topic == "" {
+		errs = append(errs, errors.New("events topic must be set"))
 	}
-	_, err := compressionCodec(c.Compression)
-	return err
-}
-
-func compressionCodec(name string) (kgo.CompressionCodec, error) {
-	switch name {
-	case "", "zstd":
-		return kgo.ZstdCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "none":
-		return kgo.NoCompression(), nil
+	if c.DLQTopic == "" {
+		errs = append(errs, errors.New("DLQ topic must be set"))
 	}
-	return kgo.NoCompression(), fmt.Errorf("producer: compression %q is not one of zstd, lz4, snappy, gzip, none", name)
+	if c.MaxBufferedBytes < 0 {
+		errs = append(errs, errors.New("max buffered bytes must not be negative"))
+	}
+	errs = append(errs, c.ProducerOptions.withDefaults().Validate())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("producer: %w", err)
+	}
+	return nil
 }
 
 // Producer writes events and dead letters to Kafka with franz-go's
@@ -111,18 +168,11 @@ type record struct {
 
 // NewProducer connects a producer. It does not contact the brokers yet.
 func NewProducer(cfg ProducerConfig) (*Producer, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	comp, _ := compressionCodec(cfg.Compression)
-	linger := cfg.Linger
-	if linger == 0 {
-		linger = 5 * time.Millisecond
-	}
-	maxRecs := cfg.MaxBufferedRecords
-	if maxRecs == 0 {
-		maxRecs = 100_000
-	}
+	opt := cfg.ProducerOptions.withDefaults()
+	comp, _ := compressionCodec(opt.Compression)
 	maxBytes := cfg.MaxBufferedBytes
 	if maxBytes == 0 {
 		maxBytes = 64 << 20
@@ -134,8 +184,8 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	opts := append([]kgo.Opt{
 		kgo.RequiredAcks(kgo.AllISRAcks()), // the idempotent producer requires it; stated for the reader
 		kgo.ProducerBatchCompression(comp),
-		kgo.ProducerLinger(linger),
-		kgo.MaxBufferedRecords(maxRecs),
+		kgo.ProducerLinger(opt.Linger),
+		kgo.MaxBufferedRecords(opt.MaxBufferedRecords),
 		kgo.MaxBufferedBytes(maxBytes),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 	}, cfg.ClientOpts...)
@@ -155,8 +205,9 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 // Client returns the underlying franz-go client (for Ping and admin use).
 func (p *Producer) Client() *kgo.Client { return p.cl }
 
-// Event produces e to the events topic with record key e.Key and header
-// id = idPrefix + idOffset. ack.Ack(seq, err) is called once Kafka
+// Event produces e to the events topic with record key e.Key and the
+// keyheat-id header of the schemas.RecordID whose Prefix is idPrefix and
+// whose offset is idOffset. ack.Ack(seq, err) is called once Kafka
 // acknowledged or finally refused the record. It blocks while the buffer
 // is full; if ctx ends first the record is not produced, ack hears ctx's
 // error, and Event returns it.
@@ -172,13 +223,12 @@ func (p *Producer) event(ctx context.Context, e *schemas.AccessEvent, idPrefix s
 	kl := len(b)
 	b = p.codec.Append(b, e)
 	vl := len(b)
-	b = append(b, idPrefix...)
-	b = strconv.AppendInt(b, idOffset, 10)
+	b = schemas.AppendRecordID(b, idPrefix, idOffset)
 	r.buf = b
 	r.Topic = p.topic
 	r.Key = b[:kl:kl]
 	r.Value = b[kl:vl:vl]
-	r.hdr[0] = kgo.RecordHeader{Key: HeaderID, Value: b[vl:]}
+	r.hdr[0] = kgo.RecordHeader{Key: schemas.HeaderRecordID, Value: b[vl:]}
 	return p.produce(ctx, r, ack, seq)
 }
 
@@ -192,13 +242,12 @@ func (p *Producer) deadLetter(ctx context.Context, d *schemas.DeadLetter, idPref
 	r.stats, r.dlq = stats, reasonIndex(d.Reason)
 	b := schemas.AppendDeadLetter(r.buf[:0], d)
 	vl := len(b)
-	b = append(b, idPrefix...)
-	b = strconv.AppendInt(b, idOffset, 10)
+	b = schemas.AppendRecordID(b, idPrefix, idOffset)
 	r.buf = b
 	r.Topic = p.dlq
 	r.Key = nil
 	r.Value = b[:vl:vl]
-	r.hdr[0] = kgo.RecordHeader{Key: HeaderID, Value: b[vl:]}
+	r.hdr[0] = kgo.RecordHeader{Key: schemas.HeaderRecordID, Value: b[vl:]}
 	return p.produce(ctx, r, ack, seq)
 }
 

@@ -16,10 +16,10 @@ package ingest
 // goroutine, and within a partition Kafka's offsets follow produce order.
 // So the record of any line in the acknowledged prefix was written before
 // the record of any line past it, in the same partition; the highest such
-// offset is a floor (ackSeq raises it as lines join the prefix). A path
+// offset is a floor (tailAcks raises it as lines join the prefix). A path
 // that has nothing outstanding may take as floor any offset acknowledged
 // before that moment, from any path: its next lines are produced later
-// (Tailer.Positions). At a start the end offsets are a floor for lines
+// (Tailer.positions). At a start the end offsets are a floor for lines
 // produced from then on.
 //
 // The floors are per path, and a restart reads from the lowest floor of
@@ -46,11 +46,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // outTopic names an output topic of the Producer.
@@ -60,6 +60,9 @@ const (
 	topicEvents outTopic = iota
 	topicDLQ
 	numOutTopics
+	// noTopic marks a line without a record (a skipped line), or one
+	// whose record's place was not told.
+	noTopic = numOutTopics
 )
 
 // placedAcker is an Acker that also wants to know where Kafka wrote a
@@ -140,8 +143,8 @@ func (f floors) at(t outTopic, part int32) int64 {
 	return -1
 }
 
-// fileGen is one generation of one file: the part of a line's id before
-// its offset.
+// fileGen is one generation of one file: what a tail record id names
+// besides the path and the offset.
 type fileGen struct {
 	ID  fileID
 	Gen uint64
@@ -152,39 +155,6 @@ type placement struct {
 	topic outTopic
 	part  int32
 	off   int64
-}
-
-// parseTailID splits a keyheat-id made by a Tailer,
-// path@dev:ino:gen:offset (follower.switchTo). The path may itself hold
-// '@' and ':', so the numbers are taken from the right; each must be a
-// canonical decimal, so an id that merely looks alike (another source's,
-// a hand-made one) is refused rather than matched loosely.
-func parseTailID(id string) (path string, fg fileGen, off int64, ok bool) {
-	var n [4]uint64
-	rest := id
-	for i := 3; i >= 0; i-- {
-		sep := byte(':')
-		if i == 0 {
-			sep = '@'
-		}
-		j := strings.LastIndexByte(rest, sep)
-		if j < 0 {
-			return "", fileGen{}, 0, false
-		}
-		s := rest[j+1:]
-		if s == "" || len(s) > 1 && s[0] == '0' {
-			return "", fileGen{}, 0, false
-		}
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return "", fileGen{}, 0, false
-		}
-		n[i], rest = v, rest[:j]
-	}
-	if rest == "" || n[3] > math.MaxInt64 {
-		return "", fileGen{}, 0, false
-	}
-	return rest, fileGen{ID: fileID{Dev: n[0], Ino: n[1]}, Gen: n[2]}, int64(n[3]), true
 }
 
 // skipSets are, per followed path, the lines a restart must not send
@@ -225,7 +195,7 @@ func (t *Tailer) readBack(parent context.Context) error {
 			base[t][p]--
 		}
 	}
-	t.mu.Lock() // Positions may be polled already
+	t.mu.Lock() // positions may be polled already
 	t.topics, t.base = topics, base
 	t.mu.Unlock()
 
@@ -347,24 +317,25 @@ func readSkips(ctx context.Context, opts []kgo.Opt, parts map[string]map[int32]k
 				delete(left, tp{t, r.Partition})
 			}
 			for _, h := range r.Headers {
-				if h.Key != HeaderID {
+				if h.Key != schemas.HeaderRecordID {
 					continue
 				}
-				path, fg, off, ok := parseTailID(string(h.Value))
-				if !ok {
-					break // not a tail id
+				id, err := schemas.ParseRecordID(string(h.Value))
+				if err != nil || id.Kind != schemas.IDTail {
+					break // not a tail's record
 				}
-				pos, ok := saved[path]
-				if !ok || fg.ID == pos.ID && fg.Gen == pos.Gen && off < pos.Offset {
+				fg := fileGen{ID: fileID{Dev: id.Dev, Ino: id.Ino}, Gen: id.FileGen}
+				pos, ok := saved[id.Path]
+				if !ok || fg.ID == pos.ID && fg.Gen == pos.Gen && id.Offset < pos.Offset {
 					break // another path's, or inside the saved prefix: never read again
 				}
-				if skips[path] == nil {
-					skips[path] = map[fileGen]map[int64]placement{}
+				if skips[id.Path] == nil {
+					skips[id.Path] = map[fileGen]map[int64]placement{}
 				}
-				if skips[path][fg] == nil {
-					skips[path][fg] = map[int64]placement{}
+				if skips[id.Path][fg] == nil {
+					skips[id.Path][fg] = map[int64]placement{}
 				}
-				skips[path][fg][off] = placement{topic: t, part: r.Partition, off: r.Offset}
+				skips[id.Path][fg][id.Offset] = placement{topic: t, part: r.Partition, off: r.Offset}
 				break
 			}
 		})

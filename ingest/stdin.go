@@ -7,62 +7,64 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
+
+	"github.com/keyheat/keyheat/internal/ackseq"
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // ReadLines sends every line of r through pl until r ends or ctx does,
-// then flushes. Lines are identified as source + "@" + the start time +
-// ":" + the line's byte offset, unique per run (a pipe cannot be re-read,
-// so there is nothing to resume). Lines longer than maxLine (default
-// 1 MiB) are dead-lettered with schemas.ReasonLineTooLong.
+// then flushes. source names r in dead letters. Records carry stdin
+// record ids (schemas.IDStdin: the run's start and the line's byte
+// offset), unique per run: a pipe cannot be read again, so there is
+// nothing to resume. Lines longer than pl.MaxLineBytes are dead-lettered
+// with schemas.ReasonLineTooLong.
 //
 // When ctx ends, reading stops at the next line; if r has a
 // SetReadDeadline method (an *os.File on a pipe or terminal), a blocked
 // read is interrupted too.
-func ReadLines(ctx context.Context, r io.Reader, source string, maxLine int, pl *Pipeline) error {
-	if maxLine <= 0 {
-		maxLine = 1 << 20
-	}
+func ReadLines(ctx context.Context, r io.Reader, source string, pl *LineSender) error {
+	maxLine := pl.MaxLineBytes()
 	if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
 		stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Now()) })
 		defer stop()
 	}
-	acks := newAckSeq(0, floors{})
-	prefix := source + "@" + strconv.FormatInt(time.Now().UnixNano(), 10) + ":"
+	acks := ackseq.New(0)
+	prefix := schemas.RecordID{Kind: schemas.IDStdin, StartNs: time.Now().UnixNano()}.Prefix()
 	br := bufio.NewReaderSize(r, 64<<10)
-	var off int64
+	var off, lineStart int64
+	// long holds the start of a line longer than the read buffer, at most
+	// maxLine+1 bytes of it: enough to keep and to know it is too long.
 	var long []byte
+	partial := false
 	var err error
 	for ctx.Err() == nil {
+		if !partial {
+			lineStart = off
+		}
 		var line []byte
 		line, err = br.ReadSlice('\n')
-		n := int64(len(line))
+		off += int64(len(line))
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(long) < maxLine+1 {
 				long = append(long, line[:min(len(line), maxLine+1-len(long))]...)
 			}
-			off += n
+			partial = true
 			continue
 		}
-		if len(long) > 0 || len(line) > maxLine {
-			long = append(long, line...)
-			start := off - int64(len(long)) + n
-			l := Line{Data: long[:min(len(long), maxLine)], Source: source, IDPrefix: prefix, Offset: start}
-			if len(long) > maxLine {
+		partial = false
+		if len(long) > 0 {
+			line = append(long, line...)
+			long = long[:0]
+		}
+		if len(line) > 0 {
+			data := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
+			l := Line{Data: data, Source: source, IDPrefix: prefix, Offset: lineStart}
+			if len(data) > maxLine {
+				l.Data = data[:maxLine]
 				l.Err = tooLongErr(fmt.Sprintf("line is longer than %d bytes", maxLine))
 			}
-			off += n
-			if serr := pl.Send(ctx, &l, acks, acks.Add(off)); serr != nil {
-				break
-			}
-			long = long[:0]
-		} else if len(line) > 0 {
-			start := off
-			off += n
-			data := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
-			l := Line{Data: data, Source: source, IDPrefix: prefix, Offset: start}
-			if serr := pl.Send(ctx, &l, acks, acks.Add(off)); serr != nil {
+			if serr := pl.Send(ctx, &l, seqAcker{acks}, acks.Add(off)); serr != nil {
 				break
 			}
 		}

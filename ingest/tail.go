@@ -11,51 +11,93 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/keyheat/keyheat/schemas"
 )
 
-// TailConfig configures a Tailer.
-type TailConfig struct {
-	// Paths are the files to follow, by name, like tail -F.
-	Paths []string
+// TailOptions are the tailer's settings a config file sets (under
+// ingest:, by their mapstructure tags). NewTailer takes a zero value as
+// the default (DefaultTailOptions); StateFile's zero value keeps none.
+type TailOptions struct {
 	// StateFile keeps each path's acknowledged position across restarts;
 	// empty keeps none (every start is a first start).
-	StateFile string
+	StateFile string `mapstructure:"state_file"`
+	// PollInterval is how often an idle file is checked for growth,
+	// rotation and truncation.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// SaveInterval is how often the state file is rewritten while
+	// positions advance. A crash loses what was acknowledged since the
+	// last save; the restart looks for it on Kafka (readback.go) and does
+	// not send what it finds there again.
+	SaveInterval time.Duration `mapstructure:"save_interval"`
+	// ReadBackMaxRecords caps what a start reads back from the output
+	// topics to learn which lines the last run sent past its saved
+	// positions; beyond it those lines are sent again (at least once,
+	// same keyheat-id) and a warning says so.
+	ReadBackMaxRecords int `mapstructure:"readback_max_records"`
+}
+
+// DefaultTailOptions: no state file, a 200ms poll, a save every second, a
+// read-back of at most 1,000,000 records.
+func DefaultTailOptions() TailOptions {
+	return TailOptions{PollInterval: 200 * time.Millisecond, SaveInterval: time.Second, ReadBackMaxRecords: 1_000_000}
+}
+
+// Validate returns every unusable option, each an *OptionError, joined.
+// Zero values are checked as they are, not as NewTailer would fill them.
+func (o TailOptions) Validate() error {
+	var p optionErrors
+	if o.PollInterval <= 0 {
+		p.add("poll_interval", "must be positive, e.g. 200ms")
+	}
+	if o.SaveInterval <= 0 {
+		p.add("save_interval", "must be positive, e.g. 1s")
+	}
+	if o.ReadBackMaxRecords < 1 {
+		p.add("readback_max_records", "must be at least 1, e.g. 1000000")
+	}
+	return p.err()
+}
+
+func (o TailOptions) withDefaults() TailOptions {
+	def := DefaultTailOptions()
+	if o.PollInterval == 0 {
+		o.PollInterval = def.PollInterval
+	}
+	if o.SaveInterval == 0 {
+		o.SaveInterval = def.SaveInterval
+	}
+	if o.ReadBackMaxRecords == 0 {
+		o.ReadBackMaxRecords = def.ReadBackMaxRecords
+	}
+	return o
+}
+
+// TailConfig configures a Tailer: its options and what it runs with.
+type TailConfig struct {
+	TailOptions
+	// Paths are the files to follow, by name, like tail -F.
+	Paths []string
 	// FromStart reads what a file held before ingest first saw it; by
 	// default reading starts at its end. Ignored for paths in the state
 	// file, and files created after the start are always read whole.
 	FromStart bool
-	// PollInterval is how often an idle file is checked for growth,
-	// rotation and truncation; default 200ms.
-	PollInterval time.Duration
-	// SaveInterval is how often the state file is rewritten while
-	// positions advance; default 1s. A crash loses what was acknowledged
-	// since the last save; the restart finds it on Kafka again (see
-	// readback.go) and does not send it twice.
-	SaveInterval time.Duration
-	// ReadBackMaxRecords caps what a start reads back from the output
-	// topics to learn which lines the last run sent past its saved
-	// positions; beyond it those lines are sent again (at least once,
-	// same keyheat-id) and a warning says so. Default 1,000,000.
-	ReadBackMaxRecords int
-	// ReadBackTimeout bounds that read at a start; default 30s.
+	// ReadBackTimeout bounds the read-back at a start; default 30s.
 	ReadBackTimeout time.Duration
-	// MaxLineBytes bounds a line; longer ones are dead-lettered with
-	// schemas.ReasonLineTooLong. Default 1 MiB.
-	MaxLineBytes int
 	// FlushTimeout bounds the final flush at shutdown; default 30s.
 	FlushTimeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
 
-// Tailer follows files into a Pipeline. Each path has its own goroutine
-// and its own ackSeq; a saver goroutine writes the state file.
+// Tailer follows files into a LineSender. Each path has its own goroutine
+// and its own watermark (tailAcks); a saver goroutine writes the state file.
 type Tailer struct {
 	cfg        TailConfig
-	pl         *Pipeline
+	pl         *LineSender
 	log        *slog.Logger
 	saveMu     sync.Mutex         // serialises save between the saver and Run's final save
 	saved      map[string]filePos // last state written (or loaded); under saveMu after Run starts
@@ -72,11 +114,14 @@ type Tailer struct {
 	followers []*follower
 }
 
-// NewTailer returns a Tailer for cfg.Paths feeding pl.
-func NewTailer(cfg TailConfig, pl *Pipeline) (*Tailer, error) {
+// NewTailer returns a Tailer for cfg.Paths feeding pl. It reads the state
+// file, so a bad one fails here, before anything talks to Kafka.
+func NewTailer(cfg TailConfig, pl *LineSender) (*Tailer, error) {
 	if len(cfg.Paths) == 0 {
 		return nil, errors.New("tail: no files to follow")
 	}
+	// Absolute paths, in a copy: the caller's slice stays as it was.
+	cfg.Paths = slices.Clone(cfg.Paths)
 	seen := map[string]bool{}
 	for i, p := range cfg.Paths {
 		abs, err := filepath.Abs(p)
@@ -89,20 +134,12 @@ func NewTailer(cfg TailConfig, pl *Pipeline) (*Tailer, error) {
 		seen[abs] = true
 		cfg.Paths[i] = abs
 	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 200 * time.Millisecond
-	}
-	if cfg.SaveInterval <= 0 {
-		cfg.SaveInterval = time.Second
-	}
-	if cfg.MaxLineBytes <= 0 {
-		cfg.MaxLineBytes = 1 << 20
+	cfg.TailOptions = cfg.TailOptions.withDefaults()
+	if err := cfg.TailOptions.Validate(); err != nil {
+		return nil, fmt.Errorf("tail: %w", err)
 	}
 	if cfg.FlushTimeout <= 0 {
 		cfg.FlushTimeout = 30 * time.Second
-	}
-	if cfg.ReadBackMaxRecords <= 0 {
-		cfg.ReadBackMaxRecords = 1_000_000
 	}
 	if cfg.ReadBackTimeout <= 0 {
 		cfg.ReadBackTimeout = 30 * time.Second
@@ -147,7 +184,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.cfg.Paths))
 	for i, p := range t.cfg.Paths {
-		f := &follower{t: t, path: p, pinned: pinned[i], acks: newAckSeq(0, t.startFloors(p)), skips: t.skips[p]}
+		f := &follower{t: t, path: p, pinned: pinned[i], acks: newTailAcks(0, t.startFloors(p)), skips: t.skips[p]}
 		t.mu.Lock()
 		t.followers = append(t.followers, f)
 		t.mu.Unlock()
@@ -202,9 +239,9 @@ func (t *Tailer) startFloors(path string) floors {
 	return t.base.clone()
 }
 
-// Positions returns the acknowledged position of every followed path, as
+// positions returns the acknowledged position of every followed path, as
 // the state file would record it now.
-func (t *Tailer) Positions() map[string]filePos {
+func (t *Tailer) positions() map[string]filePos {
 	t.saveMu.Lock()
 	out := maps.Clone(t.saved)
 	t.saveMu.Unlock()
@@ -236,19 +273,11 @@ func (t *Tailer) Positions() map[string]filePos {
 	return out
 }
 
-// Acked returns the acknowledged byte offset in the file now at path (or
-// being drained for it) and whether it is followed yet. Tests poll it.
-func (t *Tailer) Acked(path string) (int64, bool) {
-	abs, _ := filepath.Abs(path)
-	pos, ok := t.Positions()[abs]
-	return pos.Offset, ok
-}
-
 func (t *Tailer) save() error {
 	if t.cfg.StateFile == "" {
 		return nil
 	}
-	pos := t.Positions()
+	pos := t.positions()
 	b, err := marshalState(pos)
 	if err != nil {
 		return err
@@ -293,7 +322,7 @@ type follower struct {
 	open     bool
 	id       fileID
 	gen      uint64
-	acks     *ackSeq
+	acks     *tailAcks
 	skipping bool // len(skips) > 0
 }
 
@@ -323,7 +352,7 @@ func (f *follower) run(ctx context.Context) error {
 			_ = f.f.Close()
 		}
 	}()
-	f.buf = make([]byte, max(f.t.cfg.MaxLineBytes, 64<<10)+1)
+	f.buf = make([]byte, max(f.t.pl.MaxLineBytes(), 64<<10)+1)
 	f.tooLong = -1
 	if err := f.openFirst(ctx); err != nil {
 		return err
@@ -439,7 +468,7 @@ func (f *follower) switchTo(file *os.File, id fileID, gen uint64, off int64) {
 		_ = f.f.Close()
 	}
 	f.f, f.readPos, f.start, f.end, f.tooLong = file, off, 0, 0, -1
-	f.idPrefix = f.path + "@" + strconv.FormatUint(id.Dev, 10) + ":" + strconv.FormatUint(id.Ino, 10) + ":" + strconv.FormatUint(gen, 10) + ":"
+	f.idPrefix = schemas.RecordID{Kind: schemas.IDTail, Path: f.path, Dev: id.Dev, Ino: id.Ino, FileGen: gen}.Prefix()
 	if f.skips != nil {
 		fg := fileGen{ID: id, Gen: gen}
 		if f.skip != nil && f.skipKey != fg {
@@ -453,7 +482,7 @@ func (f *follower) switchTo(file *os.File, id fileID, gen uint64, off int64) {
 	// The floors carry over: every line of the file left is acknowledged
 	// (waitAcked), so they cover it, and they stay floors for the next.
 	f.mu.Lock()
-	f.open, f.id, f.gen, f.acks = true, id, gen, newAckSeq(off, f.acks.takeFloors())
+	f.open, f.id, f.gen, f.acks = true, id, gen, newTailAcks(off, f.acks.takeFloors())
 	f.skipping = f.skips != nil
 	f.mu.Unlock()
 }
@@ -491,15 +520,25 @@ func (f *follower) lines(ctx context.Context) error {
 			break
 		}
 		lineStart := f.readPos - int64(f.end-f.start)
-		line := data[:i]
-		if f.tooLong >= 0 {
+		line := bytes.TrimSuffix(data[:i], []byte{'\r'})
+		maxLine := f.t.pl.MaxLineBytes()
+		switch {
+		case f.tooLong >= 0:
 			if err := f.send(ctx, f.prefix, f.tooLong, lineStart+int64(i)+1,
-				&lineErr{fmt.Sprintf("line is longer than %d bytes", f.t.cfg.MaxLineBytes)}); err != nil {
+				&lineErr{fmt.Sprintf("line is longer than %d bytes", maxLine)}); err != nil {
 				return err
 			}
 			f.tooLong = -1
-		} else if err := f.send(ctx, bytes.TrimSuffix(line, []byte{'\r'}), lineStart, lineStart+int64(i)+1, nil); err != nil {
-			return err
+		case len(line) > maxLine:
+			// Longer than allowed but shorter than the buffer.
+			if err := f.send(ctx, line[:maxLine], lineStart, lineStart+int64(i)+1,
+				&lineErr{fmt.Sprintf("line is longer than %d bytes", maxLine)}); err != nil {
+				return err
+			}
+		default:
+			if err := f.send(ctx, line, lineStart, lineStart+int64(i)+1, nil); err != nil {
+				return err
+			}
 		}
 		f.start += i + 1
 	}
@@ -519,7 +558,7 @@ func (f *follower) lines(ctx context.Context) error {
 	// for the dead letter and discard the rest up to its newline.
 	if f.tooLong < 0 {
 		f.tooLong = f.readPos - int64(f.end)
-		f.prefix = append(f.prefix[:0], f.buf[:min(f.end, 64<<10)]...)
+		f.prefix = append(f.prefix[:0], f.buf[:min(f.end, f.t.pl.MaxLineBytes())]...)
 	}
 	f.start, f.end = 0, 0
 	return nil

@@ -13,52 +13,86 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/keyheat/keyheat/internal/ackseq"
+	"github.com/keyheat/keyheat/internal/topics"
+	"github.com/keyheat/keyheat/schemas"
 )
 
-// TopicConfig configures a Topic source.
+// TopicOptions are the topic source's settings a config file sets (under
+// ingest.topic:, by their mapstructure tags). DefaultTopicOptions has the
+// defaults; NewTopic takes a zero Group or CommitInterval as the default.
+type TopicOptions struct {
+	// Topics are the raw log topics to read. Each record's value is one
+	// line (a trailing newline is dropped) or one JSON object, parsed by
+	// the line sender's format. They may be partitioned any way.
+	Topics []string `mapstructure:"topics"`
+	// Group is the consumer group whose committed offsets say where
+	// reading resumes.
+	Group string `mapstructure:"group"`
+	// CommitInterval is how often acknowledged offsets are committed while
+	// reading. It is also the most a crash can re-send.
+	CommitInterval time.Duration `mapstructure:"commit_interval"`
+}
+
+// DefaultTopicOptions: no topics, group keyheat-ingest, a commit every
+// second.
+func DefaultTopicOptions() TopicOptions {
+	return TopicOptions{Group: "keyheat-ingest", CommitInterval: time.Second}
+}
+
+// Validate returns every unusable option, each an *OptionError, joined.
+// An empty Topics is valid here (NewTopic needs one); zero values are
+// checked as they are, not as NewTopic would fill them.
+func (o TopicOptions) Validate() error {
+	var p optionErrors
+	seen := map[string]bool{}
+	for _, t := range o.Topics {
+		switch err := topics.CheckName(t); {
+		case err != nil:
+			p.add("topics", "%v", err)
+		case seen[t]:
+			p.add("topics", "%q is named twice", t)
+		}
+		seen[t] = true
+	}
+	if err := topics.CheckName(o.Group); err != nil {
+		// Kafka is laxer about group ids, but a group named like a topic
+		// survives every tool and ACL syntax.
+		p.add("group", "%v", err)
+	}
+	if o.CommitInterval <= 0 {
+		p.add("commit_interval", "must be positive, e.g. 1s")
+	}
+	return p.err()
+}
+
+func (o TopicOptions) withDefaults() TopicOptions {
+	def := DefaultTopicOptions()
+	if o.Group == "" {
+		o.Group = def.Group
+	}
+	if o.CommitInterval == 0 {
+		o.CommitInterval = def.CommitInterval
+	}
+	return o
+}
+
+// TopicConfig configures a Topic source: its options and what it runs
+// with.
 type TopicConfig struct {
+	TopicOptions
 	// ClientOpts connect to the brokers holding the raw topics
 	// (config.Kafka.ClientOpts); group options are added by NewTopic.
 	ClientOpts []kgo.Opt
-	// Topics are the raw log topics to read. Each record's value is one
-	// line (a trailing newline is dropped) or one JSON object, parsed by
-	// the pipeline's format. They may be partitioned any way.
-	Topics []string
-	// Group is the consumer group whose committed offsets say where
-	// reading resumes.
-	Group string
-	// CommitInterval is how often acknowledged offsets are committed while
-	// reading; default 1s. It is also the most a crash can re-send.
-	CommitInterval time.Duration
 	// MaxPollRecords bounds the records handled between two chances to
 	// rebalance; default 10000.
 	MaxPollRecords int
-	// MaxLineBytes dead-letters longer record values with
-	// schemas.ReasonLineTooLong; default 1 MiB.
-	MaxLineBytes int
 	// FlushTimeout bounds the flush before a revoke's commit and at
 	// shutdown; default 30s.
 	FlushTimeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
-}
-
-// Validate reports the first unusable setting.
-func (c *TopicConfig) Validate() error {
-	switch {
-	case len(c.Topics) == 0:
-		return errors.New("topic source: no topics to read")
-	case c.Group == "":
-		return errors.New("topic source: a consumer group must be set")
-	case c.CommitInterval < 0 || c.MaxPollRecords < 0 || c.MaxLineBytes < 0 || c.FlushTimeout < 0:
-		return errors.New("topic source: intervals and limits must not be negative")
-	}
-	for _, t := range c.Topics {
-		if t == "" {
-			return errors.New("topic source: a topic name is empty")
-		}
-	}
-	return nil
 }
 
 // Topic re-publishes the records of raw log topics as keyed events. It is
@@ -71,23 +105,18 @@ func (c *TopicConfig) Validate() error {
 // runs while records are being sent. On revoke it flushes the producer and
 // commits the revoked partitions' watermark before they move; on a lost
 // partition (the group already moved on) it commits nothing, and the new
-// owner re-sends from the last commit with the same keyheat-id headers.
+// owner re-sends from the last commit with the same keyheat-id headers (schemas.RecordID).
 type Topic struct {
-	cfg  TopicConfig
-	pl   *Pipeline
-	log  *slog.Logger
-	cl   *kgo.Client
-	maxL int
+	cfg TopicConfig
+	pl  *LineSender
+	log *slog.Logger
+	cl  *kgo.Client
 
 	// mu guards parts. The poll loop and the rebalance callbacks already
 	// exclude each other (BlockRebalanceOnPoll); the lock is for Run's
-	// final commit racing a callback of Close and for the reader of
-	// Committed.
+	// final commit racing a callback of Close.
 	mu    sync.Mutex
 	parts map[topicPartition]*partAcks
-	// committed is the last offset committed per partition, for tests and
-	// logging.
-	committed map[topicPartition]int64
 
 	closeOnce sync.Once
 }
@@ -99,29 +128,37 @@ type topicPartition struct {
 
 // partAcks is one assigned partition's acknowledgement watermark.
 type partAcks struct {
-	acks      *ackSeq
-	idPrefix  string // "topic/partition/": ids are topic/partition/offset
+	acks      *ackseq.Seq
+	idPrefix  string // schemas.RecordID.Prefix of the partition
 	source    string // "topic:partition" for dead letters
 	committed int64  // last committed offset, -1 for none
 }
 
 // NewTopic validates cfg and creates the group consumer. It does not
 // contact the brokers yet.
-func NewTopic(cfg TopicConfig, pl *Pipeline) (*Topic, error) {
+func NewTopic(cfg TopicConfig, pl *LineSender) (*Topic, error) {
 	if pl == nil {
-		return nil, errors.New("topic source: pipeline must be set")
+		return nil, errors.New("topic source: line sender must be set")
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	cfg.TopicOptions = cfg.TopicOptions.withDefaults()
+	errs := []error{cfg.TopicOptions.Validate()}
+	if len(cfg.Topics) == 0 {
+		errs = append(errs, errors.New("no topics to read"))
 	}
-	if cfg.CommitInterval == 0 {
-		cfg.CommitInterval = time.Second
+	for _, t := range cfg.Topics {
+		if t == pl.prod.topic || t == pl.prod.dlq {
+			// Reading what we write would re-publish every event forever.
+			errs = append(errs, fmt.Errorf("topic %s is an output topic; read a raw log topic", t))
+		}
+	}
+	if cfg.MaxPollRecords < 0 || cfg.FlushTimeout < 0 {
+		errs = append(errs, errors.New("max poll records and flush timeout must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("topic source: %w", err)
 	}
 	if cfg.MaxPollRecords == 0 {
 		cfg.MaxPollRecords = 10_000
-	}
-	if cfg.MaxLineBytes == 0 {
-		cfg.MaxLineBytes = 1 << 20
 	}
 	if cfg.FlushTimeout == 0 {
 		cfg.FlushTimeout = 30 * time.Second
@@ -129,8 +166,7 @@ func NewTopic(cfg TopicConfig, pl *Pipeline) (*Topic, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Topic{cfg: cfg, pl: pl, log: cfg.Logger, maxL: cfg.MaxLineBytes,
-		parts: map[topicPartition]*partAcks{}, committed: map[topicPartition]int64{}}
+	s := &Topic{cfg: cfg, pl: pl, log: cfg.Logger, parts: map[topicPartition]*partAcks{}}
 	opts := append([]kgo.Opt{}, cfg.ClientOpts...)
 	opts = append(opts,
 		kgo.ConsumeTopics(cfg.Topics...),
@@ -221,17 +257,6 @@ func (s *Topic) Run(ctx context.Context) error {
 // idempotent.
 func (s *Topic) Close() { s.closeOnce.Do(s.cl.Close) }
 
-// Committed returns the offset last committed for topic/partition, -1 if
-// none was committed by this source.
-func (s *Topic) Committed(topic string, partition int32) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o, ok := s.committed[topicPartition{topic, partition}]; ok {
-		return o
-	}
-	return -1
-}
-
 // part returns the watermark of a partition, starting it at first, the
 // offset of the first record polled since it was assigned: that is where
 // the group's committed offset put us, so nothing before it is pending.
@@ -241,8 +266,8 @@ func (s *Topic) part(topic string, partition int32, first int64) *partAcks {
 	defer s.mu.Unlock()
 	pa := s.parts[tp]
 	if pa == nil {
-		p := strconv.FormatInt(int64(partition), 10)
-		pa = &partAcks{acks: newAckSeq(first, floors{}), idPrefix: topic + "/" + p + "/", source: topic + ":" + p, committed: -1}
+		pa = &partAcks{acks: ackseq.New(first), source: topic + ":" + strconv.FormatInt(int64(partition), 10), committed: -1,
+			idPrefix: schemas.RecordID{Kind: schemas.IDTopic, Topic: topic, Partition: partition}.Prefix()}
 		s.parts[tp] = pa
 	}
 	return pa
@@ -252,11 +277,11 @@ func (s *Topic) send(ctx context.Context, pa *partAcks, r *kgo.Record) error {
 	data := bytes.TrimSuffix(bytes.TrimSuffix(r.Value, []byte{'\n'}), []byte{'\r'})
 	l := Line{Data: data, Source: pa.source, SourceAtOffset: true, IDPrefix: pa.idPrefix, Offset: r.Offset,
 		ArrivalMs: r.Timestamp.UnixMilli()}
-	if len(data) > s.maxL {
-		l.Data = data[:s.maxL]
-		l.Err = tooLongErr(fmt.Sprintf("record value is %d bytes, more than %d", len(data), s.maxL))
+	if maxL := s.pl.MaxLineBytes(); len(data) > maxL {
+		l.Data = data[:maxL]
+		l.Err = tooLongErr(fmt.Sprintf("record value is %d bytes, more than %d", len(data), maxL))
 	}
-	return s.pl.Send(ctx, &l, pa.acks, pa.acks.Add(r.Offset+1))
+	return s.pl.Send(ctx, &l, seqAcker{pa.acks}, pa.acks.Add(r.Offset+1))
 }
 
 // failed returns the first produce error of any partition: Kafka refused
@@ -326,7 +351,6 @@ func (s *Topic) commit(ctx context.Context, only map[string][]int32) {
 				if pa := s.parts[tp]; pa != nil {
 					pa.committed = o
 				}
-				s.committed[tp] = o
 			}
 		}
 	})

@@ -51,7 +51,7 @@ func produceRaw(t *testing.T, seeds []string, topic string, from, to int) {
 
 type topicRun struct {
 	src    *Topic
-	pl     *Pipeline
+	pl     *LineSender
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -60,9 +60,9 @@ func startTopic(t *testing.T, k *kafkaEnv, raw, group string) *topicRun {
 	t.Helper()
 	parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes", Time: "time", TimeFormat: "unix_ms"}, "raw")
 	require.NoError(t, err)
-	pl := pipeline(t, k.producer(t, schemas.Binary), parser)
+	pl := lineSender(t, k.producer(t, schemas.Binary), parser, LineOptions{})
 	src, err := NewTopic(TopicConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(k.seeds...), kgo.FetchMaxWait(50 * time.Millisecond)},
-		Topics: []string{raw}, Group: group, CommitInterval: 20 * time.Millisecond, MaxPollRecords: 500}, pl)
+		TopicOptions: TopicOptions{Topics: []string{raw}, Group: group, CommitInterval: 20 * time.Millisecond}, MaxPollRecords: 500}, pl)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &topicRun{src: src, pl: pl, cancel: cancel, done: make(chan error, 1)}
@@ -96,8 +96,11 @@ func checkRepublished(t *testing.T, k *kafkaEnv, raw string, n int) {
 		require.NoError(t, schemas.DecodeAny(r.Value, &e))
 		require.Equal(t, e.Key, string(r.Key), "record key is the access key")
 		require.Equal(t, 1742220131000+e.Bytes, e.TimeMs, "time comes from the line")
-		id := header(r, HeaderID)
-		require.True(t, strings.HasPrefix(id, raw+"/"), "id %q", id)
+		id := header(r, schemas.HeaderRecordID)
+		rid, err := schemas.ParseRecordID(id)
+		require.NoError(t, err)
+		require.Equal(t, schemas.IDTopic, rid.Kind, "id %q", id)
+		require.Equal(t, raw, rid.Topic, "id %q", id)
 		require.False(t, ids[id], "id %s twice on the events topic", id)
 		ids[id] = true
 		seen[int(e.Bytes)]++
@@ -106,13 +109,14 @@ func checkRepublished(t *testing.T, k *kafkaEnv, raw string, n int) {
 		var d schemas.DeadLetter
 		require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
 		require.Equal(t, schemas.ReasonParse, d.Reason)
-		id := header(r, HeaderID)
+		id := header(r, schemas.HeaderRecordID)
 		require.False(t, ids[id], "id %s twice", id)
 		ids[id] = true
-		// The id raw/p/o and the source raw:p@o name the same record.
-		parts := strings.Split(strings.TrimPrefix(id, raw+"/"), "/")
-		require.Len(t, parts, 2, "id %q", id)
-		require.Equal(t, schemas.KafkaSource(raw, int32(atoi(t, parts[0])), int64(atoi(t, parts[1]))), d.Source)
+		// The id and the dead letter's source name the same record.
+		rid, err := schemas.ParseRecordID(id)
+		require.NoError(t, err)
+		require.Equal(t, schemas.IDTopic, rid.Kind, "id %q", id)
+		require.Equal(t, schemas.KafkaSource(raw, rid.Partition, rid.Offset), d.Source)
 		i := atoi(t, strings.TrimPrefix(string(d.Raw), "garbage "))
 		require.Equal(t, rawLine(i), string(d.Raw))
 		seen[i]++
@@ -209,21 +213,4 @@ func TestTopicRebalance(t *testing.T) {
 		requireCommittedAtEnd(t, seeds, raw, group)
 		checkRepublished(t, k, raw, n)
 	})
-}
-
-func TestTopicConfigValidate(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		cfg  TopicConfig
-	}{
-		{"no topics", TopicConfig{Group: "g"}},
-		{"empty topic", TopicConfig{Topics: []string{""}, Group: "g"}},
-		{"no group", TopicConfig{Topics: []string{"raw"}}},
-		{"negative interval", TopicConfig{Topics: []string{"raw"}, Group: "g", CommitInterval: -1}},
-		{"negative poll", TopicConfig{Topics: []string{"raw"}, Group: "g", MaxPollRecords: -1}},
-	} {
-		t.Run(c.name, func(t *testing.T) { require.Error(t, c.cfg.Validate()) })
-	}
-	ok := TopicConfig{Topics: []string{"raw"}, Group: "g"}
-	require.NoError(t, ok.Validate())
 }

@@ -21,10 +21,10 @@ const (
 type CombinedConfig struct {
 	// Key is where the access key comes from: path, path_noquery
 	// (default) or query.
-	Key string
+	Key string `mapstructure:"key"`
 	// QueryParam names the query parameter whose value is the key when
 	// Key is query. The value is URL-decoded.
-	QueryParam string
+	QueryParam string `mapstructure:"query_param"`
 }
 
 // Combined parses the nginx/Apache combined log format,

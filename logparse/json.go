@@ -14,18 +14,18 @@ import (
 // the json parser reads. An empty path means the line has no such field.
 // "req.key" reads {"req":{"key":"…"}}.
 type JSONConfig struct {
-	Key       string
-	Time      string
-	Op        string
-	Bytes     string
-	App       string
-	Status    string
-	Client    string
-	Node      string
-	LatencyUs string
+	Key       string `mapstructure:"key"`
+	Time      string `mapstructure:"time"`
+	Op        string `mapstructure:"op"`
+	Bytes     string `mapstructure:"bytes"`
+	App       string `mapstructure:"app"`
+	Status    string `mapstructure:"status"`
+	Client    string `mapstructure:"client"`
+	Node      string `mapstructure:"node"`
+	LatencyUs string `mapstructure:"latency_us"`
 	// TimeFormat reads the time field: auto (default), unix, unix_ms,
 	// unix_us, unix_ns, rfc3339 or a Go time layout.
-	TimeFormat string
+	TimeFormat string `mapstructure:"time_format"`
 }
 
 // DefaultJSONConfig reads the field names keyheat itself writes.

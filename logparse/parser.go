@@ -46,17 +46,30 @@ type Parser interface {
 var ErrSkip = errors.New("line records no keyed access")
 
 // Config selects a format and configures it. Only the section of the
-// chosen format is read.
+// chosen format is read. The mapstructure tags are the option names a
+// config file uses.
 type Config struct {
-	// Format is a registered name: json, combined (alias nginx, apache),
-	// redis or regex.
-	Format string
+	// Format is a registered name (Formats): json, combined (alias nginx,
+	// apache), redis or regex.
+	Format string `mapstructure:"format"`
 	// App is the app of events whose line names none. For redis it
 	// prefixes the database number: "cache" gives "cache/db0".
-	App      string
-	JSON     JSONConfig
-	Combined CombinedConfig
-	Regex    RegexConfig
+	App      string         `mapstructure:"app"`
+	JSON     JSONConfig     `mapstructure:"json"`
+	Combined CombinedConfig `mapstructure:"combined"`
+	Regex    RegexConfig    `mapstructure:"regex"`
+}
+
+// DefaultConfig reads the nginx/Apache combined format keyed by path, with
+// every other format's section at its defaults too, so that switching
+// Format alone gives a working parser (regex still needs a pattern).
+func DefaultConfig() Config {
+	return Config{
+		Format:   "combined",
+		JSON:     DefaultJSONConfig(),
+		Combined: CombinedConfig{Key: KeyPathNoQuery},
+		Regex:    RegexConfig{TimeFormat: TimeAuto},
+	}
 }
 
 // factories is the registry of formats. It is never written after

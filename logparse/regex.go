@@ -14,10 +14,10 @@ type RegexConfig struct {
 	// Pattern is an RE2 expression with named groups. key is required;
 	// time, op, app, bytes, status, client, node and latency_us are
 	// optional. A line that does not match is rejected.
-	Pattern string
+	Pattern string `mapstructure:"pattern"`
 	// TimeFormat reads the time group: auto (default), unix, unix_ms,
 	// unix_us, unix_ns, rfc3339 or a Go time layout.
-	TimeFormat string
+	TimeFormat string `mapstructure:"time_format"`
 }
 
 // Regex parses lines with a regular expression whose named groups are the

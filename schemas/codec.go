@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -56,16 +57,21 @@ func (BinaryCodec) Append(dst []byte, e *AccessEvent) []byte { return AppendBina
 // Decode is DecodeBinary.
 func (BinaryCodec) Decode(src []byte, e *AccessEvent) error { return DecodeBinary(src, e) }
 
-// CodecByName returns the codec called name ("json" or "binary", any case),
-// as a config file or flag spells it.
+// Codecs returns every codec, the default (JSON) first: the list config
+// validates events.codec against and documents.
+func Codecs() []Codec { return []Codec{JSON, Binary} }
+
+// CodecByName returns the codec called name (its Name, any case), as a
+// config file or flag spells it.
 func CodecByName(name string) (Codec, error) {
-	switch {
-	case strings.EqualFold(name, "json"):
-		return JSON, nil
-	case strings.EqualFold(name, "binary"):
-		return Binary, nil
+	var names []string
+	for _, c := range Codecs() {
+		if strings.EqualFold(name, c.Name()) {
+			return c, nil
+		}
+		names = append(names, strconv.Quote(c.Name()))
 	}
-	return nil, fmt.Errorf("unknown event codec %q: use \"json\" or \"binary\"", name)
+	return nil, fmt.Errorf("unknown event codec %q: use %s", name, strings.Join(names, " or "))
 }
 
 // Detect returns the codec that wrote src: Binary when src starts with

@@ -58,26 +58,36 @@ const DefaultMaxKeyBytes = 1024
 // enough to catch seconds-vs-milliseconds mistakes.
 const DefaultMaxSkew = 7 * 24 * time.Hour
 
-// Limits are the checks Validate applies. The zero value uses the defaults
-// for MaxKeyBytes and MaxSkew and requires UTF-8 keys.
+// Limits are the checks Validate applies. The mapstructure tags are the
+// option names of the config file's events section. The zero value checks
+// keys (DefaultMaxKeyBytes, UTF-8) and not times; DefaultLimits checks
+// times as well.
 type Limits struct {
-	// MaxKeyBytes is the longest key accepted; 0 means DefaultMaxKeyBytes.
-	MaxKeyBytes int
+	// MaxKeyBytes is the longest key accepted; 0 (or negative) means
+	// DefaultMaxKeyBytes.
+	MaxKeyBytes int `mapstructure:"max_key_bytes"`
 	// MaxSkew is how far TimeMs may be from the now passed to Validate;
-	// 0 means DefaultMaxSkew, negative disables the check (replays of
-	// old archives).
-	MaxSkew time.Duration
-	// AllowBinaryKeys accepts keys that are not valid UTF-8. Formats that
-	// carry text (JSON, log lines) leave it false.
-	AllowBinaryKeys bool
+	// 0 (or negative) disables the check, for replays of old logs.
+	MaxSkew time.Duration `mapstructure:"max_skew"`
+	// AllowBinaryKeys accepts keys that are not valid UTF-8. Only the
+	// binary codec carries them intact; formats that carry text (JSON,
+	// log lines) leave it false.
+	AllowBinaryKeys bool `mapstructure:"allow_binary_keys"`
+}
+
+// DefaultLimits are the limits keyheat applies unless configured
+// otherwise: keys up to DefaultMaxKeyBytes of UTF-8, times within
+// DefaultMaxSkew of now.
+func DefaultLimits() Limits {
+	return Limits{MaxKeyBytes: DefaultMaxKeyBytes, MaxSkew: DefaultMaxSkew}
 }
 
 // Validate checks e against l, using now (Unix ms) as the reference for the
 // time-skew check. The error is always an *InvalidEventError, checked in
 // this order: ReasonEmptyKey, ReasonKeyTooLong, ReasonKeyNotUTF8 (unless
-// AllowBinaryKeys), then, unless the skew check is disabled,
-// ReasonMissingTime for TimeMs 0 (a decoder's "no time given") and
-// ReasonTimeSkew for a time more than MaxSkew away from nowMs.
+// AllowBinaryKeys), then, when MaxSkew is positive, ReasonMissingTime for
+// TimeMs 0 (a decoder's "no time given") and ReasonTimeSkew for a time
+// more than MaxSkew away from nowMs.
 func (l Limits) Validate(e *AccessEvent, nowMs int64) error {
 	if len(e.Key) == 0 {
 		return &InvalidEventError{Reason: ReasonEmptyKey}
@@ -92,13 +102,9 @@ func (l Limits) Validate(e *AccessEvent, nowMs int64) error {
 	}
 	if !l.AllowBinaryKeys && !utf8.ValidString(e.Key) {
 		return &InvalidEventError{Reason: ReasonKeyNotUTF8,
-			Detail: "key is not valid UTF-8; use the binary codec and AllowBinaryKeys for binary keys"}
+			Detail: "key is not valid UTF-8; to accept binary keys set events.codec: binary and events.allow_binary_keys: true"}
 	}
-	skew := l.MaxSkew
-	if skew == 0 {
-		skew = DefaultMaxSkew
-	}
-	if skew > 0 {
+	if skew := l.MaxSkew; skew > 0 {
 		if e.TimeMs == 0 {
 			return &InvalidEventError{Reason: ReasonMissingTime,
 				Detail: "event has no time (ts is 0 or missing)"}

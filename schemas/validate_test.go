@@ -23,7 +23,7 @@ func TestValidate(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		limits Limits
+		limits *Limits // nil: DefaultLimits()
 		e      AccessEvent
 		want   Reason // "" means valid
 		detail string
@@ -33,17 +33,17 @@ func TestValidate(t *testing.T) {
 		{name: "key at default limit", e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("k", 1024) })},
 		{name: "key over default limit", e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("k", 1025) }),
 			want: ReasonKeyTooLong, detail: "key is 1025 bytes, limit 1024"},
-		{name: "key at custom limit", limits: Limits{MaxKeyBytes: 4}, e: ok(func(e *AccessEvent) { e.Key = "abcd" })},
-		{name: "key over custom limit", limits: Limits{MaxKeyBytes: 4}, e: ok(func(e *AccessEvent) { e.Key = "abcde" }),
+		{name: "key at custom limit", limits: &Limits{MaxKeyBytes: 4}, e: ok(func(e *AccessEvent) { e.Key = "abcd" })},
+		{name: "key over custom limit", limits: &Limits{MaxKeyBytes: 4}, e: ok(func(e *AccessEvent) { e.Key = "abcde" }),
 			want: ReasonKeyTooLong, detail: "limit 4"},
-		{name: "negative limit means default", limits: Limits{MaxKeyBytes: -1},
+		{name: "negative limit means default", limits: &Limits{MaxKeyBytes: -1},
 			e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("k", 1025) }), want: ReasonKeyTooLong},
 		{name: "non-UTF-8 key", e: ok(func(e *AccessEvent) { e.Key = "a\xffb" }), want: ReasonKeyNotUTF8},
-		{name: "non-UTF-8 key allowed", limits: Limits{AllowBinaryKeys: true}, e: ok(func(e *AccessEvent) { e.Key = "a\xffb" })},
+		{name: "non-UTF-8 key allowed", limits: &Limits{AllowBinaryKeys: true}, e: ok(func(e *AccessEvent) { e.Key = "a\xffb" })},
 		{name: "empty beats too long and UTF-8 checks", e: ok(func(e *AccessEvent) { e.Key = ""; e.TimeMs = 0 }), want: ReasonEmptyKey},
 		{name: "too long checked before UTF-8", e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("\xff", 2000) }), want: ReasonKeyTooLong},
 		{name: "missing time", e: ok(func(e *AccessEvent) { e.TimeMs = 0 }), want: ReasonMissingTime},
-		{name: "missing time accepted when skew disabled", limits: Limits{MaxSkew: -1}, e: ok(func(e *AccessEvent) { e.TimeMs = 0 })},
+		{name: "missing time accepted when skew disabled", limits: &Limits{MaxSkew: -1}, e: ok(func(e *AccessEvent) { e.TimeMs = 0 })},
 		{name: "at default skew in the past", e: ok(func(e *AccessEvent) { e.TimeMs = now - 7*day })},
 		{name: "past default skew", e: ok(func(e *AccessEvent) { e.TimeMs = now - 7*day - 1 }),
 			want: ReasonTimeSkew, detail: "168h0m0.001s from now"},
@@ -51,16 +51,26 @@ func TestValidate(t *testing.T) {
 		{name: "seconds instead of ms", e: ok(func(e *AccessEvent) { e.TimeMs = now / 1000 }), want: ReasonTimeSkew,
 			detail: "seconds or microseconds"},
 		{name: "microseconds instead of ms", e: ok(func(e *AccessEvent) { e.TimeMs = now * 1000 }), want: ReasonTimeSkew},
-		{name: "custom skew", limits: Limits{MaxSkew: time.Minute}, e: ok(func(e *AccessEvent) { e.TimeMs = now + 60_001 }),
+		{name: "custom skew", limits: &Limits{MaxSkew: time.Minute}, e: ok(func(e *AccessEvent) { e.TimeMs = now + 60_001 }),
 			want: ReasonTimeSkew, detail: "limit 1m0s"},
-		{name: "within custom skew", limits: Limits{MaxSkew: time.Minute}, e: ok(func(e *AccessEvent) { e.TimeMs = now - 60_000 })},
-		{name: "skew disabled", limits: Limits{MaxSkew: -1}, e: ok(func(e *AccessEvent) { e.TimeMs = 1 })},
+		{name: "within custom skew", limits: &Limits{MaxSkew: time.Minute}, e: ok(func(e *AccessEvent) { e.TimeMs = now - 60_000 })},
+		{name: "skew disabled", limits: &Limits{MaxSkew: -1}, e: ok(func(e *AccessEvent) { e.TimeMs = 1 })},
+		{name: "zero MaxSkew disables the skew check", limits: &Limits{MaxKeyBytes: 8}, e: ok(func(e *AccessEvent) { e.TimeMs = 1 })},
+		{name: "zero Limits: default key checks", limits: &Limits{}, e: ok(func(e *AccessEvent) { e.Key = strings.Repeat("k", 1025) }),
+			want: ReasonKeyTooLong, detail: "limit 1024"},
+		{name: "zero Limits: no time check", limits: &Limits{}, e: ok(func(e *AccessEvent) { e.TimeMs = 0 })},
+		{name: "binary key refused names the settings", e: ok(func(e *AccessEvent) { e.Key = "\xff" }), want: ReasonKeyNotUTF8,
+			detail: "events.codec: binary and events.allow_binary_keys: true"},
 		{name: "min int64 time does not overflow", e: ok(func(e *AccessEvent) { e.TimeMs = math.MinInt64 }), want: ReasonTimeSkew},
 		{name: "max int64 time does not overflow", e: ok(func(e *AccessEvent) { e.TimeMs = math.MaxInt64 }), want: ReasonTimeSkew},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.limits.Validate(&tt.e, now)
+			l := DefaultLimits()
+			if tt.limits != nil {
+				l = *tt.limits
+			}
+			err := l.Validate(&tt.e, now)
 			if tt.want == "" {
 				require.NoError(t, err)
 				return
@@ -76,7 +86,7 @@ func TestValidate(t *testing.T) {
 func TestValidateMinInt64AgainstZeroNow(t *testing.T) {
 	// |MinInt64 - 0| does not fit an int64: the old signed arithmetic
 	// wrapped it to a negative distance and accepted the event.
-	err := Limits{}.Validate(&AccessEvent{Key: "k", TimeMs: math.MinInt64}, 0)
+	err := DefaultLimits().Validate(&AccessEvent{Key: "k", TimeMs: math.MinInt64}, 0)
 	require.Equal(t, ReasonTimeSkew, ReasonOf(err))
 }
 
@@ -107,5 +117,5 @@ func TestDecodeThenValidate(t *testing.T) {
 	require.NoError(t, DecodeJSON([]byte(`{"ts":1767225600000,"app":"shop"}`), &e))
 	require.Equal(t, ReasonEmptyKey, ReasonOf(Limits{}.Validate(&e, 1767225600000)))
 	require.NoError(t, DecodeJSON([]byte(`{"key":"k"}`), &e))
-	require.Equal(t, ReasonMissingTime, ReasonOf(Limits{}.Validate(&e, 1767225600000)))
+	require.Equal(t, ReasonMissingTime, ReasonOf(DefaultLimits().Validate(&e, 1767225600000)))
 }

@@ -7,7 +7,9 @@
 #
 #   scripts/services.sh up      install what is missing, start both, wait until
 #                               they answer, print the env (idempotent)
-#   scripts/services.sh env     print the export lines the tests read
+#   scripts/services.sh env     print the export lines the tests read, and
+#                               those that point ingest (kafka.brokers) and
+#                               detect (clickhouse.addr) at these services
 #   scripts/services.sh status  say what runs (exit 3 when a service is stopped)
 #   scripts/services.sh down    stop both (TERM, then KILL) and delete their data
 #
@@ -85,9 +87,14 @@ tail_log() { # tail_log FILE...: show what a service said before it failed
 	done
 }
 
+# print_env prints what the tests read (KEYHEAT_TEST_*) and what points
+# keyheat's own commands at these services (the config keys kafka.brokers
+# and clickhouse.addr), so `eval "$(scripts/services.sh env)"` serves both.
 print_env() {
 	echo "export KEYHEAT_TEST_KAFKA=$HOST:$KAFKA_PORT"
 	echo "export KEYHEAT_TEST_CLICKHOUSE=$HOST:$CH_TCP_PORT"
+	echo "export KEYHEAT_KAFKA_BROKERS=$HOST:$KAFKA_PORT"
+	echo "export KEYHEAT_CLICKHOUSE_ADDR=$HOST:$CH_TCP_PORT"
 }
 
 # ---------------------------------------------------------------- ClickHouse

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/ingest"
@@ -36,66 +37,69 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "ingest:", err)
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
+// printError prints err after "ingest:", several problems (a config with
+// more than one mistake) one per line.
+func printError(w io.Writer, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
+		fmt.Fprintf(w, "ingest: %d problems:\n", len(j.Unwrap()))
+		for _, e := range j.Unwrap() {
+			fmt.Fprintf(w, "  %v\n", e)
+		}
+		return
+	}
+	fmt.Fprintln(w, "ingest:", err)
+}
+
 func newRoot() *cobra.Command {
 	root := &cobra.Command{Use: "ingest", Short: "Access logs to keyed events on Kafka", SilenceUsage: true, SilenceErrors: true}
-	pf := root.PersistentFlags()
-	config.AddFlags(pf)
+	config.AddFlags(root.PersistentFlags(), config.CmdIngest)
 
 	tail := &cobra.Command{Use: "tail FILE…", Short: "Follow files like tail -F, resuming from a state file", Args: cobra.MinimumNArgs(1)}
 	tail.Flags().Bool("from-start", false, "read what the files held before the first start")
 	tail.RunE = func(cmd *cobra.Command, args []string) error {
-		return withEnv(cmd, func(ctx context.Context, env *env) error {
+		return run(cmd, nil, func(env *env) (func(context.Context) error, error) {
 			fromStart, _ := cmd.Flags().GetBool("from-start")
-			in := env.cfg.Ingest
-			tl, err := ingest.NewTailer(ingest.TailConfig{Paths: args, StateFile: in.StateFile, FromStart: fromStart,
-				PollInterval: in.PollInterval, SaveInterval: in.SaveInterval, ReadBackMaxRecords: in.ReadBackMaxRecords,
-				MaxLineBytes: in.MaxLineBytes, Logger: env.log}, env.pl)
+			tl, err := ingest.NewTailer(ingest.TailConfig{TailOptions: env.cfg.Ingest.Tail, Paths: args, FromStart: fromStart,
+				Logger: env.log}, env.lines)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return tl.Run(ctx)
+			return tl.Run, nil
 		})
 	}
 
 	stdin := &cobra.Command{Use: "stdin", Short: "Read lines from standard input", Args: cobra.NoArgs}
 	stdin.RunE = func(cmd *cobra.Command, _ []string) error {
-		return withEnv(cmd, func(ctx context.Context, env *env) error {
-			return ingest.ReadLines(ctx, os.Stdin, schemas.SourceStdin, env.cfg.Ingest.MaxLineBytes, env.pl)
+		return run(cmd, nil, func(env *env) (func(context.Context) error, error) {
+			return func(ctx context.Context) error {
+				return ingest.ReadLines(ctx, os.Stdin, schemas.SourceStdin, env.lines)
+			}, nil
 		})
 	}
 
 	topic := &cobra.Command{Use: "topic [TOPIC…]", Short: "Re-key raw log topics as a consumer group, committing after Kafka acknowledged"}
 	topic.RunE = func(cmd *cobra.Command, args []string) error {
-		return withEnv(cmd, func(ctx context.Context, env *env) error {
-			tc := env.cfg.Ingest.Topic
-			topics := tc.Topics
-			if len(args) > 0 {
-				topics = args
-				// Arguments skip the config's check; repeat its point.
-				for _, t := range topics {
-					if t == env.cfg.Kafka.Topics.Events || t == env.cfg.Kafka.Topics.DLQ {
-						return fmt.Errorf("topic %s is an output topic; name a raw log topic", t)
-					}
-				}
+		var fromArgs map[string]any
+		if len(args) > 0 {
+			// Arguments replace ingest.topic.topics and are checked like it.
+			fromArgs = map[string]any{"ingest.topic.topics": args}
+		}
+		return run(cmd, fromArgs, func(env *env) (func(context.Context) error, error) {
+			opts := env.cfg.Ingest.Topic
+			if len(opts.Topics) == 0 {
+				return nil, errors.New("no raw topic to read: name one as an argument or set ingest.topic.topics")
 			}
-			if len(topics) == 0 {
-				return errors.New("no raw topic to read: name one as an argument or set ingest.topic.topics")
-			}
-			opts, err := env.cfg.Kafka.ClientOpts()
+			src, err := ingest.NewTopic(ingest.TopicConfig{TopicOptions: opts, ClientOpts: env.clientOpts, Logger: env.log}, env.lines)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			src, err := ingest.NewTopic(ingest.TopicConfig{ClientOpts: opts, Topics: topics, Group: tc.Group,
-				CommitInterval: tc.CommitInterval, MaxLineBytes: env.cfg.Ingest.MaxLineBytes, Logger: env.log}, env.pl)
-			if err != nil {
-				return err
-			}
-			return src.Run(ctx)
+			env.closers = append(env.closers, src.Close)
+			return src.Run, nil
 		})
 	}
 
@@ -109,7 +113,7 @@ func newRoot() *cobra.Command {
 	gf.Uint64("seed", 1, "random seed")
 	gf.StringArray("hot", nil, "planted key, repeatable: key=product:42,start=10s,for=30s,share=5%")
 	gen.RunE = func(cmd *cobra.Command, _ []string) error {
-		return withEnv(cmd, func(ctx context.Context, env *env) error {
+		return run(cmd, nil, func(env *env) (func(context.Context) error, error) {
 			var cfg ingest.GenConfig
 			cfg.Keys, _ = gf.GetInt("keys")
 			cfg.S, _ = gf.GetFloat64("zipf")
@@ -117,30 +121,32 @@ func newRoot() *cobra.Command {
 			cfg.Duration, _ = gf.GetDuration("duration")
 			cfg.Count, _ = gf.GetInt64("count")
 			cfg.Seed, _ = gf.GetUint64("seed")
-			cfg.App = env.cfg.Ingest.App
+			cfg.App = env.cfg.Ingest.Parse.App
 			hots, _ := gf.GetStringArray("hot")
 			for _, h := range hots {
 				hk, err := ingest.ParseHotKey(h)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				cfg.Hot = append(cfg.Hot, hk)
 			}
 			g, err := ingest.NewGen(cfg, env.prod, env.stats)
 			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error {
+				counts, err := g.Run(ctx)
+				// The contract with tests and users: one line per planted
+				// key, on stdout, with its exact acknowledged count.
+				for _, h := range cfg.Hot {
+					fmt.Fprintf(os.Stdout, "planted key=%s count=%d\n", h.Key, counts[h.Key])
+				}
+				fmt.Fprintf(os.Stdout, "total events=%d\n", env.stats.Events.Load())
 				return err
-			}
-			counts, err := g.Run(ctx)
-			// The contract with tests and users: one line per planted key,
-			// on stdout, with its exact acknowledged count.
-			for _, h := range cfg.Hot {
-				fmt.Fprintf(os.Stdout, "planted key=%s count=%d\n", h.Key, counts[h.Key])
-			}
-			fmt.Fprintf(os.Stdout, "total events=%d\n", env.stats.Events.Load())
-			return err
+			}, nil
 		})
 	}
-	example := &cobra.Command{Use: "example-config", Short: "Print a config file with every key, its default and what it does", Args: cobra.NoArgs,
+	example := &cobra.Command{Use: "example-config", Short: "Print a config file with every key of every command, its default and what it does", Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := os.Stdout.Write(config.Example())
 			return err
@@ -149,24 +155,32 @@ func newRoot() *cobra.Command {
 	return root
 }
 
+// env is what every subcommand is built from.
 type env struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	stats *ingest.Stats
-	prod  *ingest.Producer
-	pl    *ingest.Pipeline
+	cfg        *config.Config
+	clientOpts []kgo.Opt // connect to cfg.Kafka
+	log        *slog.Logger
+	stats      *ingest.Stats
+	prod       *ingest.Producer
+	lines      *ingest.LineSender
+	// closers release what a subcommand's build made when it is not run.
+	closers []func()
 }
 
-// withEnv loads config, starts logging, metrics, the producer and the
-// progress line, runs fn, and tears everything down.
-func withEnv(cmd *cobra.Command, fn func(context.Context, *env) error) error {
+// run loads and validates the config (with args, keys set by arguments),
+// then builds everything that can fail on a setting: logger, metrics
+// listener, parser, producer, line sender, and the subcommand's source
+// (build). Only then does it contact Kafka, making sure the output topics
+// exist, and run the source with a progress line; it tears everything
+// down after.
+func run(cmd *cobra.Command, args map[string]any, build func(*env) (func(context.Context) error, error)) error {
 	ctx := cmd.Context()
 	// cmd.Flags() is the set cobra parsed, the root's persistent flags
 	// merged in; only it knows which flags the user set (a copy made with
 	// AddFlagSet does not, and Load would then see none).
 	fs := cmd.Flags()
 	file, _ := fs.GetString("config")
-	cfg, err := config.Load(config.Source{File: file, Flags: fs})
+	cfg, err := config.Load(config.CmdIngest, config.Source{File: file, Flags: fs, Args: args})
 	if err != nil {
 		return err
 	}
@@ -185,36 +199,40 @@ func withEnv(cmd *cobra.Command, fn func(context.Context, *env) error) error {
 	if err != nil {
 		return err
 	}
-	opts, err := cfg.Kafka.ClientOpts()
+	clientOpts, err := cfg.Kafka.ClientOpts()
 	if err != nil {
 		return err
 	}
-	in := cfg.Ingest
-	prod, err := ingest.NewProducer(ingest.ProducerConfig{ClientOpts: opts, Topic: cfg.Kafka.Topics.Events,
-		DLQTopic: cfg.Kafka.Topics.DLQ, Codec: codec, Compression: in.Compression, Linger: in.Linger,
-		MaxBufferedRecords: in.MaxBufferedRecords, Logger: log})
+	parser, err := logparse.New(cfg.Ingest.Parse)
+	if err != nil {
+		return err
+	}
+	prod, err := ingest.NewProducer(ingest.ProducerConfig{ProducerOptions: cfg.Ingest.Producer, ClientOpts: clientOpts,
+		Topic: cfg.Kafka.Topics.Events, DLQTopic: cfg.Kafka.Topics.DLQ, Codec: codec, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
+	stats := ingest.NewStats(reg)
+	lines, err := ingest.NewLineSender(ingest.LineSenderConfig{LineOptions: cfg.Ingest.Lines, Parser: parser, Producer: prod,
+		Limits: cfg.Events.Limits, Stats: stats})
+	if err != nil {
+		return err
+	}
+	e := &env{cfg: cfg, clientOpts: clientOpts, log: log, stats: stats, prod: prod, lines: lines}
+	defer func() {
+		for _, c := range e.closers {
+			c()
+		}
+	}()
+	runSource, err := build(e)
+	if err != nil {
+		return err
+	}
 	if err := ensureTopics(ctx, cfg, prod); err != nil {
 		return err
 	}
-	parser, err := logparse.New(logparse.Config{Format: in.Format, App: in.App,
-		JSON: logparse.JSONConfig{Key: in.JSON.Key, Time: in.JSON.Time, Op: in.JSON.Op, Bytes: in.JSON.Bytes,
-			App: in.JSON.App, Status: in.JSON.Status, Client: in.JSON.Client, Node: in.JSON.Node,
-			LatencyUs: in.JSON.LatencyUs, TimeFormat: in.JSON.TimeFormat},
-		Combined: logparse.CombinedConfig{Key: in.Combined.Key, QueryParam: in.Combined.QueryParam},
-		Regex:    logparse.RegexConfig{Pattern: in.Regex.Pattern, TimeFormat: in.Regex.TimeFormat}})
-	if err != nil {
-		return err
-	}
-	stats := ingest.NewStats(reg)
-	pl, err := ingest.NewPipeline(ingest.PipelineConfig{Parser: parser, Producer: prod, Stats: stats, MaxDLQRaw: in.DLQMaxRaw,
-		Limits: schemas.Limits{MaxKeyBytes: cfg.Events.MaxKeyBytes, MaxSkew: skew(cfg.Events.MaxSkew)}})
-	if err != nil {
-		return err
-	}
+
 	pctx, stopProgress := context.WithCancel(context.WithoutCancel(ctx))
 	progressDone := make(chan struct{})
 	go func() {
@@ -229,7 +247,7 @@ func withEnv(cmd *cobra.Command, fn func(context.Context, *env) error) error {
 		}
 		ingest.Progress(pctx, stats, tty, log, interval)
 	}()
-	err = fn(ctx, &env{cfg: cfg, log: log, stats: stats, prod: prod, pl: pl})
+	err = runSource(ctx)
 	stopProgress()
 	<-progressDone
 	log.Info("stopped", "lines", stats.Lines.Load(), "events", stats.Events.Load(), "dlq", stats.DLQ.Load(),
@@ -254,17 +272,9 @@ func ensureTopics(ctx context.Context, cfg *config.Config, prod *ingest.Producer
 	return err
 }
 
-// skew maps the config's "0 disables" onto schemas.Limits' "negative disables".
-func skew(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
 func newLogger(c config.Log) *slog.Logger {
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
+	_ = level.UnmarshalText([]byte(c.Level)) // validated by config.Load
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))

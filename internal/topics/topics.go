@@ -33,6 +33,26 @@ type Spec struct {
 	Configs map[string]string
 }
 
+// CheckName applies Kafka's rules for topic names, so that a bad name
+// fails where it is configured, with its key, instead of at the first
+// produce. The errors say what is wrong; callers add which name it is for.
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("must not be empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("%q is not a legal topic name", name)
+	case len(name) > 249:
+		return fmt.Errorf("%d characters; Kafka allows at most 249", len(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%q has %q; Kafka allows only letters, digits, '.', '_' and '-'", name, r)
+		}
+	}
+	return nil
+}
+
 // MissingError says which topics do not exist when Ensure may not create
 // them.
 type MissingError struct {

@@ -2,6 +2,7 @@ package topics_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,30 @@ func TestEnsure(t *testing.T) {
 				_, _ = adm.DeleteTopic(ctx, n)
 			}
 		})
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want string // "": legal
+	}{
+		{"keyheat.events", ""},
+		{"A-b_c.9", ""},
+		{strings.Repeat("a", 249), ""},
+		{"", "must not be empty"},
+		{".", `"." is not a legal topic name`},
+		{"..", `".." is not a legal topic name`},
+		{strings.Repeat("a", 250), "250 characters; Kafka allows at most 249"},
+		{"a b", `"a b" has ' '; Kafka allows only letters, digits, '.', '_' and '-'`},
+		{"a/b", `"a/b" has '/'`},
+		{"é", `"é" has 'é'`},
+	} {
+		err := topics.CheckName(tc.name)
+		if tc.want == "" {
+			require.NoError(t, err, tc.name)
+			continue
+		}
+		require.ErrorContains(t, err, tc.want, tc.name)
 	}
 }

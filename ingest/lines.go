@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -11,38 +12,84 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// Pipeline turns lines into records: parse, check, produce. Good events go
-// to the events topic, bad lines to the DLQ, lines that record no access
-// are counted and acknowledged at once. One Pipeline serves every source
-// of a process; Send is safe for concurrent use.
-type Pipeline struct {
-	parser logparse.Parser
-	prod   *Producer
-	limits schemas.Limits
-	maxRaw int
-	now    func() time.Time
-	stats  *Stats
+// LineOptions are the settings of lines every source shares, as a config
+// file sets them (under ingest:, by their mapstructure tags). A zero value
+// takes the default (DefaultLineOptions).
+type LineOptions struct {
+	// MaxLineBytes bounds a line (or a raw record's value); the sources
+	// dead-letter longer ones with schemas.ReasonLineTooLong, keeping
+	// their start.
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
+	// DLQMaxRaw bounds the copy of a bad line in its dead letter.
+	DLQMaxRaw int `mapstructure:"dlq_max_raw"`
 }
 
-// PipelineConfig configures a Pipeline.
-type PipelineConfig struct {
+// DefaultLineOptions: lines up to 1 MiB, dead letters keep
+// schemas.DefaultMaxDeadLetterRaw bytes of a line.
+func DefaultLineOptions() LineOptions {
+	return LineOptions{MaxLineBytes: 1 << 20, DLQMaxRaw: schemas.DefaultMaxDeadLetterRaw}
+}
+
+// Validate returns every unusable option, each an *OptionError, joined.
+func (o LineOptions) Validate() error {
+	var p optionErrors
+	if o.MaxLineBytes < 1 {
+		p.add("max_line_bytes", "must be at least 1, e.g. 1048576")
+	}
+	if o.DLQMaxRaw < 1 {
+		p.add("dlq_max_raw", "must be at least 1, e.g. 16384")
+	}
+	return p.err()
+}
+
+func (o LineOptions) withDefaults() LineOptions {
+	def := DefaultLineOptions()
+	if o.MaxLineBytes == 0 {
+		o.MaxLineBytes = def.MaxLineBytes
+	}
+	if o.DLQMaxRaw == 0 {
+		o.DLQMaxRaw = def.DLQMaxRaw
+	}
+	return o
+}
+
+// LineSender turns lines into records and sends them: parse, check,
+// produce. Good events go to the events topic, bad lines to the DLQ, lines
+// that record no access are counted and acknowledged at once. One
+// LineSender serves every source of a process; Send is safe for
+// concurrent use.
+type LineSender struct {
+	parser  logparse.Parser
+	prod    *Producer
+	limits  schemas.Limits
+	maxLine int
+	maxRaw  int
+	now     func() time.Time
+	stats   *Stats
+}
+
+// LineSenderConfig configures a LineSender: its options and what it runs
+// with.
+type LineSenderConfig struct {
+	LineOptions
 	Parser   logparse.Parser
 	Producer *Producer
 	// Limits are applied to every parsed event.
 	Limits schemas.Limits
-	// MaxDLQRaw bounds the copy of a bad line in its dead letter;
-	// 0 means schemas.DefaultMaxDeadLetterRaw.
-	MaxDLQRaw int
 	// Stats receives the counts; nil makes private ones.
 	Stats *Stats
 	// Now is the clock for arrival times; nil means time.Now.
 	Now func() time.Time
 }
 
-// NewPipeline returns a Pipeline.
-func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
+// NewLineSender returns a LineSender.
+func NewLineSender(cfg LineSenderConfig) (*LineSender, error) {
 	if cfg.Parser == nil || cfg.Producer == nil {
-		return nil, errors.New("pipeline: parser and producer must be set")
+		return nil, errors.New("line sender: parser and producer must be set")
+	}
+	opt := cfg.LineOptions.withDefaults()
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("line sender: %w", err)
 	}
 	if cfg.Stats == nil {
 		cfg.Stats = NewStats(nil)
@@ -50,14 +97,19 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Pipeline{parser: cfg.Parser, prod: cfg.Producer, limits: cfg.Limits, maxRaw: cfg.MaxDLQRaw, now: cfg.Now, stats: cfg.Stats}, nil
+	return &LineSender{parser: cfg.Parser, prod: cfg.Producer, limits: cfg.Limits, maxLine: opt.MaxLineBytes,
+		maxRaw: opt.DLQMaxRaw, now: cfg.Now, stats: cfg.Stats}, nil
 }
 
-// Stats returns the counts the pipeline updates.
-func (p *Pipeline) Stats() *Stats { return p.stats }
+// Stats returns the counts the sender updates.
+func (s *LineSender) Stats() *Stats { return s.stats }
 
-// Producer returns the pipeline's producer.
-func (p *Pipeline) Producer() *Producer { return p.prod }
+// Producer returns the sender's producer.
+func (s *LineSender) Producer() *Producer { return s.prod }
+
+// MaxLineBytes is the longest line the sources hand to Send; they
+// dead-letter longer ones (Line.Err).
+func (s *LineSender) MaxLineBytes() int { return s.maxLine }
 
 // Line is one input line for Send.
 type Line struct {
@@ -73,8 +125,9 @@ type Line struct {
 	// ArrivalMs, when not 0, is the event time of a line that carries none
 	// (a raw record's timestamp); 0 means the time Send is called.
 	ArrivalMs int64
-	// IDPrefix and Offset make the record's keyheat-id header,
-	// IDPrefix+strconv.Itoa(Offset): the same line always gets the same id.
+	// IDPrefix and Offset make the record's keyheat-id header: IDPrefix is
+	// the schemas.RecordID.Prefix of the line's stream and Offset its
+	// position there, so the same line always gets the same id.
 	IDPrefix string
 	Offset   int64
 	// Err, when set, dead-letters the line with this error instead of
@@ -89,17 +142,17 @@ type Line struct {
 // events is invalid the whole line is dead-lettered instead, so replaying
 // the dead letter never counts a key twice. Send blocks while the
 // producer's buffer is full and returns ctx's error if ctx ends first.
-func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) error {
-	p.stats.Lines.Add(1)
-	p.stats.Bytes.Add(int64(len(l.Data)))
-	now := p.now()
+func (s *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) error {
+	s.stats.Lines.Add(1)
+	s.stats.Bytes.Add(int64(len(l.Data)))
+	now := s.now()
 	err := l.Err
 	var one [1]schemas.AccessEvent
 	var evs []schemas.AccessEvent
 	if err == nil {
 		// The optional fields Parse dropped (second result) are not
 		// counted yet.
-		evs, _, err = p.parser.Parse(one[:0], l.Data)
+		evs, _, err = s.parser.Parse(one[:0], l.Data)
 	}
 	for i := 0; err == nil && i < len(evs); i++ {
 		e := &evs[i]
@@ -109,7 +162,7 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 		if e.TimeMs == 0 {
 			e.TimeMs = now.UnixMilli()
 		}
-		err = p.limits.Validate(e, now.UnixMilli())
+		err = s.limits.Validate(e, now.UnixMilli())
 	}
 	switch {
 	case err == nil:
@@ -117,7 +170,7 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 			ack = &lineAcker{next: ack, left: len(evs)}
 		}
 		for i := range evs {
-			if err := p.prod.event(ctx, &evs[i], l.IDPrefix, l.Offset, ack, seq, p.stats); err != nil {
+			if err := s.prod.event(ctx, &evs[i], l.IDPrefix, l.Offset, ack, seq, s.stats); err != nil {
 				// The failed record's promise acks it; the records not
 				// produced are acked here, so the line's ack still comes.
 				for range evs[i+1:] {
@@ -128,7 +181,7 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 		}
 		return nil
 	case errors.Is(err, logparse.ErrSkip):
-		p.stats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 		ack.Ack(seq, nil)
 		return nil
 	}
@@ -136,8 +189,8 @@ func (p *Pipeline) Send(ctx context.Context, l *Line, ack Acker, seq uint64) err
 	if l.SourceAtOffset {
 		source += "@" + strconv.FormatInt(l.Offset, 10)
 	}
-	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, p.maxRaw)
-	return p.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, p.stats)
+	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, s.maxRaw)
+	return s.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, s.stats)
 }
 
 // lineAcker passes the ack of a line that became several records on to

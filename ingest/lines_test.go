@@ -23,19 +23,20 @@ func TestSendOneRecordPerKey(t *testing.T) {
 		k := newKafkaEnv(t, seeds, 3)
 		parser, err := logparse.New(logparse.Config{Format: "redis"})
 		require.NoError(t, err)
-		pl := pipeline(t, k.producer(t, schemas.JSON), parser)
-		pl.limits = schemas.Limits{MaxKeyBytes: 16, MaxSkew: -1}
+		pl, err := NewLineSender(LineSenderConfig{LineOptions: LineOptions{MaxLineBytes: 256}, Parser: parser,
+			Producer: k.producer(t, schemas.JSON), Limits: schemas.Limits{MaxKeyBytes: 16}})
+		require.NoError(t, err)
 		input := strings.Join([]string{
 			`1742220131.1 [0 [::1]:6379] "mget" "user:1" "user:2" "user:3"`,
 			`1742220131.2 [0 127.0.0.1:1] "get" "user:4"`,
 			`1742220131.3 [0 unix:/tmp/r.sock] "mset" "user:5" "v" "user:6" "v"`,
 			`1742220131.4 [0 127.0.0.1:1] "del" "user:7" "a-key-that-is-far-too-long"`,
 		}, "\n")
-		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), schemas.SourceStdin, 256, pl))
+		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), schemas.SourceStdin, pl))
 
 		ids := map[string][]string{}
 		for _, r := range readAll(t, k.seeds, k.events) {
-			id := header(r, HeaderID)
+			id := header(r, schemas.HeaderRecordID)
 			ids[id] = append(ids[id], string(r.Key))
 		}
 		var perLine [][]string

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fakeBroker is a listener that counts connections and answers none: a
+// command that connects to it has touched Kafka.
+func fakeBroker(t *testing.T) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	conns = &atomic.Int64{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	return ln.Addr().String(), conns
+}
+
+// TestConfigErrorsBeforeKafka: whatever is wrong in the configuration, or
+// in what a subcommand builds from it, is reported before ingest connects
+// to a broker (it used to create the topics first).
+func TestConfigErrorsBeforeKafka(t *testing.T) {
+	dir := t.TempDir()
+	badState := filepath.Join(dir, "state.json")
+	require.NoError(t, os.WriteFile(badState, []byte("{not json"), 0o600))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"json time format", []string{"stdin", "--ingest.format=json", "--ingest.json.time_format=unix_sec"}, `ingest.json: time_format "unix_sec"`},
+		{"regex", []string{"stdin", "--ingest.format=regex", "--ingest.regex.pattern=(?P<key>"}, "ingest.regex: error parsing regexp"},
+		{"raw topic is an output", []string{"topic", "keyheat.events"}, `ingest.topic.topics: "keyheat.events" is also an output topic`},
+		{"no raw topic", []string{"topic"}, "no raw topic to read"},
+		{"corrupt state file", []string{"tail", "--ingest.state_file=" + badState, filepath.Join(dir, "a.log")}, "is corrupt"},
+		{"gen without an end", []string{"gen"}, "gen: set a duration or a count"},
+		{"bad hot key", []string{"gen", "--count=1", "--hot=key=a"}, `hot key "key=a"`},
+		{"binary keys", []string{"stdin", "--events.allow_binary_keys"}, "events.allow_binary_keys: needs events.codec: binary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, conns := fakeBroker(t)
+			root := newRoot()
+			root.SetArgs(append(tc.args, "--kafka.brokers="+addr, "--log.level=error"))
+			root.SetOut(&bytes.Buffer{})
+			err := root.ExecuteContext(context.Background())
+			require.ErrorContains(t, err, tc.want)
+			require.Zero(t, conns.Load(), "ingest connected to Kafka before it found: %v", err)
+		})
+	}
+}
+
+// TestHelpListsOnlyIngestKeys: ingest --help offers the keys ingest reads,
+// not detect's.
+func TestHelpListsOnlyIngestKeys(t *testing.T) {
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"tail", "--help"})
+	require.NoError(t, root.Execute())
+	help := out.String()
+	for _, want := range []string{"--kafka.brokers", "--ingest.format", "--ingest.state_file", "--events.allow_binary_keys", "--from-start"} {
+		require.Contains(t, help, want)
+	}
+	for _, not := range []string{"--clickhouse.", "--kafka.topics.hotkeys", "--kafka.topics.reports"} {
+		require.NotContains(t, help, not)
+	}
+}
+
+func TestPrintError(t *testing.T) {
+	var b bytes.Buffer
+	printError(&b, errors.New("kafka.brokers: must not be empty"))
+	require.Equal(t, "ingest: kafka.brokers: must not be empty\n", b.String())
+	b.Reset()
+	printError(&b, errors.Join(errors.New("log.level: x"), errors.New("kafka.partitions: y")))
+	require.Equal(t, "ingest: 2 problems:\n  log.level: x\n  kafka.partitions: y\n", b.String())
+}
