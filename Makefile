@@ -29,6 +29,7 @@ test:
 	$(MAKE) --no-print-directory check
 	scripts/services.sh up
 	eval "$$(scripts/services.sh env)"
+	eval "$$(scripts/pydeps.sh up)"
 	$(MAKE) --no-print-directory unit norace fuzz
 
 # check: formatting and vet, no services needed.
@@ -50,7 +51,7 @@ unit:
 	grep -E '^(--- (PASS|SKIP)|ok |\?)' $(OUT)/unit.log | grep -v '^?' || true
 	grep -cE '^\s*--- PASS' $(OUT)/unit.log | sed 's/^/tests and subtests passed: /'
 	echo "against the real services (KEYHEAT_TEST_KAFKA, KEYHEAT_TEST_CLICKHOUSE):"
-	grep -E '^\s*--- (PASS|FAIL): (\S*/real_kafka|TestClickHouse\S*) ' $(OUT)/unit.log || true
+	grep -E '^\s*--- (PASS|FAIL): (\S*/real_kafka|TestClickHouse\S*|TestChdb\S*) ' $(OUT)/unit.log || true
 	if grep -qE '^\s*--- SKIP' $(OUT)/unit.log; then
 	  echo "skipped:"; grep -E '^\s*--- SKIP' $(OUT)/unit.log
 	  if [ "$${CI:-}" = true ]; then echo "tests skipped under CI=true"; exit 1; fi
