@@ -206,7 +206,9 @@ func (w *recordWriter[T]) roll() error {
 // ReportWriter archives WindowReports under kind=reports, by the report's
 // app (cluster-wide reports under the empty app's folder) and the UTC hour
 // of its window start.
-type ReportWriter struct{ w *recordWriter[schemas.ReportRow] }
+type ReportWriter struct {
+	w *recordWriter[schemas.ReportRow]
+}
 
 // Reports opens the report writer of source, a name unique among the
 // processes writing reports to this archive (the merger: "merger").
@@ -237,7 +239,9 @@ func (w *ReportWriter) Close() error { return w.w.Close() }
 
 // HotKeyWriter archives HotKeyEvents under kind=hotkeys, by the event's
 // app and the UTC hour of its onset.
-type HotKeyWriter struct{ w *recordWriter[schemas.HotKeyRow] }
+type HotKeyWriter struct {
+	w *recordWriter[schemas.HotKeyRow]
+}
 
 // HotKeys opens the hot-key writer of source, a name unique among the
 // writers of this archive: detect opens one per events partition, e.g.
