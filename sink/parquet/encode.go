@@ -12,13 +12,10 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// encoder writes rows of type T into Parquet files. It keeps one
-// parquet-go writer and resets it for each file, so its page buffers are
-// allocated once per encoder rather than once per file. Not safe for
+// encoder writes rows of type T into Parquet files. Not safe for
 // concurrent use; each partition writer and record writer owns one.
 type encoder[T any] struct {
 	opts []parquet.WriterOption
-	w    *parquet.GenericWriter[T]
 	buf  *bufio.Writer
 }
 
@@ -70,18 +67,19 @@ func (e *encoder[T]) writeFile(fsys FS, name string, rows []T, meta ...string) (
 	}()
 	e.buf.Reset(f)
 	cw := &countingWriter{w: e.buf}
-	if e.w == nil {
-		e.w = parquet.NewGenericWriter[T](cw, e.opts...)
-	} else {
-		e.w.Reset(cw)
-	}
+	// A fresh parquet-go writer per file: in v0.32.0 a writer reused
+	// through Reset writes different bytes for the same rows, with an
+	// empty path_in_schema that Spark and Athena reject
+	// (parquet-go/parquet-go#602), and a re-write after a crash must be
+	// byte-identical to the first write.
+	w := parquet.NewGenericWriter[T](cw, e.opts...)
 	for i := 0; i+1 < len(meta); i += 2 {
-		e.w.SetKeyValueMetadata(meta[i], meta[i+1])
+		w.SetKeyValueMetadata(meta[i], meta[i+1])
 	}
-	if _, err := e.w.Write(rows); err != nil {
+	if _, err := w.Write(rows); err != nil {
 		return 0, fmt.Errorf("encode %s: %w", name, err)
 	}
-	if err := e.w.Close(); err != nil {
+	if err := w.Close(); err != nil {
 		return 0, fmt.Errorf("encode %s: %w", name, err)
 	}
 	if err := e.buf.Flush(); err != nil {
