@@ -25,6 +25,8 @@ type eventFile struct {
 	i32  [2][]int32 // status, partition
 	strs [6][]string
 	dict []string
+	// scratch holds page headers for checkPages.
+	scratch []byte
 }
 
 // Column positions in schemas.EventRowColumns.
@@ -49,20 +51,26 @@ func openEventFile(fsys FS, name string) (*eventFile, error) {
 		return nil, err
 	}
 	ef := &eventFile{openedFile: o}
-	for i, c := range schemas.EventRowColumns {
-		col := o.pf.Root().Column(c)
-		want := parquet.ByteArray
-		switch i {
-		case colTime, colBytes, colLatency, colOffset:
-			want = parquet.Int64
-		case colStatus, colPartition:
-			want = parquet.Int32
+	err = guard(func() error {
+		for i, c := range schemas.EventRowColumns {
+			col := o.pf.Root().Column(c)
+			want := parquet.ByteArray
+			switch i {
+			case colTime, colBytes, colLatency, colOffset:
+				want = parquet.Int64
+			case colStatus, colPartition:
+				want = parquet.Int32
+			}
+			if col == nil || !col.Leaf() || !col.Required() || col.Type().Kind() != want {
+				return fmt.Errorf("column %s missing or not a required %s", c, want)
+			}
+			ef.cols[i] = col.Index()
 		}
-		if col == nil || !col.Leaf() || !col.Required() || col.Type().Kind() != want {
-			o.Close()
-			return nil, &BadFileError{Path: name, Err: fmt.Errorf("column %s missing or not a required %s", c, want)}
-		}
-		ef.cols[i] = col.Index()
+		return nil
+	})
+	if err != nil {
+		o.Close()
+		return nil, &BadFileError{Path: name, Err: err}
 	}
 	return ef, nil
 }
@@ -78,10 +86,13 @@ func (ef *eventFile) timeBounds(rg int) (minMs, maxMs int64) {
 // dst. Errors are *BadFileError.
 func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]schemas.EventRow, error) {
 	err := guard(func() error {
+		var err error
+		if ef.scratch, err = checkPages(ef.f, ef.pf.Metadata(), rg, ef.scratch); err != nil {
+			return err
+		}
 		g := ef.pf.RowGroups()[rg]
 		n := int(g.NumRows())
 		chunks := g.ColumnChunks()
-		var err error
 		read64 := func(slot, col int) {
 			if err == nil {
 				ef.i64[slot], err = readInt64s(chunks[ef.cols[col]], ef.i64[slot][:0], n)

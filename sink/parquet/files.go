@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -161,6 +162,9 @@ func openArchiveFile(fsys FS, name, kind string) (_ *openedFile, err error) {
 			f.Close()
 		}
 	}()
+	if err := checkFooterLength(f); err != nil {
+		return nil, &BadFileError{Path: name, Err: err}
+	}
 	var pf *parquet.File
 	err = guard(func() error {
 		var err error
@@ -169,6 +173,17 @@ func openArchiveFile(fsys FS, name, kind string) (_ *openedFile, err error) {
 	})
 	if err != nil {
 		return nil, &BadFileError{Path: name, Err: fmt.Errorf("not a readable Parquet file: %w", err)}
+	}
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			// keyheat writes zstd. Refusing other codecs up front also
+			// keeps a corrupt codec field away from parquet-go v0.32.0's
+			// lz4 decoder, which doubles its buffer without bound on
+			// input it cannot decode.
+			if c := cc.MetaData.Codec; c != format.Zstd && c != format.Uncompressed {
+				return nil, &BadFileError{Path: name, Err: fmt.Errorf("column %v compressed with %v; keyheat writes zstd", cc.MetaData.PathInSchema, c)}
+			}
+		}
 	}
 	k, _ := pf.Lookup(schemas.ParquetKindKey)
 	v, _ := pf.Lookup(schemas.ParquetVersionKey)
@@ -179,6 +194,25 @@ func openArchiveFile(fsys FS, name, kind string) (_ *openedFile, err error) {
 		return nil, &BadFileError{Path: name, Err: fmt.Errorf("layout version %q, this reader knows %d", v, schemas.ParquetVersion)}
 	}
 	return &openedFile{path: name, f: f, pf: pf}, nil
+}
+
+// checkFooterLength refuses a file whose trailer claims a footer longer
+// than the file. parquet-go v0.32.0 allocates the claimed length (up to
+// 4 GiB) before it reads, so a corrupt trailer would exhaust memory
+// instead of failing.
+func checkFooterLength(f ReadableFile) error {
+	size := f.Size()
+	if size < 12 {
+		return fmt.Errorf("not a Parquet file: %d bytes", size)
+	}
+	var tail [8]byte
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return fmt.Errorf("read trailer: %w", err)
+	}
+	if footer := int64(binary.LittleEndian.Uint32(tail[:4])); footer > size-12 {
+		return fmt.Errorf("truncated or corrupt: trailer claims a %d-byte footer in a %d-byte file", footer, size)
+	}
+	return nil
 }
 
 // guard runs fn and turns a panic into an error. parquet-go decodes what

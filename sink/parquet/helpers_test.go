@@ -106,10 +106,14 @@ func openArchive(t *testing.T, opts archive.Options) *archive.Archive {
 // appendAll hands ins to w, advancing to end after the last.
 func appendAll(t *testing.T, w *archive.PartitionWriter, ins []input, end int64) {
 	t.Helper()
+	durable := w.Durable()
 	for i := range ins {
 		require.NoError(t, w.Append(ins[i].offset, &ins[i].ev), "append offset %d", ins[i].offset)
+		require.GreaterOrEqual(t, w.Durable(), durable, "durable never moves back (offset %d)", ins[i].offset)
+		durable = w.Durable()
 	}
 	require.NoError(t, w.Advance(end), "advance to %d", end)
+	require.GreaterOrEqual(t, w.Durable(), durable, "durable never moves back (advance)")
 }
 
 // readAll replays the whole archive at root.

@@ -255,6 +255,11 @@ func (p *PartitionWriter) Advance(offset int64) error {
 		return p.fail(err)
 	}
 	p.next = offset
+	if p.open == nil && !p.skipping {
+		// Nothing is buffered, so the next segment may start here: Durable
+		// never moves back to offsets it already passed.
+		p.pos = max(p.pos, offset)
+	}
 	p.publishDurable()
 	return nil
 }

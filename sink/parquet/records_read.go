@@ -134,6 +134,11 @@ func readRecordFile[T any](fsys FS, name, kind string) ([]T, error) {
 	defer o.Close()
 	var rows []T
 	err = guard(func() error {
+		for rg := range o.pf.Metadata().RowGroups {
+			if _, err := checkPages(o.f, o.pf.Metadata(), rg, nil); err != nil {
+				return err
+			}
+		}
 		want := parquet.SchemaOf(new(T))
 		for _, f := range want.Fields() {
 			if o.pf.Root().Column(f.Name()) == nil {
