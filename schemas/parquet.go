@@ -31,7 +31,7 @@ const (
 type EventRow struct {
 	TimeMs    int64  `parquet:"time_ms,timestamp(millisecond),delta"`
 	App       string `parquet:"app,dict"`
-	Key       string `parquet:"key,dict"`
+	Key       string `parquet:"key"`
 	Op        string `parquet:"op,dict"`
 	Bytes     int64  `parquet:"bytes"`
 	Status    int32  `parquet:"status"`

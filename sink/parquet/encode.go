@@ -40,6 +40,14 @@ func newEncoder[T any](o Options, kind string, sortedBy ...string) *encoder[T] {
 	}
 }
 
+// skipBounds leaves out the page and column-chunk min/max of cols.
+func (e *encoder[T]) skipBounds(cols ...string) *encoder[T] {
+	for _, c := range cols {
+		e.opts = append(e.opts, parquet.SkipPageBounds(c))
+	}
+	return e
+}
+
 // countingWriter counts the bytes written through it.
 type countingWriter struct {
 	w *bufio.Writer
@@ -56,6 +64,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // key/value metadata meta (pairs), fsyncs and closes it, and returns its
 // size. On error the partial file is removed.
 func (e *encoder[T]) writeFile(fsys FS, name string, rows []T, meta ...string) (size int64, err error) {
+	return e.writeFileFunc(fsys, name, func(write func([]T) error) error { return write(rows) }, meta...)
+}
+
+// writeFileFunc is writeFile with the rows handed over by rows, in
+// batches, through the write function it is given.
+func (e *encoder[T]) writeFileFunc(fsys FS, name string, rows func(write func([]T) error) error, meta ...string) (size int64, err error) {
 	f, err := fsys.Create(name)
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", name, err)
@@ -76,7 +90,10 @@ func (e *encoder[T]) writeFile(fsys FS, name string, rows []T, meta ...string) (
 	for i := 0; i+1 < len(meta); i += 2 {
 		w.SetKeyValueMetadata(meta[i], meta[i+1])
 	}
-	if _, err := w.Write(rows); err != nil {
+	if err := rows(func(batch []T) error {
+		_, err := w.Write(batch)
+		return err
+	}); err != nil {
 		return 0, fmt.Errorf("encode %s: %w", name, err)
 	}
 	if err := w.Close(); err != nil {

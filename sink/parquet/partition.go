@@ -50,8 +50,13 @@ type PartitionWriter struct {
 	skipping bool
 	open     *segment
 	enc      *encoder[schemas.EventRow]
-	err      error
-	closed   bool
+	// free holds empty row chunks for the next segment; keys and batch
+	// are scratch space of writeSorted.
+	free   [][]schemas.EventRow
+	keys   []sortKey
+	batch  []schemas.EventRow
+	err    error
+	closed bool
 
 	durable atomic.Int64
 }
@@ -83,11 +88,18 @@ type bucketKey struct {
 	hourMs int64
 }
 
+// bucket holds one app-hour's rows of the open segment in fixed-size
+// chunks taken from the writer's free list, so a segment's rows are
+// neither copied as they grow nor reallocated for the next segment.
 type bucket struct {
-	key  bucketKey
-	dir  string
-	rows []schemas.EventRow
+	key    bucketKey
+	dir    string
+	chunks [][]schemas.EventRow
+	n      int
 }
+
+// chunkRows is the length of a row chunk: 8192 rows, about 1.2 MB.
+const chunkRows = 8192
 
 // eventOverhead is the cost counted per buffered event beyond its strings:
 // the row's fixed fields, rounded up.
@@ -127,7 +139,11 @@ func (a *Archive) Partition(ctx context.Context, topic string, partition int32, 
 		a: a, key: partKey{topic, partition}, topic: topic, partition: partition,
 		stateDir: partitionStateDir(topic, partition),
 		next:     startOffset, pos: startOffset,
-		enc: newEncoder[schemas.EventRow](a.opts, KindEvents, "time_ms", "offset"),
+		enc: newEncoder[schemas.EventRow](a.opts, KindEvents, "time_ms", "offset").
+			// Min/max of string pages cost a sixth of the write time and
+			// prune nothing useful (one app per file; keys in no order).
+			skipBounds("app", "key", "op", "client", "node", "topic"),
+		batch: make([]schemas.EventRow, 0, 1024),
 	}
 	if err := p.recover(startOffset); err != nil {
 		return nil, err
@@ -225,7 +241,12 @@ func (p *PartitionWriter) Append(offset int64, e *schemas.AccessEvent) error {
 	if b == nil || b.key.app != e.App || e.TimeMs < b.key.hourMs || e.TimeMs >= b.key.hourMs+hourMs {
 		b = s.bucket(e.App, e.TimeMs)
 	}
-	b.rows = append(b.rows, schemas.MakeEventRow(p.topic, p.partition, offset, e))
+	if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == chunkRows {
+		b.chunks = append(b.chunks, p.chunk())
+	}
+	last := &b.chunks[len(b.chunks)-1]
+	*last = append(*last, schemas.MakeEventRow(p.topic, p.partition, offset, e))
+	b.n++
 	s.events++
 	s.bytes += eventOverhead + int64(len(e.Key)+len(e.App)+len(e.Op)+len(e.Client)+len(e.Node))
 	switch {
@@ -455,13 +476,14 @@ func (p *PartitionWriter) roll(last int64, reason string) error {
 	meta := []string{"keyheat.topic", p.topic, "keyheat.partition", strconv.Itoa(int(p.partition)),
 		"keyheat.first_offset", strconv.FormatInt(s.first, 10), "keyheat.last_offset", strconv.FormatInt(last, 10)}
 	for i, b := range buckets {
-		sortEventRows(b.rows)
 		tmps[i] = fmt.Sprintf("%s/%d_%d%s", p.tmpDir(), s.first, i, tempSuffix)
-		size, err := p.enc.writeFile(fsys, tmps[i], b.rows, meta...)
+		size, err := p.enc.writeFileFunc(fsys, tmps[i], func(write func([]schemas.EventRow) error) error {
+			return p.writeSorted(b, write)
+		}, meta...)
 		if err != nil {
 			return err
 		}
-		m.Files = append(m.Files, manifestFile{Path: b.dir + "/" + name, Rows: int64(len(b.rows)), Bytes: size})
+		m.Files = append(m.Files, manifestFile{Path: b.dir + "/" + name, Rows: int64(b.n), Bytes: size})
 	}
 	if s.rewrite != nil {
 		if !m.sameFiles(s.rewrite) {
@@ -503,6 +525,78 @@ func (p *PartitionWriter) roll(last int64, reason string) error {
 	p.a.m.rollTime.Observe(time.Since(start).Seconds())
 	p.open, p.pos = nil, last+1
 	p.publishDurable()
+	for _, b := range buckets {
+		for _, c := range b.chunks {
+			clear(c) // drop the strings for the collector
+			p.free = append(p.free, c[:0])
+		}
+	}
+	return nil
+}
+
+// chunk returns an empty row chunk from the free list or a new one.
+func (p *PartitionWriter) chunk() []schemas.EventRow {
+	if n := len(p.free); n > 0 {
+		c := p.free[n-1]
+		p.free = p.free[:n-1]
+		return c
+	}
+	return make([]schemas.EventRow, 0, chunkRows)
+}
+
+// sortKey is a row's place in the replay order, without pointers, so
+// sorting moves 16 bytes a row and no write barriers.
+type sortKey struct {
+	tsMs int64
+	i    int // position in the bucket: offset order
+}
+
+// writeSorted hands b's rows to write in (time, offset) order, in batches.
+// Rows arrive in offset order, so sorting the positions by (time,
+// position) gives that order.
+func (p *PartitionWriter) writeSorted(b *bucket, write func([]schemas.EventRow) error) error {
+	keys := p.keys[:0]
+	sorted := true
+	for ci, c := range b.chunks {
+		for ri := range c {
+			k := sortKey{tsMs: c[ri].TimeMs, i: ci*chunkRows + ri}
+			if len(keys) > 0 && k.tsMs < keys[len(keys)-1].tsMs {
+				sorted = false
+			}
+			keys = append(keys, k)
+		}
+	}
+	p.keys = keys
+	if sorted {
+		for _, c := range b.chunks {
+			if err := write(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	slices.SortFunc(keys, func(x, y sortKey) int {
+		if c := cmpInt(x.tsMs, y.tsMs); c != 0 {
+			return c
+		}
+		return x.i - y.i
+	})
+	batch := p.batch[:0]
+	for _, k := range keys {
+		batch = append(batch, b.chunks[k.i/chunkRows][k.i%chunkRows])
+		if len(batch) == cap(batch) {
+			if err := write(batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if err := write(batch); err != nil {
+			return err
+		}
+	}
+	clear(batch[:cap(batch)])
 	return nil
 }
 
@@ -540,15 +634,4 @@ func (p *PartitionWriter) writeManifest(m *manifest) error {
 		return fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return nil
-}
-
-// sortEventRows orders a bucket's rows by event time, then offset: the
-// order a replay merges in. Rows arrive in offset order, so a stable sort
-// by time alone gives it, and input already in time order costs one pass.
-func sortEventRows(rows []schemas.EventRow) {
-	less := func(a, b schemas.EventRow) int { return cmpInt(a.TimeMs, b.TimeMs) }
-	if slices.IsSortedFunc(rows, less) {
-		return
-	}
-	slices.SortStableFunc(rows, less)
 }
