@@ -3,8 +3,10 @@ package parquet_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,21 +78,14 @@ func sortStrings(s []string) []string {
 	return s
 }
 
-// manifests returns the First of every recorded segment of partition 5.
+// segmentFirsts returns the First of every recorded segment, from the
+// manifests' names.
 func segmentFirsts(t *testing.T, tr map[string][]byte) []int64 {
 	var out []int64
 	for p := range tr {
 		if strings.Contains(p, "/segments/") {
-			info, ok := archive.ParseEventFileName(strings.TrimSuffix(filepath.Base(p), ".json") + "_x_0_0.parquet")
-			_ = info
-			_ = ok
-			var first int64
-			for _, c := range filepath.Base(p) {
-				if c == '_' {
-					break
-				}
-				first = first*10 + int64(c-'0')
-			}
+			first, err := strconv.ParseInt(strings.SplitN(filepath.Base(p), "_", 2)[0], 10, 64)
+			require.NoError(t, err, "manifest name %s", p)
 			out = append(out, first)
 		}
 	}
@@ -186,8 +181,6 @@ func TestCrashMidPublishRewritesIdentically(t *testing.T) {
 			// Files of the failed segment are partly visible, its temp
 			// files are still in staging, and its manifest is recorded:
 			// resuming inside it is refused with where to resume.
-			_, err = archive.Open(context.Background(), testOptions(root), nil, nil)
-			require.NoError(t, err)
 			a2 := openArchive(t, testOptions(root))
 			_, err = a2.Partition(context.Background(), testTopic, 5, committed+1)
 			var inc *archive.IncompleteSegmentError
@@ -225,4 +218,51 @@ func TestLeftoverTempFilesAreRemoved(t *testing.T) {
 	_, err = os.Stat(leftover)
 	require.True(t, errors.Is(err, os.ErrNotExist), "a temp file left by a crash is removed when the partition opens: %v", err)
 	require.NoError(t, a.Close())
+}
+
+// TestRewriteKeepsRecordedBoundary restarts with a smaller segment size
+// after a crash mid-publish: the half-published segment is still
+// re-written whole, ending where its manifest says, so its files come out
+// as the first run wrote them and no event is archived twice.
+func TestRewriteKeepsRecordedBoundary(t *testing.T) {
+	ins := crashInputs()
+	want := cleanRun(t, ins)
+	root := t.TempDir()
+	dir, err := archive.NewDirFS(root)
+	require.NoError(t, err)
+	a := archive.OpenFSForTest(t, testOptions(root), &faultFS{FS: dir, okRenames: 9}, time.Now)
+	w, err := a.Partition(context.Background(), testTopic, 5, 0)
+	require.NoError(t, err)
+	for i := range ins {
+		if w.Append(ins[i].offset, &ins[i].ev) != nil {
+			break
+		}
+	}
+	committed := w.Durable()
+	a.Crash()
+
+	opts := testOptions(root)
+	opts.SegmentBytes = 4 << 10
+	a2 := openArchive(t, opts)
+	w2, err := a2.Partition(context.Background(), testTopic, 5, committed)
+	require.NoError(t, err)
+	var rest []input
+	for _, in := range ins {
+		if in.offset >= committed {
+			rest = append(rest, in)
+		}
+	}
+	appendAll(t, w2, rest, ins[len(ins)-1].offset+1)
+	require.NoError(t, a2.Close())
+
+	got := tree(t, root)
+	var rewritten int
+	for p, b := range got {
+		if strings.HasSuffix(p, ".parquet") && strings.Contains(p, fmt.Sprintf("_%019d_", committed)) {
+			require.Equal(t, want[p], b, "re-written file %s is as the first run wrote it", p)
+			rewritten++
+		}
+	}
+	require.Positive(t, rewritten, "the half-published segment's files are there")
+	requireAllOnce(t, root, ins)
 }

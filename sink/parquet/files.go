@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -253,6 +252,3 @@ func timeBounds(pf *parquet.File, rg, col int) (minMs, maxMs int64) {
 	}
 	return minMs, maxMs
 }
-
-// base returns the last segment of a slash path.
-func base(p string) string { return path.Base(p) }

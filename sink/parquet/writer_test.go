@@ -178,3 +178,26 @@ func TestReopenRefusesForeignManifest(t *testing.T) {
 	require.ErrorContains(t, err, "does not belong here")
 	require.NoError(t, a.Close())
 }
+
+// TestAgeRollsRaceAppends lets the roll goroutine cut segments by age
+// while events arrive (a job for the race detector): every event is
+// archived exactly once whatever the cuts.
+func TestAgeRollsRaceAppends(t *testing.T) {
+	root := t.TempDir()
+	opts := testOptions(root)
+	opts.SegmentAge = 10 * time.Millisecond
+	opts.SegmentBytes = 1 << 30
+	a := openArchive(t, opts)
+	w, err := a.Partition(context.Background(), testTopic, 0, 0)
+	require.NoError(t, err)
+	ins := genEvents(0, 3000, []string{"shop", "ads"}, 1_000)
+	for i := range ins {
+		require.NoError(t, w.Append(ins[i].offset, &ins[i].ev))
+		if i%100 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		_ = w.Durable()
+	}
+	require.NoError(t, a.Close())
+	requireAllOnce(t, root, ins)
+}
