@@ -40,10 +40,11 @@ func newEncoder[T any](o Options, kind string, sortedBy ...string) *encoder[T] {
 	}
 }
 
-// skipBounds leaves out the page and column-chunk min/max of cols.
-func (e *encoder[T]) skipBounds(cols ...string) *encoder[T] {
+// skipStats leaves out the min/max of cols, in page headers, the column
+// index and the column chunk's statistics.
+func (e *encoder[T]) skipStats(cols ...string) *encoder[T] {
 	for _, c := range cols {
-		e.opts = append(e.opts, parquet.SkipPageBounds(c))
+		e.opts = append(e.opts, parquet.SkipPageBounds(c), parquet.SkipPageStatistics(c))
 	}
 	return e
 }

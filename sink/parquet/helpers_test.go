@@ -46,7 +46,7 @@ func genEvents(partition int32, n int, apps []string, stepMs int64) []input {
 		if i%7 == 6 {
 			off++ // a record that held no event
 		}
-		ts := baseMs + int64(i)*stepMs - int64(i%5)*stepMs
+		ts := baseMs + int64(i)*stepMs - int64(i%5)*2*stepMs
 		out = append(out, input{partition: partition, offset: off, ev: schemas.AccessEvent{
 			TimeMs: ts, Key: fmt.Sprintf("product:%d", (i*7919)%97), App: apps[i%len(apps)], Op: ops[i%3],
 			Bytes: int64(100 + i%1000), Status: int32(200 + i%3), Client: fmt.Sprintf("10.0.0.%d", i%13),

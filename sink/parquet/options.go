@@ -16,9 +16,10 @@ type Options struct {
 	// sets no root has no archive.
 	Root string `mapstructure:"root"`
 	// SegmentBytes rolls a partition's open segment once the events it
-	// buffers reach this many bytes (fields' sizes plus a fixed cost per
-	// event, about the uncompressed size). Buffered events stay in memory
-	// until the roll, so this bounds memory per assigned partition.
+	// buffers take this much memory (each event's row plus its strings).
+	// Events stay in memory until the roll, so this bounds the archive's
+	// memory per assigned partition, give or take the last chunk of
+	// each bucket.
 	SegmentBytes int64 `mapstructure:"segment_bytes"`
 	// SegmentAge rolls a partition's open segment, and a record writer's
 	// buffered rows, this long after their first event arrived. Offsets

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -50,10 +51,12 @@ type PartitionWriter struct {
 	skipping bool
 	open     *segment
 	enc      *encoder[schemas.EventRow]
-	// free holds empty row chunks for the next segment; keys and batch
-	// are scratch space of writeSorted.
+	// free holds empty row chunks for the next segment; keys, sorted,
+	// counts and batch are scratch space of writeSorted.
 	free   [][]schemas.EventRow
 	keys   []sortKey
+	sorted []sortKey
+	counts []int32
 	batch  []schemas.EventRow
 	err    error
 	closed bool
@@ -98,12 +101,16 @@ type bucket struct {
 	n      int
 }
 
-// chunkRows is the length of a row chunk: 8192 rows, about 1.2 MB.
-const chunkRows = 8192
+// A bucket's chunks grow from minChunkRows to chunkRows rows (8192 rows,
+// about 1.2 MB).
+const (
+	minChunkRows = 256
+	chunkRows    = 8192
+)
 
-// eventOverhead is the cost counted per buffered event beyond its strings:
-// the row's fixed fields, rounded up.
-const eventOverhead = 64
+// eventOverhead is the memory a buffered event takes beyond its strings:
+// its row.
+const eventOverhead = int64(unsafe.Sizeof(schemas.EventRow{}))
 
 // IncompleteSegmentError is returned by Partition when the start offset
 // lies inside a segment whose files are not all durable. Only a segment
@@ -142,7 +149,7 @@ func (a *Archive) Partition(ctx context.Context, topic string, partition int32, 
 		enc: newEncoder[schemas.EventRow](a.opts, KindEvents, "time_ms", "offset").
 			// Min/max of string pages cost a sixth of the write time and
 			// prune nothing useful (one app per file; keys in no order).
-			skipBounds("app", "key", "op", "client", "node", "topic"),
+			skipStats("app", "key", "op", "client", "node", "topic"),
 		batch: make([]schemas.EventRow, 0, 1024),
 	}
 	if err := p.recover(startOffset); err != nil {
@@ -241,8 +248,8 @@ func (p *PartitionWriter) Append(offset int64, e *schemas.AccessEvent) error {
 	if b == nil || b.key.app != e.App || e.TimeMs < b.key.hourMs || e.TimeMs >= b.key.hourMs+hourMs {
 		b = s.bucket(e.App, e.TimeMs)
 	}
-	if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == chunkRows {
-		b.chunks = append(b.chunks, p.chunk())
+	if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == cap(b.chunks[len(b.chunks)-1]) {
+		b.chunks = append(b.chunks, p.chunk(b.n))
 	}
 	last := &b.chunks[len(b.chunks)-1]
 	*last = append(*last, schemas.MakeEventRow(p.topic, p.partition, offset, e))
@@ -527,28 +534,33 @@ func (p *PartitionWriter) roll(last int64, reason string) error {
 	p.publishDurable()
 	for _, b := range buckets {
 		for _, c := range b.chunks {
-			clear(c) // drop the strings for the collector
-			p.free = append(p.free, c[:0])
+			if cap(c) == chunkRows {
+				clear(c) // drop the strings for the collector
+				p.free = append(p.free, c[:0])
+			}
 		}
 	}
 	return nil
 }
 
-// chunk returns an empty row chunk from the free list or a new one.
-func (p *PartitionWriter) chunk() []schemas.EventRow {
-	if n := len(p.free); n > 0 {
+// chunk returns an empty row chunk for a bucket holding rows rows: small
+// for a small bucket, so a segment spread over many apps and hours does not
+// take a full chunk per bucket; full-size chunks come from the free list.
+func (p *PartitionWriter) chunk(rows int) []schemas.EventRow {
+	size := min(chunkRows, max(minChunkRows, rows))
+	if n := len(p.free); n > 0 && size == chunkRows {
 		c := p.free[n-1]
 		p.free = p.free[:n-1]
 		return c
 	}
-	return make([]schemas.EventRow, 0, chunkRows)
+	return make([]schemas.EventRow, 0, size)
 }
 
 // sortKey is a row's place in the replay order, without pointers, so
 // sorting moves 16 bytes a row and no write barriers.
 type sortKey struct {
-	tsMs int64
-	i    int // position in the bucket: offset order
+	tsMs   int64
+	ci, ri int32 // chunk and row: offset order
 }
 
 // writeSorted hands b's rows to write in (time, offset) order, in batches.
@@ -556,17 +568,17 @@ type sortKey struct {
 // position) gives that order.
 func (p *PartitionWriter) writeSorted(b *bucket, write func([]schemas.EventRow) error) error {
 	keys := p.keys[:0]
+	defer func() { p.keys = keys[:0] }()
 	sorted := true
 	for ci, c := range b.chunks {
 		for ri := range c {
-			k := sortKey{tsMs: c[ri].TimeMs, i: ci*chunkRows + ri}
+			k := sortKey{tsMs: c[ri].TimeMs, ci: int32(ci), ri: int32(ri)}
 			if len(keys) > 0 && k.tsMs < keys[len(keys)-1].tsMs {
 				sorted = false
 			}
 			keys = append(keys, k)
 		}
 	}
-	p.keys = keys
 	if sorted {
 		for _, c := range b.chunks {
 			if err := write(c); err != nil {
@@ -575,15 +587,9 @@ func (p *PartitionWriter) writeSorted(b *bucket, write func([]schemas.EventRow) 
 		}
 		return nil
 	}
-	slices.SortFunc(keys, func(x, y sortKey) int {
-		if c := cmpInt(x.tsMs, y.tsMs); c != 0 {
-			return c
-		}
-		return x.i - y.i
-	})
 	batch := p.batch[:0]
-	for _, k := range keys {
-		batch = append(batch, b.chunks[k.i/chunkRows][k.i%chunkRows])
+	for _, k := range p.sortKeys(keys) {
+		batch = append(batch, b.chunks[k.ci][k.ri])
 		if len(batch) == cap(batch) {
 			if err := write(batch); err != nil {
 				return err
@@ -598,6 +604,44 @@ func (p *PartitionWriter) writeSorted(b *bucket, write func([]schemas.EventRow) 
 	}
 	clear(batch[:cap(batch)])
 	return nil
+}
+
+// sortKeys orders keys, given in position order, by (time, position).
+// A segment's events usually span far fewer milliseconds than there are
+// events, so a counting sort on the time (stable, so positions stay in
+// order) does it in two passes; a wide span falls back to pdqsort.
+func (p *PartitionWriter) sortKeys(keys []sortKey) []sortKey {
+	lo, hi := keys[0].tsMs, keys[0].tsMs
+	for _, k := range keys {
+		lo, hi = min(lo, k.tsMs), max(hi, k.tsMs)
+	}
+	if span := uint64(hi - lo); span >= uint64(4*len(keys)+4096) {
+		slices.SortFunc(keys, func(x, y sortKey) int {
+			if c := cmpInt(x.tsMs, y.tsMs); c != 0 {
+				return c
+			}
+			if x.ci != y.ci {
+				return int(x.ci - y.ci)
+			}
+			return int(x.ri - y.ri)
+		})
+		return keys
+	}
+	counts := slices.Grow(p.counts[:0], int(hi-lo)+2)[:int(hi-lo)+2]
+	clear(counts)
+	for _, k := range keys {
+		counts[k.tsMs-lo+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	out := slices.Grow(p.sorted[:0], len(keys))[:len(keys)]
+	for _, k := range keys {
+		out[counts[k.tsMs-lo]] = k
+		counts[k.tsMs-lo]++
+	}
+	p.counts, p.sorted = counts, out
+	return out
 }
 
 // writeManifest makes m durable in the segments folder: staged, fsynced,
