@@ -119,10 +119,13 @@
 // offset) order, opening a file only when the merge reaches its first
 // event time. It decodes columns page by page instead of through
 // parquet-go's row reader (see eventFile). A file that is not Parquet, is
-// truncated, lacks keyheat's metadata or columns, or fails to decode
-// (parquet-go panics on some corrupt pages; the reader recovers) is a
+// truncated, lacks keyheat's metadata or columns, or fails to decode is a
 // *BadFileError naming the file; with Query.SkipBadFiles the reader logs
-// it, lists it in Skipped and goes on.
+// it, lists it in Skipped and goes on. Before parquet-go sees a file or a
+// row group, the reader checks the footer length, the codecs and every
+// page header's sizes against the file, because parquet-go allocates what
+// a corrupt header claims; and it recovers the panics parquet-go raises on
+// corrupt pages. FuzzEventFile holds it to that.
 //
 // # Storage
 //
