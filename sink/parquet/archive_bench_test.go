@@ -199,3 +199,45 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkArchiveReplayMerge replays eight partitions whose events
+// interleave in time (a million events in all), so every event goes
+// through the merge heap: what a replay of a real topic costs.
+func BenchmarkArchiveReplayMerge(b *testing.B) {
+	root := b.TempDir()
+	opts := archive.DefaultOptions()
+	opts.Root = root
+	a, err := archive.Open(context.Background(), opts, nil, nil)
+	require.NoError(b, err)
+	evs := benchEvents(benchN)
+	const parts = 8
+	for p := range parts {
+		w, err := a.Partition(context.Background(), testTopic, int32(p), 0)
+		require.NoError(b, err)
+		for j := p; j < len(evs); j += parts {
+			require.NoError(b, w.Append(int64(j/parts), &evs[j]))
+		}
+	}
+	require.NoError(b, a.Close())
+	b.ReportAllocs()
+	b.ResetTimer()
+	buf := make([]schemas.EventRow, 4096)
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		r, err := archive.OpenEvents(context.Background(), root, archive.Query{}, nil)
+		require.NoError(b, err)
+		n := 0
+		for {
+			k, err := r.Read(buf)
+			n += k
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(b, err)
+		}
+		require.NoError(b, r.Close())
+		require.Equal(b, benchN, n)
+	}
+	b.ReportMetric(float64(benchN)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(benchN)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -19,9 +20,13 @@ import (
 type eventFile struct {
 	*openedFile
 	cols [len(schemas.EventRowColumns)]int
+	*columns
+}
 
-	// Decoded columns of the current row group, reused.
-	i64  [5][]int64 // time_ms, bytes, latency_us, offset, (spare)
+// columns holds the decoded columns of a row group. A reader hands one
+// from file to file, so a replay of many files allocates them once.
+type columns struct {
+	i64  [4][]int64 // time_ms, bytes, latency_us, offset
 	i32  [2][]int32 // status, partition
 	strs [6][]string
 	dict []string
@@ -45,12 +50,17 @@ const (
 	colOffset
 )
 
-func openEventFile(fsys FS, name string) (*eventFile, error) {
+// openEventFile opens name; cols is the scratch space it decodes into
+// (nil: its own).
+func openEventFile(fsys FS, name string, cols *columns) (*eventFile, error) {
 	o, err := openArchiveFile(fsys, name, KindEvents)
 	if err != nil {
 		return nil, err
 	}
-	ef := &eventFile{openedFile: o}
+	if cols == nil {
+		cols = new(columns)
+	}
+	ef := &eventFile{openedFile: o, columns: cols}
 	err = guard(func() error {
 		for i, c := range schemas.EventRowColumns {
 			col := o.pf.Root().Column(c)
@@ -123,6 +133,7 @@ func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]s
 		if err != nil {
 			return err
 		}
+		dst = slices.Grow(dst, n)
 		ts, by, lat, off := ef.i64[0], ef.i64[1], ef.i64[2], ef.i64[3]
 		st, pa := ef.i32[0], ef.i32[1]
 		app, key, op, cl, node, top := ef.strs[0], ef.strs[1], ef.strs[2], ef.strs[3], ef.strs[4], ef.strs[5]
@@ -172,6 +183,7 @@ func eachPage(chunk parquet.ColumnChunk, fn func(parquet.Page) error) error {
 }
 
 func readInt64s(chunk parquet.ColumnChunk, dst []int64, n int) ([]int64, error) {
+	dst = slices.Grow(dst, n)
 	err := eachPage(chunk, func(p parquet.Page) error {
 		v := p.Data()
 		dst = append(dst, v.Int64()...)
@@ -184,6 +196,7 @@ func readInt64s(chunk parquet.ColumnChunk, dst []int64, n int) ([]int64, error) 
 }
 
 func readInt32s(chunk parquet.ColumnChunk, dst []int32, n int) ([]int32, error) {
+	dst = slices.Grow(dst, n)
 	err := eachPage(chunk, func(p parquet.Page) error {
 		v := p.Data()
 		dst = append(dst, v.Int32()...)
@@ -201,6 +214,7 @@ func readInt32s(chunk parquet.ColumnChunk, dst []int32, n int) ([]int32, error) 
 // allocation for all of its values. dict is scratch space, returned for
 // reuse.
 func readStrings(chunk parquet.ColumnChunk, dst, dict []string, n int) ([]string, []string, error) {
+	dst = slices.Grow(dst, n)
 	var dictOf parquet.Dictionary
 	err := eachPage(chunk, func(p parquet.Page) error {
 		if d := p.Dictionary(); d != nil {

@@ -42,7 +42,7 @@ func FuzzEventFile(f *testing.F) {
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte("PAR1PAR1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ef, err := openEventFile(memFile{data: data}, "f")
+		ef, err := openEventFile(memFile{data: data}, "f", nil)
 		if err != nil {
 			var bf *BadFileError
 			if !errors.As(err, &bf) {

@@ -29,9 +29,13 @@ type EventReader struct {
 
 	pending []pendingFile // by minMs, not opened yet
 	heap    []*source
-	skipped []*BadFileError
-	err     error
-	closed  bool
+	// spare holds decoding space and row buffers of finished files for
+	// the next ones.
+	spareCols []*columns
+	spareRows [][]schemas.EventRow
+	skipped   []*BadFileError
+	err       error
+	closed    bool
 }
 
 type pendingFile struct {
@@ -73,7 +77,7 @@ func OpenEventsFS(ctx context.Context, fsys FS, q Query, log *slog.Logger) (*Eve
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ef, err := openEventFile(fsys, name)
+		ef, err := openEventFile(fsys, name, nil)
 		if err != nil {
 			if err := r.bad(err); err != nil {
 				return nil, err
@@ -182,14 +186,24 @@ func (r *EventReader) activate() error {
 	for len(r.pending) > 0 && (len(r.heap) == 0 || r.pending[0].minMs <= r.heap[0].head().TimeMs) {
 		p := r.pending[0]
 		r.pending = r.pending[1:]
-		ef, err := openEventFile(r.fs, p.path)
+		var cols *columns
+		if n := len(r.spareCols); n > 0 {
+			cols, r.spareCols = r.spareCols[n-1], r.spareCols[:n-1]
+		}
+		ef, err := openEventFile(r.fs, p.path, cols)
 		if err != nil {
+			if cols != nil {
+				r.spareCols = append(r.spareCols, cols)
+			}
 			if err := r.bad(err); err != nil {
 				return err
 			}
 			continue
 		}
 		s := &source{ef: ef, rg: -1}
+		if n := len(r.spareRows); n > 0 {
+			s.rows, r.spareRows = r.spareRows[n-1], r.spareRows[:n-1]
+		}
 		ok, err := r.fill(s)
 		if err != nil {
 			return err
@@ -208,7 +222,7 @@ func (r *EventReader) fill(s *source) (bool, error) {
 	for {
 		s.rg++
 		if s.rg >= s.ef.numRowGroups() {
-			s.ef.Close()
+			r.release(s)
 			return false, nil
 		}
 		if lo, hi := s.ef.timeBounds(s.rg); !r.q.overlaps(lo, hi+1) {
@@ -218,13 +232,29 @@ func (r *EventReader) fill(s *source) (bool, error) {
 		s.rows, err = s.ef.readRowGroup(s.rg, &r.q, s.rows[:0])
 		s.i = 0
 		if err != nil {
-			s.ef.Close()
+			r.release(s)
 			return false, r.bad(err)
 		}
 		if len(s.rows) > 0 {
 			return true, nil
 		}
 	}
+}
+
+// release closes a finished source's file and keeps its buffers for the
+// next file. Rows already returned by Read were copied out, and their
+// strings do not live in these buffers, so reusing them is safe.
+func (r *EventReader) release(s *source) {
+	s.ef.Close()
+	clear(s.rows[:cap(s.rows)])
+	r.spareRows = append(r.spareRows, s.rows[:0])
+	c := s.ef.columns
+	for i := range c.strs {
+		clear(c.strs[i][:cap(c.strs[i])])
+	}
+	clear(c.dict[:cap(c.dict)])
+	r.spareCols = append(r.spareCols, c)
+	s.rows, s.ef.columns = nil, nil
 }
 
 // advance restores the heap after the top source gave a row.
