@@ -20,7 +20,7 @@ CACHE=${KEYHEAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keyheat}
 VENV=${KEYHEAT_PYENV:-$CACHE/pyenv}
 PY=$VENV/bin/python
 # Pinned so every machine reads the archive with the same readers.
-PACKAGES=(duckdb==1.5.6 pyarrow==26.0.1)
+PACKAGES=(duckdb==2.0.0 pyarrow==26.0.1)
 
 log() { printf 'pydeps-parquet: %s\n' "$*" >&2; }
 

@@ -62,7 +62,8 @@
 // offset C only if C <= Durable (and its own windows allow it). After a
 // crash it reopens the partition at the last committed C and hands over
 // everything from C again. The claim is: every event ends up in exactly one
-// visible file, and files written again are byte-identical.
+// visible file, and files written again are byte-identical (given the same zstd level and
+// row-group size; with others, the same names holding the same rows).
 //
 // Durable only ever equals last+1 of a segment that completed step 3, or a
 // position with nothing buffered. Hence at the restart every recorded

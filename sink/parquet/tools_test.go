@@ -42,7 +42,9 @@ func toolsPython(t *testing.T) string {
 			candidates = append(candidates, filepath.Join(v, "bin", "python"))
 		}
 		if cache != "" {
-			candidates = append(candidates, filepath.Join(cache, "pyenv", "bin", "python"))
+			// scripts/pydeps-parquet.sh's environment, and scripts/pydeps.sh's.
+			candidates = append(candidates, filepath.Join(cache, "pyenv", "bin", "python"),
+				filepath.Join(cache, "pyvenv", "bin", "python"))
 		}
 		candidates = append(candidates, "python3")
 	}
@@ -72,16 +74,16 @@ con = duckdb.connect()
 ev = f"read_parquet('{root}/kind=events/**/*.parquet', hive_partitioning = false)"
 evh = f"read_parquet('{root}/kind=events/**/*.parquet', hive_partitioning = true)"
 out = {}
-out["duckdb_rows"] = con.sql(f"SELECT count(*) FROM {ev}").fetchone()[0]
+out["duckdb_rows"] = con.sql(f"SELECT count(*) FROM {ev}").fetchall()[0][0]
 out["duckdb_types"] = {r[0]: r[1] for r in con.sql(f"DESCRIBE SELECT * FROM {ev}").fetchall()}
 out["duckdb_by_key"] = [list(r) for r in con.sql(
     f"SELECT app, key, count(*), sum(bytes)::BIGINT FROM {ev} GROUP BY app, key ORDER BY app, key").fetchall()]
 out["duckdb_by_hive_hour"] = [list(r) for r in con.sql(
     f"SELECT coalesce(app, ''), strftime(dt, '%Y-%m-%d') || ' ' || hour, count(*) FROM {evh} "
     "GROUP BY ALL ORDER BY ALL").fetchall()]
-out["duckdb_time_range"] = list(con.sql(f"SELECT epoch_ms(min(time_ms)), epoch_ms(max(time_ms)) FROM {ev}").fetchone())
+out["duckdb_time_range"] = list(con.sql(f"SELECT epoch_ms(min(time_ms)), epoch_ms(max(time_ms)) FROM {ev}").fetchall()[0])
 rep = f"read_parquet('{root}/kind=reports/**/*.parquet', hive_partitioning = false)"
-out["duckdb_reports"] = con.sql(f"SELECT count(*), count(DISTINCT id) FROM {rep}").fetchone()
+out["duckdb_reports"] = con.sql(f"SELECT count(*), count(DISTINCT id) FROM {rep}").fetchall()[0]
 out["duckdb_report_top"] = [list(r) for r in con.sql(
     f"SELECT id, t.key, t.count FROM (SELECT id, unnest(top) AS t FROM {rep}) ORDER BY id").fetchall()]
 hk = f"read_parquet('{root}/kind=hotkeys/**/*.parquet', hive_partitioning = false)"
