@@ -1,0 +1,275 @@
+package parquet
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// eventFile reads an events file row group by row group, column by column.
+//
+// parquet-go's GenericReader rebuilds rows through parquet.Value and
+// allocates every string of every row; reading the columns' pages
+// directly costs one allocation per page and per dictionary instead, which
+// is what makes a replay several times faster (see the benchmarks).
+type eventFile struct {
+	*openedFile
+	cols [len(schemas.EventRowColumns)]int
+	*columns
+}
+
+// columns holds the decoded columns of a row group. A reader hands one
+// from file to file, so a replay of many files allocates them once.
+type columns struct {
+	i64  [4][]int64 // time_ms, bytes, latency_us, offset
+	i32  [2][]int32 // status, partition
+	strs [6][]string
+	dict []string
+	// scratch holds page headers for checkPages.
+	scratch []byte
+}
+
+// Column positions in schemas.EventRowColumns.
+const (
+	colTime = iota
+	colApp
+	colKey
+	colOp
+	colBytes
+	colStatus
+	colClient
+	colNode
+	colLatency
+	colTopic
+	colPartition
+	colOffset
+)
+
+// openEventFile opens name; cols is the scratch space it decodes into
+// (nil: its own).
+func openEventFile(fsys FS, name string, cols *columns) (*eventFile, error) {
+	o, err := openArchiveFile(fsys, name, KindEvents)
+	if err != nil {
+		return nil, err
+	}
+	if cols == nil {
+		cols = new(columns)
+	}
+	ef := &eventFile{openedFile: o, columns: cols}
+	err = guard(func() error {
+		for i, c := range schemas.EventRowColumns {
+			col := o.pf.Root().Column(c)
+			want := parquet.ByteArray
+			switch i {
+			case colTime, colBytes, colLatency, colOffset:
+				want = parquet.Int64
+			case colStatus, colPartition:
+				want = parquet.Int32
+			}
+			if col == nil || !col.Leaf() || !col.Required() || col.Type().Kind() != want {
+				return fmt.Errorf("column %s missing or not a required %s", c, want)
+			}
+			ef.cols[i] = col.Index()
+		}
+		return nil
+	})
+	if err != nil {
+		o.Close()
+		return nil, &BadFileError{Path: name, Err: err}
+	}
+	return ef, nil
+}
+
+func (ef *eventFile) numRowGroups() int { return len(ef.pf.RowGroups()) }
+
+// timeBounds returns row group rg's event-time range from the footer.
+func (ef *eventFile) timeBounds(rg int) (minMs, maxMs int64) {
+	return timeBounds(ef.pf, rg, ef.cols[colTime])
+}
+
+// readRowGroup decodes row group rg and appends its rows that q keeps to
+// dst. Errors are *BadFileError.
+func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]schemas.EventRow, error) {
+	err := guard(func() error {
+		var err error
+		if ef.scratch, err = checkPages(ef.f, ef.pf.Metadata(), rg, ef.scratch); err != nil {
+			return err
+		}
+		g := ef.pf.RowGroups()[rg]
+		n := int(g.NumRows())
+		chunks := g.ColumnChunks()
+		read64 := func(slot, col int) {
+			if err == nil {
+				ef.i64[slot], err = readInt64s(chunks[ef.cols[col]], ef.i64[slot][:0], n)
+			}
+		}
+		read32 := func(slot, col int) {
+			if err == nil {
+				ef.i32[slot], err = readInt32s(chunks[ef.cols[col]], ef.i32[slot][:0], n)
+			}
+		}
+		readS := func(slot, col int) {
+			if err == nil {
+				ef.strs[slot], ef.dict, err = readStrings(chunks[ef.cols[col]], ef.strs[slot][:0], ef.dict, n)
+			}
+		}
+		read64(0, colTime)
+		read64(1, colBytes)
+		read64(2, colLatency)
+		read64(3, colOffset)
+		read32(0, colStatus)
+		read32(1, colPartition)
+		readS(0, colApp)
+		readS(1, colKey)
+		readS(2, colOp)
+		readS(3, colClient)
+		readS(4, colNode)
+		readS(5, colTopic)
+		if err != nil {
+			return err
+		}
+		dst = slices.Grow(dst, n)
+		ts, by, lat, off := ef.i64[0], ef.i64[1], ef.i64[2], ef.i64[3]
+		st, pa := ef.i32[0], ef.i32[1]
+		app, key, op, cl, node, top := ef.strs[0], ef.strs[1], ef.strs[2], ef.strs[3], ef.strs[4], ef.strs[5]
+		// The per-row checks are skipped when the footer shows the whole
+		// row group inside the query.
+		minMs, maxMs := ef.timeBounds(rg)
+		filter := !q.hasTime(minMs) || !q.hasTime(maxMs) || len(q.Apps) > 0 || q.KeyPrefix != ""
+		for i := 0; i < n; i++ {
+			if filter && (!q.hasTime(ts[i]) || !q.hasApp(app[i]) || len(key[i]) < len(q.KeyPrefix) || key[i][:len(q.KeyPrefix)] != q.KeyPrefix) {
+				continue
+			}
+			dst = append(dst, schemas.EventRow{TimeMs: ts[i], App: app[i], Key: key[i], Op: op[i], Bytes: by[i], Status: st[i],
+				Client: cl[i], Node: node[i], LatencyUs: lat[i], Topic: top[i], Partition: pa[i], Offset: off[i]})
+		}
+		return nil
+	})
+	if err != nil {
+		return dst, &BadFileError{Path: ef.path, Err: fmt.Errorf("row group %d: %w", rg, err)}
+	}
+	return dst, nil
+}
+
+var errColumnLength = errors.New("column length differs from the row group's row count")
+
+// eachPage calls fn with every page of chunk, releasing each afterwards.
+func eachPage(chunk parquet.ColumnChunk, fn func(parquet.Page) error) error {
+	pages := chunk.Pages()
+	defer pages.Close()
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if p.NumNulls() != 0 {
+			parquet.Release(p)
+			return errors.New("null in a required column")
+		}
+		err = fn(p)
+		parquet.Release(p)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func readInt64s(chunk parquet.ColumnChunk, dst []int64, n int) ([]int64, error) {
+	dst = slices.Grow(dst, n)
+	err := eachPage(chunk, func(p parquet.Page) error {
+		v := p.Data()
+		dst = append(dst, v.Int64()...)
+		return nil
+	})
+	if err == nil && len(dst) != n {
+		err = errColumnLength
+	}
+	return dst, err
+}
+
+func readInt32s(chunk parquet.ColumnChunk, dst []int32, n int) ([]int32, error) {
+	dst = slices.Grow(dst, n)
+	err := eachPage(chunk, func(p parquet.Page) error {
+		v := p.Data()
+		dst = append(dst, v.Int32()...)
+		return nil
+	})
+	if err == nil && len(dst) != n {
+		err = errColumnLength
+	}
+	return dst, err
+}
+
+// readStrings appends the strings of a BYTE_ARRAY chunk to dst. A
+// dictionary is turned into strings once (one allocation for all of its
+// bytes) and its entries are shared by the rows; a plain page costs one
+// allocation for all of its values. dict is scratch space, returned for
+// reuse.
+func readStrings(chunk parquet.ColumnChunk, dst, dict []string, n int) ([]string, []string, error) {
+	dst = slices.Grow(dst, n)
+	var dictOf parquet.Dictionary
+	err := eachPage(chunk, func(p parquet.Page) error {
+		if d := p.Dictionary(); d != nil {
+			if d != dictOf {
+				dictOf = d
+				dv := d.Page().Data()
+				data, offs := dv.ByteArray()
+				dict = splitStrings(dict[:0], string(data), offs)
+				if dict == nil {
+					return errors.New("malformed dictionary")
+				}
+			}
+			v := p.Data()
+			for _, ix := range v.Int32() {
+				if ix < 0 || int(ix) >= len(dict) {
+					return fmt.Errorf("dictionary index %d beyond %d entries", ix, len(dict))
+				}
+				dst = append(dst, dict[ix])
+			}
+			return nil
+		}
+		v := p.Data()
+		data, offs := v.ByteArray()
+		var ok bool
+		if dst, ok = appendSplit(dst, string(data), offs); !ok {
+			return errors.New("malformed byte-array page")
+		}
+		return nil
+	})
+	if err == nil && len(dst) != n {
+		err = errColumnLength
+	}
+	return dst, dict, err
+}
+
+// splitStrings returns dst with the values of s cut at offs (n+1 offsets
+// for n values), or nil when the offsets do not fit s.
+func splitStrings(dst []string, s string, offs []uint32) []string {
+	out, ok := appendSplit(dst, s, offs)
+	if !ok {
+		return nil
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func appendSplit(dst []string, s string, offs []uint32) ([]string, bool) {
+	for i := 0; i+1 < len(offs); i++ {
+		a, b := offs[i], offs[i+1]
+		if a > b || int(b) > len(s) {
+			return dst, false
+		}
+		dst = append(dst, s[a:b])
+	}
+	return dst, true
+}

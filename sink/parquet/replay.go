@@ -1,0 +1,336 @@
+package parquet
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// EventReader yields the archived events a Query selects in event-time
+// order, merged across every file: equal times are ordered by topic,
+// partition and offset, so the same archive always replays in the same
+// order. Feeding what it yields to the detection pipeline is a replay.
+//
+// Files are opened lazily, when the merge reaches the first event time
+// they hold (from their footer statistics), and each open file holds one
+// decoded row group, so memory grows with the number of files whose time
+// ranges overlap, not with the archive.
+//
+// Not safe for concurrent use.
+type EventReader struct {
+	fs  FS
+	q   Query
+	log *slog.Logger
+
+	pending []pendingFile // by minMs, not opened yet
+	heap    []*source
+	// spare holds decoding space and row buffers of finished files for
+	// the next ones.
+	spareCols []*columns
+	spareRows [][]schemas.EventRow
+	skipped   []*BadFileError
+	err       error
+	closed    bool
+}
+
+type pendingFile struct {
+	path  string
+	minMs int64
+}
+
+// source is one open file in the merge: its current row group's rows.
+type source struct {
+	ef   *eventFile
+	rg   int
+	rows []schemas.EventRow
+	i    int
+}
+
+func (s *source) head() *schemas.EventRow { return &s.rows[s.i] }
+
+// OpenEvents lists the events files of the archive at root that q selects
+// and reads their footers. log nil discards logs.
+func OpenEvents(ctx context.Context, root string, q Query, log *slog.Logger) (*EventReader, error) {
+	fsys, err := NewDirFS(root)
+	if err != nil {
+		return nil, err
+	}
+	return OpenEventsFS(ctx, fsys, q, log)
+}
+
+// OpenEventsFS is OpenEvents on any FS.
+func OpenEventsFS(ctx context.Context, fsys FS, q Query, log *slog.Logger) (*EventReader, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &EventReader{fs: fsys, q: q, log: log}
+	names, err := listFiles(fsys, KindEvents, &q)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ef, err := openEventFile(fsys, name, nil)
+		if err != nil {
+			if err := r.bad(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		minMs := int64(1<<63 - 1)
+		for rg := range ef.numRowGroups() {
+			lo, hi := ef.timeBounds(rg)
+			if q.overlaps(lo, hi+1) {
+				minMs = min(minMs, lo)
+			}
+		}
+		ef.Close()
+		if minMs != 1<<63-1 {
+			r.pending = append(r.pending, pendingFile{path: name, minMs: minMs})
+		}
+	}
+	slices.SortStableFunc(r.pending, func(a, b pendingFile) int { return cmpInt(a.minMs, b.minMs) })
+	return r, nil
+}
+
+// bad records a bad file when the query skips them, or returns it.
+func (r *EventReader) bad(err error) error {
+	var bf *BadFileError
+	if !r.q.SkipBadFiles || !errors.As(err, &bf) {
+		return err
+	}
+	r.log.Warn("archive file skipped", "path", bf.Path, "err", bf.Err)
+	r.skipped = append(r.skipped, bf)
+	return nil
+}
+
+// Skipped returns the files skipped so far (Query.SkipBadFiles). Rows a
+// file yielded before it turned out corrupt were yielded.
+func (r *EventReader) Skipped() []*BadFileError { return r.skipped }
+
+// Read fills dst with the next events and returns how many; io.EOF after
+// the last. The strings of the rows share memory with other rows and are
+// never modified.
+func (r *EventReader) Read(dst []schemas.EventRow) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.closed {
+		return 0, ErrClosed
+	}
+	n := 0
+	for n < len(dst) {
+		if err := r.activate(); err != nil {
+			r.err = err
+			return n, err
+		}
+		if len(r.heap) == 0 {
+			r.err = io.EOF
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		}
+		top := r.heap[0]
+		if len(r.heap) == 1 {
+			// One file left in play until the next pending one starts:
+			// copy rows in bulk.
+			limit := len(top.rows)
+			if len(r.pending) > 0 {
+				next := r.pending[0].minMs
+				limit = top.i + countBelow(top.rows[top.i:], next)
+			}
+			if limit > top.i {
+				c := copy(dst[n:], top.rows[top.i:limit])
+				n += c
+				top.i += c
+				if err := r.advance(top); err != nil {
+					r.err = err
+					return n, err
+				}
+				continue
+			}
+		}
+		dst[n] = *top.head()
+		n++
+		top.i++
+		if err := r.advance(top); err != nil {
+			r.err = err
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// countBelow returns how many leading rows have a time below tsMs.
+func countBelow(rows []schemas.EventRow, tsMs int64) int {
+	i, _ := slices.BinarySearchFunc(rows, tsMs, func(r schemas.EventRow, t int64) int {
+		if r.TimeMs < t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// activate opens the pending files whose first event time the merge has
+// reached, so no row of theirs can sort before the heap's top.
+func (r *EventReader) activate() error {
+	for len(r.pending) > 0 && (len(r.heap) == 0 || r.pending[0].minMs <= r.heap[0].head().TimeMs) {
+		p := r.pending[0]
+		r.pending = r.pending[1:]
+		var cols *columns
+		if n := len(r.spareCols); n > 0 {
+			cols, r.spareCols = r.spareCols[n-1], r.spareCols[:n-1]
+		}
+		ef, err := openEventFile(r.fs, p.path, cols)
+		if err != nil {
+			if cols != nil {
+				r.spareCols = append(r.spareCols, cols)
+			}
+			if err := r.bad(err); err != nil {
+				return err
+			}
+			continue
+		}
+		s := &source{ef: ef, rg: -1}
+		if n := len(r.spareRows); n > 0 {
+			s.rows, r.spareRows = r.spareRows[n-1], r.spareRows[:n-1]
+		}
+		ok, err := r.fill(s)
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.heap = append(r.heap, s)
+			r.up(len(r.heap) - 1)
+		}
+	}
+	return nil
+}
+
+// fill loads s's next row group holding selected rows; false when the file
+// is done (and closed).
+func (r *EventReader) fill(s *source) (bool, error) {
+	for {
+		s.rg++
+		if s.rg >= s.ef.numRowGroups() {
+			r.release(s)
+			return false, nil
+		}
+		if lo, hi := s.ef.timeBounds(s.rg); !r.q.overlaps(lo, hi+1) {
+			continue
+		}
+		var err error
+		s.rows, err = s.ef.readRowGroup(s.rg, &r.q, s.rows[:0])
+		s.i = 0
+		if err != nil {
+			r.release(s)
+			return false, r.bad(err)
+		}
+		if len(s.rows) > 0 {
+			return true, nil
+		}
+	}
+}
+
+// release closes a finished source's file and keeps its buffers for the
+// next file. Rows already returned by Read were copied out, and their
+// strings do not live in these buffers, so reusing them is safe.
+func (r *EventReader) release(s *source) {
+	s.ef.Close()
+	clear(s.rows[:cap(s.rows)])
+	r.spareRows = append(r.spareRows, s.rows[:0])
+	c := s.ef.columns
+	for i := range c.strs {
+		clear(c.strs[i][:cap(c.strs[i])])
+	}
+	clear(c.dict[:cap(c.dict)])
+	r.spareCols = append(r.spareCols, c)
+	s.rows, s.ef.columns = nil, nil
+}
+
+// advance restores the heap after the top source gave a row.
+func (r *EventReader) advance(top *source) error {
+	if top.i >= len(top.rows) {
+		ok, err := r.fill(top)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			last := len(r.heap) - 1
+			r.heap[0] = r.heap[last]
+			r.heap = r.heap[:last]
+		}
+	}
+	if len(r.heap) > 1 {
+		r.down(0)
+	}
+	return nil
+}
+
+// less orders rows by time, topic, partition, offset.
+func less(a, b *schemas.EventRow) bool {
+	if a.TimeMs != b.TimeMs {
+		return a.TimeMs < b.TimeMs
+	}
+	if a.Topic != b.Topic {
+		return strings.Compare(a.Topic, b.Topic) < 0
+	}
+	if a.Partition != b.Partition {
+		return a.Partition < b.Partition
+	}
+	return a.Offset < b.Offset
+}
+
+func (r *EventReader) up(i int) {
+	h := r.heap
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(h[i].head(), h[p].head()) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (r *EventReader) down(i int) {
+	h := r.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if rr := l + 1; rr < len(h) && less(h[rr].head(), h[l].head()) {
+			m = rr
+		}
+		if !less(h[m].head(), h[i].head()) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// Close releases the open files; calling it again returns nil.
+func (r *EventReader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var errs []error
+	for _, s := range r.heap {
+		errs = append(errs, s.ef.Close())
+	}
+	r.heap, r.pending = nil, nil
+	return errors.Join(errs...)
+}

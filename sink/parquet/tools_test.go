@@ -1,0 +1,224 @@
+package parquet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// EnvPython names the Python interpreter that has DuckDB and pyarrow, as
+// printed by scripts/pydeps-parquet.sh.
+const EnvPython = "KEYHEAT_TEST_PYTHON"
+
+// toolsPython returns an interpreter that imports duckdb and pyarrow:
+// KEYHEAT_TEST_PYTHON, else the environment scripts/pydeps-parquet.sh
+// creates by default, else python3. When none does, the test is skipped,
+// or fails under CI=true: CI runs the script, so missing packages there
+// are a broken setup, not a reason to pass without checking.
+func toolsPython(t *testing.T) string {
+	t.Helper()
+	var candidates []string
+	if p := os.Getenv(EnvPython); p != "" {
+		candidates = append(candidates, p)
+	} else {
+		cache := os.Getenv("KEYHEAT_CACHE")
+		if cache == "" {
+			if c, err := os.UserCacheDir(); err == nil {
+				cache = filepath.Join(c, "keyheat")
+			}
+		}
+		if v := os.Getenv("KEYHEAT_PYENV"); v != "" {
+			candidates = append(candidates, filepath.Join(v, "bin", "python"))
+		}
+		if cache != "" {
+			// scripts/pydeps-parquet.sh's environment, and scripts/pydeps.sh's.
+			candidates = append(candidates, filepath.Join(cache, "pyenv", "bin", "python"),
+				filepath.Join(cache, "pyvenv", "bin", "python"))
+		}
+		candidates = append(candidates, "python3")
+	}
+	for _, py := range candidates {
+		if err := exec.Command(py, "-c", "import duckdb, pyarrow.dataset").Run(); err == nil {
+			return py
+		}
+	}
+	msg := fmt.Sprintf("no Python with duckdb and pyarrow (tried %s): run `eval \"$(scripts/pydeps-parquet.sh)\"` first",
+		strings.Join(candidates, ", "))
+	if testenv.InCI() {
+		t.Fatalf("%s (CI=true, so not skipping)", msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// toolsScript reads the archive with DuckDB and pyarrow and prints what
+// they found as JSON.
+const toolsScript = `
+import json, sys
+import duckdb
+import pyarrow.dataset as ds
+
+root = sys.argv[1]
+con = duckdb.connect()
+ev = f"read_parquet('{root}/kind=events/**/*.parquet', hive_partitioning = false)"
+evh = f"read_parquet('{root}/kind=events/**/*.parquet', hive_partitioning = true)"
+out = {}
+out["duckdb_rows"] = con.sql(f"SELECT count(*) FROM {ev}").fetchall()[0][0]
+out["duckdb_types"] = {r[0]: r[1] for r in con.sql(f"DESCRIBE SELECT * FROM {ev}").fetchall()}
+out["duckdb_by_key"] = [list(r) for r in con.sql(
+    f"SELECT app, key, count(*), sum(bytes)::BIGINT FROM {ev} GROUP BY app, key ORDER BY app, key").fetchall()]
+out["duckdb_by_hive_hour"] = [list(r) for r in con.sql(
+    f"SELECT coalesce(app, ''), strftime(dt, '%Y-%m-%d') || ' ' || hour, count(*) FROM {evh} "
+    "GROUP BY ALL ORDER BY ALL").fetchall()]
+out["duckdb_time_range"] = list(con.sql(f"SELECT epoch_ms(min(time_ms)), epoch_ms(max(time_ms)) FROM {ev}").fetchall()[0])
+rep = f"read_parquet('{root}/kind=reports/**/*.parquet', hive_partitioning = false)"
+out["duckdb_reports"] = con.sql(f"SELECT count(*), count(DISTINCT id) FROM {rep}").fetchall()[0]
+out["duckdb_report_top"] = [list(r) for r in con.sql(
+    f"SELECT id, t.key, t.count FROM (SELECT id, unnest(top) AS t FROM {rep}) ORDER BY id").fetchall()]
+hk = f"read_parquet('{root}/kind=hotkeys/**/*.parquet', hive_partitioning = false)"
+out["duckdb_hotkeys"] = [list(r) for r in con.sql(
+    f"SELECT type, count(*) FROM {hk} GROUP BY type ORDER BY type").fetchall()]
+
+d = ds.dataset(f"{root}/kind=events", format="parquet", partitioning="hive")
+out["arrow_rows"] = d.count_rows()
+out["arrow_types"] = {f.name: str(f.type) for f in d.schema}
+t = d.to_table(columns=["app", "key", "bytes"])
+by = {}
+for app, key, b in zip(t.column("app").to_pylist(), t.column("key").to_pylist(), t.column("bytes").to_pylist()):
+    k = (app or "") + "\x00" + key
+    c = by.setdefault(k, [0, 0])
+    c[0] += 1
+    c[1] += b
+out["arrow_by_key"] = by
+print(json.dumps(out))
+`
+
+type toolsResult struct {
+	DuckDBRows      int64             `json:"duckdb_rows"`
+	DuckDBTypes     map[string]string `json:"duckdb_types"`
+	DuckDBByKey     [][]any           `json:"duckdb_by_key"`
+	DuckDBByHour    [][]any           `json:"duckdb_by_hive_hour"`
+	DuckDBTimeRange []int64           `json:"duckdb_time_range"`
+	DuckDBReports   []int64           `json:"duckdb_reports"`
+	DuckDBReportTop [][]any           `json:"duckdb_report_top"`
+	DuckDBHotKeys   [][]any           `json:"duckdb_hotkeys"`
+	ArrowRows       int64             `json:"arrow_rows"`
+	ArrowTypes      map[string]string `json:"arrow_types"`
+	ArrowByKey      map[string][2]int64
+}
+
+func TestReadableByDuckDBAndArrow(t *testing.T) {
+	py := toolsPython(t)
+	root := t.TempDir()
+	a := openArchive(t, testOptions(root))
+	apps := []string{"shop", "", "a/b c%", "käse"}
+	type agg struct{ count, bytes int64 }
+	byKey := map[[2]string]*agg{}
+	byHour := map[[2]string]int64{}
+	var total int64
+	minMs, maxMs := int64(1<<62), int64(-1<<62)
+	for p := int32(0); p < 2; p++ {
+		w, err := a.Partition(context.Background(), testTopic, p, 0)
+		require.NoError(t, err)
+		ins := genEvents(p, 2500, apps, 4_000)
+		appendAll(t, w, ins, ins[len(ins)-1].offset+1)
+		for _, in := range ins {
+			k := [2]string{in.ev.App, in.ev.Key}
+			if byKey[k] == nil {
+				byKey[k] = &agg{}
+			}
+			byKey[k].count++
+			byKey[k].bytes += in.ev.Bytes
+			hour := time.UnixMilli(in.ev.TimeMs).UTC().Format("2006-01-02 15")
+			byHour[[2]string{in.ev.App, hour}]++
+			total++
+			minMs, maxMs = min(minMs, in.ev.TimeMs), max(maxMs, in.ev.TimeMs)
+		}
+	}
+	rw, err := a.Reports("merger")
+	require.NoError(t, err)
+	for i := range 5 {
+		require.NoError(t, rw.Append(report(schemas.ScopeCluster, "", baseMs+int64(i)*1000)))
+		require.NoError(t, rw.Append(report(schemas.ScopeApp, "shop", baseMs+int64(i)*1000)))
+	}
+	hw, err := a.HotKeys("keyheat.events-3")
+	require.NoError(t, err)
+	for i := range 4 {
+		typ := schemas.HotKeyHot
+		if i%2 == 1 {
+			typ = schemas.HotKeyCooled
+		}
+		require.NoError(t, hw.Append(hotKey("shop", "product:42", baseMs+int64(i)*10_000, typ)))
+	}
+	require.NoError(t, a.Close())
+
+	cmd := exec.Command(py, "-c", toolsScript, root)
+	cmd.Stderr = os.Stderr
+	outb, err := cmd.Output()
+	require.NoError(t, err, "python reading the archive")
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(outb, &raw))
+	var got toolsResult
+	require.NoError(t, json.Unmarshal(outb, &got))
+	var arrowBy map[string][2]int64
+	require.NoError(t, json.Unmarshal(raw["arrow_by_key"], &arrowBy))
+
+	// Row counts.
+	require.Equal(t, total, got.DuckDBRows, "DuckDB row count")
+	require.Equal(t, total, got.ArrowRows, "pyarrow row count")
+
+	// Column types, as each tool sees them.
+	for col, typ := range map[string]string{
+		"time_ms": "TIMESTAMP WITH TIME ZONE", "app": "VARCHAR", "key": "VARCHAR", "op": "VARCHAR",
+		"bytes": "BIGINT", "status": "INTEGER", "client": "VARCHAR", "node": "VARCHAR",
+		"latency_us": "BIGINT", "topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT",
+	} {
+		require.Equal(t, typ, got.DuckDBTypes[col], "DuckDB type of %s", col)
+	}
+	require.Len(t, got.DuckDBTypes, 12, "DuckDB columns without hive partitioning: %v", got.DuckDBTypes)
+	for col, typ := range map[string]string{
+		"time_ms": "timestamp[ms, tz=UTC]", "key": "string", "bytes": "int64", "status": "int32",
+		"partition": "int32", "offset": "int64", "dt": "string", "hour": "int32",
+	} {
+		require.Equal(t, typ, got.ArrowTypes[col], "pyarrow type of %s", col)
+	}
+	require.Equal(t, []int64{minMs, maxMs}, got.DuckDBTimeRange, "time_ms holds the exact millisecond")
+
+	// GROUP BY app, key against keyheat's own counts.
+	require.Len(t, got.DuckDBByKey, len(byKey), "DuckDB groups")
+	for _, r := range got.DuckDBByKey {
+		k := [2]string{r[0].(string), r[1].(string)}
+		require.NotNil(t, byKey[k], "DuckDB group %q", k)
+		require.Equal(t, byKey[k].count, int64(r[2].(float64)), "DuckDB count of %q", k)
+		require.Equal(t, byKey[k].bytes, int64(r[3].(float64)), "DuckDB sum(bytes) of %q", k)
+	}
+	require.Len(t, arrowBy, len(byKey), "pyarrow groups")
+	for k, v := range byKey {
+		require.Equal(t, [2]int64{v.count, v.bytes}, arrowBy[k[0]+"\x00"+k[1]], "pyarrow count and bytes of %q", k)
+	}
+
+	// Hive folders: app, dt and hour read back from the paths (the empty
+	// app as NULL), matching event time.
+	require.Len(t, got.DuckDBByHour, len(byHour), "DuckDB groups by hive app, dt, hour")
+	for _, r := range got.DuckDBByHour {
+		k := [2]string{r[0].(string), r[1].(string)}
+		require.Equal(t, byHour[k], int64(r[2].(float64)), "DuckDB count of folder %q", k)
+	}
+
+	// Reports and hot keys.
+	require.Equal(t, []int64{10, 10}, got.DuckDBReports, "reports and distinct ids")
+	require.Len(t, got.DuckDBReportTop, 10, "one top entry per report")
+	require.Equal(t, "product:42", got.DuckDBReportTop[0][1])
+	require.Equal(t, [][]any{{"cooled", float64(2)}, {"hot", float64(2)}}, got.DuckDBHotKeys, "hot-key events by type")
+}
