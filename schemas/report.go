@@ -59,6 +59,9 @@ type WindowReport struct {
 	Missing []string `json:"missing,omitempty"`
 	// Top are the heaviest keys by events, heaviest first, with Share.
 	Top []KeyCount `json:"top"`
+	// Floor bounds every key not in Top: its true count in the window is
+	// at most Floor. A key with more events than Floor is always in Top.
+	Floor uint64 `json:"floor"`
 	// TopBytes are the heaviest keys by bytes (big keys).
 	TopBytes []KeyCount `json:"top_bytes,omitempty"`
 	// TopReads and TopWrites rank the tracked keys by reads and by writes.
@@ -70,7 +73,8 @@ type WindowReport struct {
 	// Skew describes how unevenly the load fell.
 	Skew Skew `json:"skew"`
 	// Advice suggests a mitigation for each key in Top whose rate crossed
-	// the hot threshold in this window.
+	// its hot threshold in this window and whose events were classified as
+	// reads or writes, in Top's order.
 	Advice []KeyAdvice `json:"advice,omitempty"`
 }
 
@@ -109,18 +113,33 @@ type PartitionLoad struct {
 type NodeLoad struct {
 	// Node is the configured node name, or "shard-N" for equal ranges.
 	Node string `json:"node"`
-	// FirstSlot and LastSlot bound the node's slot range (inclusive).
-	FirstSlot uint16  `json:"first_slot"`
-	LastSlot  uint16  `json:"last_slot"`
-	Events    uint64  `json:"events"`
-	Share     float64 `json:"share"`
+	// FirstSlot and LastSlot are the lowest and highest slot the node
+	// serves (inclusive). A node given several ranges lists them in Ranges;
+	// then not every slot between FirstSlot and LastSlot is the node's.
+	FirstSlot uint16      `json:"first_slot"`
+	LastSlot  uint16      `json:"last_slot"`
+	Ranges    []SlotRange `json:"ranges,omitempty"`
+	Events    uint64      `json:"events"`
+	Share     float64     `json:"share"`
+}
+
+// SlotRange is a range of Redis Cluster hash slots, First to Last
+// inclusive.
+type SlotRange struct {
+	First uint16 `json:"first"`
+	Last  uint16 `json:"last"`
 }
 
 // KeyAdvice is a suggested mitigation for one hot key of a report.
 type KeyAdvice struct {
-	App  string  `json:"app"`
-	Key  string  `json:"key"`
+	App string `json:"app"`
+	Key string `json:"key"`
+	// Rate is the key's rate in events per second over the report window,
+	// from the lower bound of its count (Count − Error), so a key is
+	// advised on only when it surely crossed its threshold.
 	Rate float64 `json:"rate"`
+	// Threshold is the rate, events per second, the key crossed.
+	Threshold float64 `json:"threshold"`
 	// ReadShare is reads / (reads + writes) for the key in the window.
 	ReadShare  float64    `json:"read_share"`
 	Mitigation Mitigation `json:"mitigation"`
