@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/keyheat/keyheat/schemas"
@@ -98,14 +97,7 @@ func slotSkew(s *schemas.Skew, slots []schemas.SlotCount, layout *nodeLayout, ho
 		total += sc.Events
 	}
 	if hotSlots > 0 && len(slots) > 0 {
-		busy := slices.Clone(slots)
-		slices.SortFunc(busy, func(a, b schemas.SlotCount) int {
-			if c := cmp.Compare(b.Events, a.Events); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.Slot, b.Slot)
-		})
-		s.HotSlots = busy[:min(hotSlots, len(busy)):min(hotSlots, len(busy))]
+		s.HotSlots = busiestSlots(slots, hotSlots)
 	}
 	if len(layout.names) == 0 {
 		return
@@ -131,4 +123,29 @@ func slotSkew(s *schemas.Skew, slots []schemas.SlotCount, layout *nodeLayout, ho
 	}
 	s.NodeMaxMean = maxMean(loads)
 	s.NodeGini = gini(loads)
+}
+
+// busiestSlots returns the n busiest of slots, busiest first, ties by
+// slot. Insertion into a short sorted list: n is small (a report shows a
+// handful) while slots may hold all 16384.
+func busiestSlots(slots []schemas.SlotCount, n int) []schemas.SlotCount {
+	before := func(a, b schemas.SlotCount) bool {
+		return a.Events > b.Events || (a.Events == b.Events && a.Slot < b.Slot)
+	}
+	out := make([]schemas.SlotCount, 0, min(n, len(slots)))
+	for _, sc := range slots {
+		if len(out) == n && !before(sc, out[n-1]) {
+			continue
+		}
+		i := len(out)
+		for i > 0 && before(sc, out[i-1]) {
+			i--
+		}
+		if len(out) < n {
+			out = append(out, schemas.SlotCount{})
+		}
+		copy(out[i+1:], out[i:len(out)-1])
+		out[i] = sc
+	}
+	return out
 }

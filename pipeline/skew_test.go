@@ -91,3 +91,12 @@ func TestKeySkew(t *testing.T) {
 	keySkew(&s, nil, 0)
 	require.Zero(t, s.Top1Share)
 }
+
+func TestBusiestSlots(t *testing.T) {
+	slots := []schemas.SlotCount{{Slot: 1, Events: 5}, {Slot: 2, Events: 9}, {Slot: 3, Events: 5}, {Slot: 4, Events: 1}, {Slot: 5, Events: 9}}
+	require.Equal(t, []schemas.SlotCount{{Slot: 2, Events: 9}, {Slot: 5, Events: 9}, {Slot: 1, Events: 5}}, busiestSlots(slots, 3),
+		"busiest first, ties by slot")
+	require.Equal(t, []schemas.SlotCount{{Slot: 2, Events: 9}, {Slot: 5, Events: 9}, {Slot: 1, Events: 5}, {Slot: 3, Events: 5}, {Slot: 4, Events: 1}},
+		busiestSlots(slots, 10), "fewer slots than asked: all of them")
+	require.Equal(t, []schemas.SlotCount{{Slot: 2, Events: 9}}, busiestSlots(slots, 1))
+}
