@@ -57,8 +57,8 @@ func TestMergeGolden(t *testing.T) {
 	shop := []plannedKey{
 		{"shop", "product:42", 60, 2, 512, 300},
 		{"shop", "product:7", 25, 20, 128, 100},
-		{"shop", "cart:{user1000}.items", 12, 6, 2048, 900},
-		{"shop", "cart:{user1000}.total", 8, 8, 64, 50},
+		{"shop", "cart:user1000:items", 12, 6, 2048, 900},
+		{"shop", "cart:user1000:total", 8, 8, 64, 50},
 		{"shop", "session:abc", 5, 0, 10_000, 20},
 		{"shop", "product:9", 3, 0, 100, 10},
 		{"cart", "basket:1", 30, 30, 256, 400},
