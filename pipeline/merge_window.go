@@ -29,6 +29,12 @@ import (
 // Topics add up. A key listed nowhere is bounded by the same sums with
 // every partition unlisting, which is the report's Floor (raised to the
 // largest Count cut from Top).
+//
+// A key is its app window's app and the key string. A partition that
+// folded an app into schemas.OtherApp lists that app's keys under
+// OtherApp, so they merge there, and the app's own report covers the
+// partitions that did not fold it: give the partitions an app limit at
+// least as high as the merger's MaxApps.
 
 // reportScope accumulates what one report covers: one app, the folded apps, or
 // the whole cluster.

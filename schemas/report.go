@@ -46,8 +46,9 @@ type WindowReport struct {
 	// Late counts events reported late in this window by the partitions
 	// (cluster scope only; late events are not attributed to apps).
 	Late uint64 `json:"late"`
-	// Distinct estimates the number of distinct keys (HyperLogLog, about
-	// 1% standard error).
+	// Distinct estimates the number of distinct key strings (HyperLogLog,
+	// about 1% standard error); in the cluster report a key string two apps
+	// use counts once.
 	Distinct uint64 `json:"distinct"`
 	// Keyed reports that every partition's input was keyed by access key,
 	// so Top is the exact union of the partitions' tops; otherwise counts
@@ -62,12 +63,15 @@ type WindowReport struct {
 	// Floor bounds every key not in Top: its true count in the window is
 	// at most Floor. A key with more events than Floor is always in Top.
 	Floor uint64 `json:"floor"`
-	// TopBytes are the heaviest keys by bytes (big keys).
+	// TopBytes are the heaviest keys by bytes (big keys). It and the
+	// rankings below cover the keys some partition listed (in its Top or
+	// Big), by figures that are lower bounds (see KeyCount); keys without
+	// the figure are left out.
 	TopBytes []KeyCount `json:"top_bytes,omitempty"`
-	// TopReads and TopWrites rank the tracked keys by reads and by writes.
+	// TopReads and TopWrites rank the listed keys by reads and by writes.
 	TopReads  []KeyCount `json:"top_reads,omitempty"`
 	TopWrites []KeyCount `json:"top_writes,omitempty"`
-	// TopLatency ranks the tracked keys by summed latency (cost), when the
+	// TopLatency ranks the listed keys by summed latency (cost), when the
 	// log records latency.
 	TopLatency []KeyCount `json:"top_latency,omitempty"`
 	// Skew describes how unevenly the load fell.
