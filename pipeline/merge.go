@@ -212,12 +212,13 @@ func (m *Merger) Stats() *MergerStats { return m.stats }
 // never passes). The merger keeps w; the caller must not change it
 // afterwards.
 //
-// A summary whose ID was seen before for a pending window is dropped
-// (counted as a duplicate, or as a conflict when its content differs: the
-// first is kept). Add returns an error, and keeps nothing, only for a
-// summary that cannot be merged: inconsistent fields, a window length other
-// than the merger's, undecodable sketches. The caller logs it and goes on;
-// such a summary does not hold back CommitOffset.
+// A summary whose ID was seen before for a pending window is dropped,
+// counted as a duplicate, or as a conflict when its content other than
+// WatermarkMs differs (the first is kept). Add returns an error, and keeps
+// nothing, only for a summary that cannot be merged: inconsistent fields,
+// a window length other than the merger's, undecodable sketches. The
+// caller logs it and goes on; such a summary does not hold back
+// CommitOffset.
 func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 	s, err := m.decode(w)
 	if err != nil {
@@ -243,7 +244,12 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 	}
 	k := mergePart{w.Topic, w.Partition}
 	if held := p.parts[k]; held != nil {
-		if reflect.DeepEqual(held, s) {
+		// The watermark is not part of the content: a live partition that
+		// re-emits a window after a restart may have closed it at another
+		// wall-clock moment, and no report shows it.
+		again := *s.w
+		again.WatermarkMs = held.w.WatermarkMs
+		if reflect.DeepEqual(held, &heldSummary{w: &again, apps: s.apps}) {
 			m.stats.Duplicates.Add(1)
 		} else {
 			m.stats.Conflicts.Add(1)
