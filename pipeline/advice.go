@@ -73,8 +73,8 @@ func (o AdviceOptions) advise(top []schemas.KeyCount, windowMs int64, threshold 
 			continue
 		}
 		thr, ok := threshold(k.App, k.Key)
-		if !ok {
-			continue
+		if !ok || math.IsNaN(thr) || math.IsInf(thr, 0) {
+			continue // no rule, or no usable threshold (JSON cannot carry it)
 		}
 		rate := float64(k.Count-k.Error) / seconds
 		if rate < thr {

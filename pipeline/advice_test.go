@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,10 +38,14 @@ func TestAdvise(t *testing.T) {
 		{App: "shop", Key: "unknown-ops", Count: 9000},
 		{App: "shop", Key: "unwatched", Count: 9000, Reads: 9000},
 		{App: "shop", Key: "uncertain", Count: 3000, Error: 2500, Writes: 500},
+		{App: "shop", Key: "nan", Count: 9000, Reads: 9000},
 	}
 	threshold := func(app, key string) (float64, bool) {
-		if key == "unwatched" {
+		switch key {
+		case "unwatched":
 			return 0, false
+		case "nan":
+			return math.NaN(), true
 		}
 		return 1000, true
 	}
@@ -54,6 +59,6 @@ func TestAdvise(t *testing.T) {
 		{App: "shop", Key: "tie", Rate: 1000, Threshold: 1000, ReadShare: 0.5,
 			Mitigation: schemas.Mitigation{Kind: schemas.MitigationLocalCache}},
 	}, got, "cold is below its threshold, unknown-ops has no reads or writes, unwatched has no rule, "+
-		"uncertain is hot only by its upper bound")
+		"uncertain is hot only by its upper bound, nan has no usable threshold")
 	require.Nil(t, o.advise(top, 2000, nil), "no threshold function, no advice")
 }
