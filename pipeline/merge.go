@@ -193,8 +193,8 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	for topic, n := range cfg.Topics {
-		if topic == "" || n < 1 {
-			return nil, fmt.Errorf("merger: topic %q with %d partitions, want a name and at least one partition", topic, n)
+		if topic == "" || n < 1 || n > MaxMergePartitions {
+			return nil, fmt.Errorf("merger: topic %q with %d partitions, want a name and 1..%d partitions", topic, n, MaxMergePartitions)
 		}
 		m.topics[topic] = &topicState{partitions: n, parts: map[int32]*partProgress{}}
 	}
@@ -303,7 +303,7 @@ func (m *Merger) Ready(nowMs int64) []MergedWindow {
 		deadlines[i] = dl
 	}
 	for i := 0; len(m.order) > 0; i++ {
-		if len(m.missing(m.pending[m.order[0]])) == 0 {
+		if m.complete(m.pending[m.order[0]]) {
 			out = append(out, m.emitOldest(&m.stats.Complete))
 			continue
 		}
@@ -323,7 +323,7 @@ func (m *Merger) Finish() []MergedWindow {
 	m.queued = nil
 	for len(m.order) > 0 {
 		how := &m.stats.Finished
-		if len(m.missing(m.pending[m.order[0]])) == 0 {
+		if m.complete(m.pending[m.order[0]]) {
 			how = &m.stats.Complete
 		}
 		out = append(out, m.emitOldest(how))
@@ -349,6 +349,18 @@ func (m *Merger) emitOldest(how *atomic.Int64) MergedWindow {
 	return mw
 }
 
+// complete reports whether every expected partition is done with p.
+func (m *Merger) complete(p *pendingWindow) bool {
+	for topic, t := range m.topics {
+		for part := int32(0); part < t.partitions; part++ {
+			if !m.doneWith(p, topic, t, part) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // missing names the expected partitions that have not reported p and may
 // still, as "topic/partition", by topic then partition.
 func (m *Merger) missing(p *pendingWindow) []string {
@@ -356,16 +368,21 @@ func (m *Merger) missing(p *pendingWindow) []string {
 	for _, topic := range m.sortedTopics() {
 		t := m.topics[topic]
 		for part := int32(0); part < t.partitions; part++ {
-			if p.parts[mergePart{topic, part}] != nil {
-				continue
+			if !m.doneWith(p, topic, t, part) {
+				out = append(out, topic+"/"+strconv.Itoa(int(part)))
 			}
-			if ps := t.parts[part]; ps != nil && ps.doneWith(p.startMs) {
-				continue
-			}
-			out = append(out, topic+"/"+strconv.Itoa(int(part)))
 		}
 	}
 	return out
+}
+
+// doneWith reports whether partition part of topic reported p or will not.
+func (m *Merger) doneWith(p *pendingWindow, topic string, t *topicState, part int32) bool {
+	if p.parts[mergePart{topic, part}] != nil {
+		return true
+	}
+	ps := t.parts[part]
+	return ps != nil && ps.doneWith(p.startMs)
 }
 
 func (m *Merger) sortedTopics() []string {
@@ -426,8 +443,10 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 	switch {
 	case w.Topic == "":
 		return nil, bad("no topic")
-	case w.Partitions < 1 || w.Partition < 0 || w.Partition >= w.Partitions:
-		return nil, bad("partition %d of %d", w.Partition, w.Partitions)
+	case w.Partitions < 1 || w.Partitions > MaxMergePartitions || w.Partition < 0 || w.Partition >= w.Partitions:
+		return nil, bad("partition %d of %d, want 0 ≤ partition < partitions ≤ %d", w.Partition, w.Partitions, MaxMergePartitions)
+	case w.EndMs <= w.StartMs:
+		return nil, bad("end %d is not after start %d", w.EndMs, w.StartMs)
 	case w.ID != schemas.PartitionWindowID(w.Topic, w.Partition, w.StartMs):
 		return nil, bad("id does not match topic, partition and start (want %s)",
 			schemas.PartitionWindowID(w.Topic, w.Partition, w.StartMs))

@@ -47,6 +47,8 @@ type fixture struct {
 	big int
 	// cms sizes the Count-Min sketch sent when not keyed.
 	cms sketch.CountMinConfig
+	// hll sizes the distinct-key sketches (sparse ones stay small).
+	hll sketch.CardinalityConfig
 	// final marks each partition's last summary Final.
 	final bool
 	// idle makes every partition report every window from the first to
@@ -110,7 +112,7 @@ func (f fixture) build(t testing.TB, events []testEvent) []*schemas.PartitionWin
 			a = &appAcc{keys: map[string]*schemas.KeyCount{}, slots: map[uint16]uint64{}}
 			a.topk, err = sketch.NewTopK(sketch.TopKConfig{Capacity: f.capacity, Sketch: f.filter})
 			require.NoError(t, err)
-			a.distinct, err = sketch.NewCardinality(sketch.CardinalityConfig{})
+			a.distinct, err = sketch.NewCardinality(f.hll)
 			require.NoError(t, err)
 			if !f.keyed {
 				a.cms, err = sketch.NewCountMin(f.cms)

@@ -16,6 +16,9 @@ const RedisClusterSlots = 16384
 const (
 	// MaxMergeTopN bounds top_n: every ranking of a report is cut to it.
 	MaxMergeTopN = 10_000
+	// MaxMergePartitions bounds the partitions of one topic the merger
+	// expects, so a corrupt summary cannot make it wait for billions.
+	MaxMergePartitions = 1 << 16
 	// MaxMergeSplit bounds a split suggestion: more physical keys than
 	// hash slots cannot spread a key further.
 	MaxMergeSplit = RedisClusterSlots

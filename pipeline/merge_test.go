@@ -319,6 +319,8 @@ func TestMergerAddRefuses(t *testing.T) {
 		{"no topic", func(w *schemas.PartitionWindow) { w.Topic = "" }, "no topic"},
 		{"partition out of range", func(w *schemas.PartitionWindow) { w.Partition = 2 }, "partition 2 of 2"},
 		{"no partitions", func(w *schemas.PartitionWindow) { w.Partitions = 0 }, "partition 0 of 0"},
+		{"absurd partitions", func(w *schemas.PartitionWindow) { w.Partitions = MaxMergePartitions + 1 }, "partition 0 of 65537"},
+		{"end before start", func(w *schemas.PartitionWindow) { w.EndMs = w.StartMs }, "end 0 is not after start 0"},
 		{"id", func(w *schemas.PartitionWindow) { w.ID = "t/0/5" }, "id does not match"},
 		{"length", func(w *schemas.PartitionWindow) { w.EndMs = w.StartMs + 500 }, "not an aligned window of 1000 ms"},
 		{"alignment", func(w *schemas.PartitionWindow) {
