@@ -107,7 +107,7 @@ type Merger struct {
 	queued  []MergedWindow           // released by the cap, returned by the next Ready
 
 	emittedThroughMs int64 // end of the last window reported, by this run or before
-	unacked          []emitted
+	unacked          []emittedWindow
 	doneThroughMs    int64    // end of the acknowledged prefix of reported windows
 	nextOffset       int64    // highest offset added + 1; -1 before any
 	hllPrecision     int      // of every Distinct sketch; 0 until the first
@@ -155,7 +155,7 @@ type decodedApp struct {
 	cms      *sketch.CountMin    // nil when the app window carried none
 }
 
-type emitted struct {
+type emittedWindow struct {
 	startMs   int64
 	minOffset int64
 	acked     bool
@@ -341,7 +341,7 @@ func (m *Merger) emitOldest(how *atomic.Int64) MergedWindow {
 	delete(m.pending, p.startMs)
 	m.order = m.order[1:]
 	m.emittedThroughMs = p.startMs + m.windowMs
-	m.unacked = append(m.unacked, emitted{startMs: p.startMs, minOffset: p.minOffset})
+	m.unacked = append(m.unacked, emittedWindow{startMs: p.startMs, minOffset: p.minOffset})
 	how.Add(1)
 	if len(missing) > 0 {
 		m.stats.Partial.Add(1)

@@ -13,13 +13,13 @@ import (
 // the 8 summaries, then merging; "merge" times Ready alone.
 func BenchmarkMergeWindow(b *testing.B) {
 	// Zipf 1.01 over 200k keys: every partition's top overflows 1,000 keys.
-	events := zipfEvents(11, 400_000, 200_000, 1.01, []string{"shop"}, 0, 1000)
+	events := mergeZipfEvents(11, 400_000, 200_000, 1.01, []string{"shop"}, 0, 1000)
 	for _, keyed := range []bool{true, false} {
 		name := "unkeyed"
 		if keyed {
 			name = "keyed"
 		}
-		f := fixture{topic: "keyheat.events", partitions: 8, windowMs: 1000, keyed: keyed, capacity: 1024, list: 1000, big: 100}
+		f := mergeFixture{topic: "keyheat.events", partitions: 8, windowMs: 1000, keyed: keyed, capacity: 1024, list: 1000, big: 100}
 		ws := f.build(b, events)
 		if len(ws) != 8 {
 			b.Fatalf("want 8 summaries of one window, got %d", len(ws))

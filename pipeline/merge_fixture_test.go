@@ -19,8 +19,8 @@ import (
 // keeps per-key figures other than the count exact, which the partition
 // core cannot; the merger treats them as lower bounds either way.
 
-// testEvent is one access in the merge tests.
-type testEvent struct {
+// mergeEvent is one access in the merge tests.
+type mergeEvent struct {
 	app, key  string
 	tsMs      int64
 	bytes     uint64
@@ -28,8 +28,8 @@ type testEvent struct {
 	latencyUs uint64
 }
 
-// fixture says how events become summaries.
-type fixture struct {
+// mergeFixture says how events become summaries.
+type mergeFixture struct {
 	topic      string
 	partitions int32
 	windowMs   int64
@@ -57,18 +57,20 @@ type fixture struct {
 	idle bool
 }
 
-// testSlot stands in for the Redis Cluster slot function: the merger only
+// mergeTestSlot stands in for the Redis Cluster slot function: the merger only
 // adds up the slots the partitions report.
-func testSlot(key string) uint16 { return uint16(crc32.ChecksumIEEE([]byte(key)) % RedisClusterSlots) }
+func mergeTestSlot(key string) uint16 {
+	return uint16(crc32.ChecksumIEEE([]byte(key)) % RedisClusterSlots)
+}
 
-func (f fixture) partitionOf(e testEvent, i int) int32 {
+func (f mergeFixture) partitionOf(e mergeEvent, i int) int32 {
 	if f.keyed {
 		return int32(crc32.ChecksumIEEE([]byte(e.key)) % uint32(f.partitions))
 	}
 	return int32(i % int(f.partitions))
 }
 
-type appAcc struct {
+type mergeAppAcc struct {
 	topk     *sketch.TopK
 	cms      *sketch.CountMin
 	distinct *sketch.Cardinality
@@ -80,13 +82,13 @@ type appAcc struct {
 // build returns every partition's summaries, each partition from the
 // window of its first event to that of its last, empty windows included,
 // in partition then window order.
-func (f fixture) build(t testing.TB, events []testEvent) []*schemas.PartitionWindow {
+func (f mergeFixture) build(t testing.TB, events []mergeEvent) []*schemas.PartitionWindow {
 	t.Helper()
 	type pw struct {
 		part  int32
 		start int64
 	}
-	accs := map[pw]map[string]*appAcc{}
+	accs := map[pw]map[string]*mergeAppAcc{}
 	first := map[int32]int64{}
 	last := map[int32]int64{}
 	offsets := map[pw][2]int64{}
@@ -104,12 +106,12 @@ func (f fixture) build(t testing.TB, events []testEvent) []*schemas.PartitionWin
 		}
 		offsets[k] = [2]int64{min(o[0], int64(i)), max(o[1], int64(i))}
 		if accs[k] == nil {
-			accs[k] = map[string]*appAcc{}
+			accs[k] = map[string]*mergeAppAcc{}
 		}
 		a := accs[k][e.app]
 		if a == nil {
 			var err error
-			a = &appAcc{keys: map[string]*schemas.KeyCount{}, slots: map[uint16]uint64{}}
+			a = &mergeAppAcc{keys: map[string]*schemas.KeyCount{}, slots: map[uint16]uint64{}}
 			a.topk, err = sketch.NewTopK(sketch.TopKConfig{Capacity: f.capacity, Sketch: f.filter})
 			require.NoError(t, err)
 			a.distinct, err = sketch.NewCardinality(f.hll)
@@ -143,7 +145,7 @@ func (f fixture) build(t testing.TB, events []testEvent) []*schemas.PartitionWin
 			kc.Reads++
 			a.total.Reads++
 		}
-		a.slots[testSlot(e.key)]++
+		a.slots[mergeTestSlot(e.key)]++
 	}
 
 	if f.idle {
@@ -186,7 +188,7 @@ func (f fixture) build(t testing.TB, events []testEvent) []*schemas.PartitionWin
 	return out
 }
 
-func (f fixture) appWindow(t testing.TB, app string, a *appAcc) schemas.AppWindow {
+func (f mergeFixture) appWindow(t testing.TB, app string, a *mergeAppAcc) schemas.AppWindow {
 	aw := a.total
 	aw.App = app
 	items := a.topk.Top(a.topk.Len())
@@ -227,23 +229,23 @@ func (f fixture) appWindow(t testing.TB, app string, a *appAcc) schemas.AppWindo
 	return aw
 }
 
-// zipfEvents draws n events over keys key-0…key-(keys−1) of apps with a
+// mergeZipfEvents draws n events over keys key-0…key-(keys−1) of apps with a
 // Zipf(s) popularity, times spread over [startMs, startMs+spanMs), a
 // quarter of them writes, from a fixed seed.
-func zipfEvents(seed uint64, n, keys int, s float64, apps []string, startMs, spanMs int64) []testEvent {
+func mergeZipfEvents(seed uint64, n, keys int, s float64, apps []string, startMs, spanMs int64) []mergeEvent {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	z := rand.NewZipf(r, s, 1, uint64(keys-1))
-	out := make([]testEvent, n)
+	out := make([]mergeEvent, n)
 	for i := range out {
 		k := z.Uint64()
-		out[i] = testEvent{
+		out[i] = mergeEvent{
 			app: apps[r.IntN(len(apps))], key: "key-" + strconv.Itoa(int(k)),
 			tsMs: startMs + r.Int64N(spanMs), bytes: uint64(10 + r.IntN(100)),
 			write: r.IntN(4) == 0, latencyUs: uint64(r.IntN(500)),
 		}
 	}
 	// Event time grows along the stream, as in a log.
-	slices.SortStableFunc(out, func(a, b testEvent) int { return cmp.Compare(a.tsMs, b.tsMs) })
+	slices.SortStableFunc(out, func(a, b mergeEvent) int { return cmp.Compare(a.tsMs, b.tsMs) })
 	return out
 }
 
@@ -251,7 +253,7 @@ func zipfEvents(seed uint64, n, keys int, s float64, apps []string, startMs, spa
 // reports are checked against.
 type exactKey struct{ app, key string }
 
-func exactCounts(events []testEvent, windowMs int64) map[int64]map[exactKey]uint64 {
+func mergeExactCounts(events []mergeEvent, windowMs int64) map[int64]map[exactKey]uint64 {
 	out := map[int64]map[exactKey]uint64{}
 	for _, e := range events {
 		start := e.tsMs - ((e.tsMs%windowMs)+windowMs)%windowMs

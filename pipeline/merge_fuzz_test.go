@@ -11,10 +11,10 @@ import (
 // FuzzMerge feeds decoded windows-topic records to a merger: whatever they
 // hold, it must not panic, and every report it issues must encode.
 func FuzzMerge(f *testing.F) {
-	events := plan([]int64{0, 1000}, []plannedKey{
+	events := planMergeEvents([]int64{0, 1000}, []plannedKey{
 		{"a", "k1", 5, 2, 10, 1}, {"a", "k2", 3, 0, 20, 2}, {"b", "k1", 2, 2, 30, 3},
 	})
-	for _, fx := range []fixture{
+	for _, fx := range []mergeFixture{
 		{topic: "t", partitions: 2, windowMs: 1000, keyed: true, capacity: 2, big: 1,
 			hll: sketch.CardinalityConfig{Precision: 4, Sparse: true}},
 		{topic: "t", partitions: 2, windowMs: 1000, capacity: 2, big: 1, final: true,

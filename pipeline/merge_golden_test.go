@@ -26,8 +26,8 @@ type plannedKey struct {
 
 // plan spreads the planned keys' events over each window, interleaved so
 // no key's events are contiguous, at event times inside the window.
-func plan(windowStarts []int64, keys []plannedKey) []testEvent {
-	var out []testEvent
+func planMergeEvents(windowStarts []int64, keys []plannedKey) []mergeEvent {
+	var out []mergeEvent
 	for _, start := range windowStarts {
 		left := make([]int, len(keys))
 		for i, k := range keys {
@@ -41,7 +41,7 @@ func plan(windowStarts []int64, keys []plannedKey) []testEvent {
 				}
 				more = true
 				done := k.count - left[i]
-				out = append(out, testEvent{app: k.app, key: k.key, tsMs: start + int64(n%1000),
+				out = append(out, mergeEvent{app: k.app, key: k.key, tsMs: start + int64(n%1000),
 					bytes: k.bytes, write: done < k.writes, latencyUs: k.latencyUs})
 				left[i]--
 			}
@@ -75,8 +75,8 @@ func TestMergeGolden(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		f      fixture
-		events []testEvent
+		f      mergeFixture
+		events []mergeEvent
 		change func(*MergerConfig)
 		// drop removes summaries before the merge, to show a partition
 		// that never reports.
@@ -84,8 +84,8 @@ func TestMergeGolden(t *testing.T) {
 	}{
 		{
 			name:   "keyed",
-			f:      fixture{topic: "keyheat.events", partitions: 3, windowMs: 1000, keyed: true, capacity: 16, big: 3, idle: true},
-			events: plan([]int64{1_767_225_600_000, 1_767_225_601_000}, shop),
+			f:      mergeFixture{topic: "keyheat.events", partitions: 3, windowMs: 1000, keyed: true, capacity: 16, big: 3, idle: true},
+			events: planMergeEvents([]int64{1_767_225_600_000, 1_767_225_601_000}, shop),
 			change: func(c *MergerConfig) {
 				c.TopN = 5
 				c.HotSlots = 3
@@ -98,9 +98,9 @@ func TestMergeGolden(t *testing.T) {
 			// Tiny tops and a narrow Count-Min sketch: error bounds and the
 			// floor show.
 			name: "unkeyed",
-			f: fixture{topic: "raw.logs", partitions: 3, windowMs: 1000, capacity: 3, big: 2, idle: true,
+			f: mergeFixture{topic: "raw.logs", partitions: 3, windowMs: 1000, capacity: 3, big: 2, idle: true,
 				cms: sketch.CountMinConfig{Depth: 2, Width: 8}},
-			events: plan([]int64{1_767_225_600_000}, shop),
+			events: planMergeEvents([]int64{1_767_225_600_000}, shop),
 			change: func(c *MergerConfig) {
 				c.TopN = 4
 				c.HotSlots = 2
@@ -109,15 +109,15 @@ func TestMergeGolden(t *testing.T) {
 		},
 		{
 			name:   "partial",
-			f:      fixture{topic: "keyheat.events", partitions: 3, windowMs: 1000, keyed: true, capacity: 16, idle: true},
-			events: plan([]int64{1_767_225_600_000}, shop),
+			f:      mergeFixture{topic: "keyheat.events", partitions: 3, windowMs: 1000, keyed: true, capacity: 16, idle: true},
+			events: planMergeEvents([]int64{1_767_225_600_000}, shop),
 			change: func(c *MergerConfig) { c.TopN = 3; c.HotSlots = 0 },
 			drop:   func(w *schemas.PartitionWindow) bool { return w.Partition == 1 },
 		},
 		{
 			name:   "folded",
-			f:      fixture{topic: "keyheat.events", partitions: 2, windowMs: 1000, keyed: true, capacity: 16, idle: true},
-			events: plan([]int64{1_767_225_600_000}, shop),
+			f:      mergeFixture{topic: "keyheat.events", partitions: 2, windowMs: 1000, keyed: true, capacity: 16, idle: true},
+			events: planMergeEvents([]int64{1_767_225_600_000}, shop),
 			change: func(c *MergerConfig) { c.TopN = 3; c.HotSlots = 0; c.MaxApps = 2 },
 		},
 	} {

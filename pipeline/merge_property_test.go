@@ -94,9 +94,9 @@ func requireBounds(t *testing.T, r schemas.WindowReport, counts map[exactKey]uin
 
 func TestMergeKeyedTopIsExact(t *testing.T) {
 	apps := []string{"cart", "search", "shop"}
-	events := zipfEvents(1, 30_000, 400, 1.1, apps, 1_700_000_000_000, 3000)
-	f := fixture{topic: "keyheat.events", partitions: 8, windowMs: 1000, keyed: true, capacity: 1024}
-	exact := exactCounts(events, 1000)
+	events := mergeZipfEvents(1, 30_000, 400, 1.1, apps, 1_700_000_000_000, 3000)
+	f := mergeFixture{topic: "keyheat.events", partitions: 8, windowMs: 1000, keyed: true, capacity: 1024}
+	exact := mergeExactCounts(events, 1000)
 	got := mergeInOrder(t, testMergerConfig(50), byWindow(f.build(t, events)))
 	require.Len(t, got, 3)
 	for _, mw := range got {
@@ -142,9 +142,9 @@ func TestMergeKeyedBounds(t *testing.T) {
 		{"narrow filter", 32, 0, 40, sketch.CountMinConfig{Depth: 1, Width: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			events := zipfEvents(2, 40_000, 5000, 1.05, []string{"a", "b"}, 0, 2000)
-			f := fixture{topic: "t", partitions: 4, windowMs: 1000, keyed: true, capacity: tc.capacity, list: tc.list, filter: tc.filter}
-			exact := exactCounts(events, 1000)
+			events := mergeZipfEvents(2, 40_000, 5000, 1.05, []string{"a", "b"}, 0, 2000)
+			f := mergeFixture{topic: "t", partitions: 4, windowMs: 1000, keyed: true, capacity: tc.capacity, list: tc.list, filter: tc.filter}
+			exact := mergeExactCounts(events, 1000)
 			got := mergeInOrder(t, testMergerConfig(tc.topN), byWindow(f.build(t, events)))
 			require.Len(t, got, 2)
 			for _, mw := range got {
@@ -170,9 +170,9 @@ func TestMergeUnkeyedBounds(t *testing.T) {
 		{"narrow filter", 32, 0, 25, sketch.CountMinConfig{Width: 256}, sketch.CountMinConfig{Depth: 1, Width: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			events := zipfEvents(3, 40_000, 3000, 1.1, []string{"a", "b", "c"}, 5000, 3000)
-			f := fixture{topic: "raw", partitions: 6, windowMs: 1000, capacity: tc.capacity, list: tc.list, cms: tc.cms, filter: tc.filter}
-			exact := exactCounts(events, 1000)
+			events := mergeZipfEvents(3, 40_000, 3000, 1.1, []string{"a", "b", "c"}, 5000, 3000)
+			f := mergeFixture{topic: "raw", partitions: 6, windowMs: 1000, capacity: tc.capacity, list: tc.list, cms: tc.cms, filter: tc.filter}
+			exact := mergeExactCounts(events, 1000)
 			// The partitions each key's events went to, per window.
 			parts := map[int64]map[exactKey]map[int32]bool{}
 			for i, e := range events {
@@ -216,8 +216,8 @@ func TestMergeUnkeyedBounds(t *testing.T) {
 func TestMergeUnkeyedCountMinTightens(t *testing.T) {
 	// A key listed by one partition only: the others contribute their
 	// Count-Min estimate, not their whole floor.
-	events := zipfEvents(4, 20_000, 2000, 1.1, []string{"a"}, 0, 1000)
-	f := fixture{topic: "raw", partitions: 4, windowMs: 1000, capacity: 32}
+	events := mergeZipfEvents(4, 20_000, 2000, 1.1, []string{"a"}, 0, 1000)
+	f := mergeFixture{topic: "raw", partitions: 4, windowMs: 1000, capacity: 32}
 	withSketch := mergeInOrder(t, testMergerConfig(100), f.build(t, events))
 	ws := f.build(t, events)
 	for _, w := range ws {
@@ -232,11 +232,11 @@ func TestMergeUnkeyedCountMinTightens(t *testing.T) {
 		errFloor += floorsOnly[0].Reports[0].Top[i].Error
 	}
 	require.Less(t, errSketch, errFloor, "Count-Min estimates bound unlisted partitions tighter than floors")
-	requireBounds(t, floorsOnly[0].Reports[0], exactCounts(events, 1000)[0])
+	requireBounds(t, floorsOnly[0].Reports[0], mergeExactCounts(events, 1000)[0])
 }
 
 func TestMergeDistinct(t *testing.T) {
-	events := zipfEvents(5, 20_000, 3000, 0.8+0.3, []string{"a", "b"}, 0, 1000)
+	events := mergeZipfEvents(5, 20_000, 3000, 0.8+0.3, []string{"a", "b"}, 0, 1000)
 	distinct := map[string]bool{}
 	perApp := map[string]map[string]bool{"a": {}, "b": {}}
 	for _, e := range events {
@@ -244,7 +244,7 @@ func TestMergeDistinct(t *testing.T) {
 		perApp[e.app][e.key] = true
 	}
 	for _, keyed := range []bool{true, false} {
-		f := fixture{topic: "t", partitions: 5, windowMs: 1000, keyed: keyed, capacity: 64}
+		f := mergeFixture{topic: "t", partitions: 5, windowMs: 1000, keyed: keyed, capacity: 64}
 		got := mergeInOrder(t, testMergerConfig(10), f.build(t, events))
 		require.Len(t, got, 1)
 		rs := got[0].Reports
@@ -258,8 +258,8 @@ func TestMergeTopicsAddUp(t *testing.T) {
 	// One keyed and one round-robin topic share the keys: bounds add up
 	// over topics, and a key one topic does not list still gets that
 	// topic's floor.
-	events := zipfEvents(6, 40_000, 3000, 1.1, []string{"a", "b"}, 0, 2000)
-	var toK, toU []testEvent
+	events := mergeZipfEvents(6, 40_000, 3000, 1.1, []string{"a", "b"}, 0, 2000)
+	var toK, toU []mergeEvent
 	for i, e := range events {
 		if i%3 == 0 {
 			toU = append(toU, e)
@@ -267,10 +267,10 @@ func TestMergeTopicsAddUp(t *testing.T) {
 			toK = append(toK, e)
 		}
 	}
-	fk := fixture{topic: "keyed", partitions: 4, windowMs: 1000, keyed: true, capacity: 16}
-	fu := fixture{topic: "spread", partitions: 3, windowMs: 1000, capacity: 64, cms: sketch.CountMinConfig{Width: 256}}
+	fk := mergeFixture{topic: "keyed", partitions: 4, windowMs: 1000, keyed: true, capacity: 16}
+	fu := mergeFixture{topic: "spread", partitions: 3, windowMs: 1000, capacity: 64, cms: sketch.CountMinConfig{Width: 256}}
 	ws := append(fk.build(t, toK), fu.build(t, toU)...)
-	exact := exactCounts(events, 1000)
+	exact := mergeExactCounts(events, 1000)
 
 	// Unannounced, the second topic's first summaries come after the first
 	// window completed: they are late.

@@ -15,9 +15,9 @@ import (
 	"github.com/keyheat/keyheat/sketch"
 )
 
-// testWindow is a keyed summary of one window of 1 s: events of app "a" on
+// mergeTestWindow is a keyed summary of one window of 1 s: events of app "a" on
 // key "k<partition>", or an empty window.
-func testWindow(topic string, part, parts int32, startMs int64, events uint64) *schemas.PartitionWindow {
+func mergeTestWindow(topic string, part, parts int32, startMs int64, events uint64) *schemas.PartitionWindow {
 	w := &schemas.PartitionWindow{
 		Version: schemas.WindowVersion, ID: schemas.PartitionWindowID(topic, part, startMs),
 		Topic: topic, Partition: part, Partitions: parts, StartMs: startMs, EndMs: startMs + 1000,
@@ -67,10 +67,10 @@ func windowStarts(mws []MergedWindow) []int64 {
 
 func TestMergerCompletesWhenEveryPartitionReported(t *testing.T) {
 	m := newTestMerger(t, nil)
-	require.NoError(t, m.Add(testWindow("t", 0, 3, 0, 5), 0, 0))
-	require.NoError(t, m.Add(testWindow("t", 2, 3, 0, 7), 1, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 0, 5), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 2, 3, 0, 7), 1, 0))
 	require.Empty(t, m.Ready(0), "partition 1 has not reported")
-	require.NoError(t, m.Add(testWindow("t", 1, 3, 0, 0), 2, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 3, 0, 0), 2, 0))
 	got := m.Ready(0)
 	require.Len(t, got, 1)
 	r := got[0].Reports[0]
@@ -93,8 +93,8 @@ func TestMergerCompletesWhenEveryPartitionReported(t *testing.T) {
 
 func TestMergerEmptyWindow(t *testing.T) {
 	m := newTestMerger(t, nil)
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 0, 0), 0, 0))
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 0, 0), 1, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 0), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 0), 1, 0))
 	got := m.Ready(0)
 	require.Len(t, got, 1)
 	require.Len(t, got[0].Reports, 1, "no apps, only the cluster report")
@@ -106,9 +106,9 @@ func TestMergerEmptyWindow(t *testing.T) {
 func TestMergerWindowsInOrder(t *testing.T) {
 	m := newTestMerger(t, nil)
 	// Window 1000 completes first but waits for window 0.
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 0, 1), 0, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 1000, 1), 1, 0))
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 1000, 1), 2, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 1), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 1), 1, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 1000, 1), 2, 0))
 	// Partition 1 reported 1000 without 0: it had nothing in window 0.
 	got := m.Ready(0)
 	require.Equal(t, []int64{0, 1000}, windowStarts(got))
@@ -121,8 +121,8 @@ func TestMergerDeadline(t *testing.T) {
 	// first summary.
 	m := newTestMerger(t, nil)
 	const t0 = 1_000_000
-	require.NoError(t, m.Add(testWindow("t", 0, 3, 0, 4), 0, t0))
-	require.NoError(t, m.Add(testWindow("t", 1, 3, 0, 6), 1, t0+3000))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 0, 4), 0, t0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 3, 0, 6), 1, t0+3000))
 	require.Empty(t, m.Ready(t0+4999))
 	got := m.Ready(t0 + 5000)
 	require.Len(t, got, 1)
@@ -135,7 +135,7 @@ func TestMergerDeadline(t *testing.T) {
 	require.Equal(t, int64(1), m.Stats().Partial.Load())
 
 	// The straggler is counted and dropped; no second report.
-	require.NoError(t, m.Add(testWindow("t", 2, 3, 0, 9), 2, t0+6000))
+	require.NoError(t, m.Add(mergeTestWindow("t", 2, 3, 0, 9), 2, t0+6000))
 	require.Empty(t, m.Ready(t0+6000))
 	require.Empty(t, m.Finish())
 	require.Equal(t, int64(1), m.Stats().Late.Load())
@@ -145,8 +145,8 @@ func TestMergerLaterDeadlineReleasesEarlierWindows(t *testing.T) {
 	m := newTestMerger(t, nil)
 	// Window 1000's first summary arrives before window 0's: when its
 	// deadline passes, window 0 goes first, both Partial.
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 1000, 1), 0, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 0, 1), 1, 4000))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 1), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 1), 1, 4000))
 	got := m.Ready(5000)
 	require.Equal(t, []int64{0, 1000}, windowStarts(got))
 	require.True(t, got[0].Reports[0].Partial)
@@ -155,11 +155,11 @@ func TestMergerLaterDeadlineReleasesEarlierWindows(t *testing.T) {
 
 func TestMergerFinal(t *testing.T) {
 	m := newTestMerger(t, nil)
-	last := testWindow("t", 1, 2, 0, 3)
+	last := mergeTestWindow("t", 1, 2, 0, 3)
 	last.Final = true
 	require.NoError(t, m.Add(last, 0, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 0, 1), 1, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 1000, 2), 2, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 1), 1, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 2), 2, 0))
 	got := m.Ready(0)
 	require.Equal(t, []int64{0, 1000}, windowStarts(got), "partition 1 ended at window 0; window 1000 does not wait for it")
 	require.False(t, got[1].Reports[0].Partial)
@@ -170,7 +170,7 @@ func TestMergerFinal(t *testing.T) {
 func TestMergerCap(t *testing.T) {
 	m := newTestMerger(t, func(c *MergerConfig) { c.MaxPendingWindows = 2 })
 	for i, start := range []int64{0, 1000, 2000} {
-		require.NoError(t, m.Add(testWindow("t", 0, 2, start, 1), int64(i), 0))
+		require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, start, 1), int64(i), 0))
 	}
 	require.Equal(t, int64(2), m.Stats().Pending.Load(), "the cap holds at once")
 	got := m.Ready(0)
@@ -185,14 +185,14 @@ func TestMergerCap(t *testing.T) {
 
 func TestMergerDuplicatesAndConflicts(t *testing.T) {
 	m := newTestMerger(t, nil)
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 0, 5), 0, 0))
-	again := testWindow("t", 0, 2, 0, 5)
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 5), 0, 0))
+	again := mergeTestWindow("t", 0, 2, 0, 5)
 	again.WatermarkMs = 12345
 	require.NoError(t, m.Add(again, 1, 0))
 	require.Equal(t, int64(1), m.Stats().Duplicates.Load(), "a re-emission may carry another watermark")
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 0, 6), 2, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 6), 2, 0))
 	require.Equal(t, int64(1), m.Stats().Conflicts.Load())
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 0, 1), 3, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 3, 0))
 	got := m.Ready(0)
 	require.Len(t, got, 1)
 	require.Equal(t, uint64(6), got[0].Reports[0].Events, "the first of two conflicting summaries is kept")
@@ -204,13 +204,13 @@ func TestMergerCommitOffset(t *testing.T) {
 	_, ok := m.CommitOffset()
 	require.False(t, ok, "nothing read, nothing to commit")
 
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 0, 1), 10, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 1000, 1), 11, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 1), 10, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 1), 11, 0))
 	off, ok := m.CommitOffset()
 	require.True(t, ok)
 	require.Equal(t, int64(10), off, "window 0 is pending")
 
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 0, 1), 12, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 12, 0))
 	require.Equal(t, []int64{0}, windowStarts(m.Ready(0)))
 	off, _ = m.CommitOffset()
 	require.Equal(t, int64(10), off, "window 0 is reported but not acknowledged")
@@ -221,9 +221,9 @@ func TestMergerCommitOffset(t *testing.T) {
 	require.Equal(t, int64(11), off, "window 1000 is pending")
 	require.Equal(t, int64(1000), m.DoneThroughMs())
 
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 0, 1), 13, 0)) // late duplicate
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 1000, 1), 14, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 2000, 1), 15, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 13, 0)) // late duplicate
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 1000, 1), 14, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 2000, 1), 15, 0))
 	require.Equal(t, []int64{1000}, windowStarts(m.Ready(0)))
 	off, _ = m.CommitOffset()
 	require.Equal(t, int64(11), off)
@@ -234,7 +234,7 @@ func TestMergerCommitOffset(t *testing.T) {
 	require.Equal(t, int64(15), off, "the late duplicate at 13 holds nothing back")
 	require.Equal(t, int64(2000), m.DoneThroughMs())
 
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 2000, 1), 16, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 2000, 1), 16, 0))
 	require.Equal(t, []int64{2000}, windowStarts(m.Ready(0)))
 	m.Acked(2000)
 	off, _ = m.CommitOffset()
@@ -244,7 +244,7 @@ func TestMergerCommitOffset(t *testing.T) {
 func TestMergerAcksOutOfOrder(t *testing.T) {
 	m := newTestMerger(t, nil)
 	for i, start := range []int64{0, 1000, 2000} {
-		require.NoError(t, m.Add(testWindow("t", 0, 1, start, 1), int64(i), 0))
+		require.NoError(t, m.Add(mergeTestWindow("t", 0, 1, start, 1), int64(i), 0))
 	}
 	require.Len(t, m.Ready(0), 3)
 	m.Acked(1000)
@@ -263,9 +263,9 @@ func TestMergerResume(t *testing.T) {
 	// the last run reported and saw acknowledged are dropped, not
 	// reported again with part of their input.
 	m := newTestMerger(t, func(c *MergerConfig) { c.DoneThroughMs = 1000 })
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 0, 1), 5, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 2, 1000, 1), 6, 0))
-	require.NoError(t, m.Add(testWindow("t", 1, 2, 1000, 1), 7, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 5, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 1), 6, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 1000, 1), 7, 0))
 	require.Equal(t, []int64{1000}, windowStarts(m.Ready(0)))
 	require.Equal(t, int64(1), m.Stats().Resumed.Load())
 	require.Equal(t, int64(1000), m.DoneThroughMs())
@@ -346,12 +346,12 @@ func TestMergerAddRefuses(t *testing.T) {
 			m := newTestMerger(t, nil)
 			hll14, err := sketch.NewCardinality(sketch.CardinalityConfig{})
 			require.NoError(t, err)
-			first := testWindow("t", 1, 2, 0, 1)
+			first := mergeTestWindow("t", 1, 2, 0, 1)
 			first.Apps[0].Distinct, err = hll14.MarshalBinary()
 			require.NoError(t, err)
 			require.NoError(t, m.Add(first, 0, 0))
 
-			w := testWindow("t", 0, 2, 0, 5)
+			w := mergeTestWindow("t", 0, 2, 0, 5)
 			tc.change(w)
 			require.ErrorContains(t, m.Add(w, 1, 0), tc.want)
 			require.Equal(t, int64(1), m.Stats().Invalid.Load())
@@ -368,8 +368,8 @@ func TestMergerDeterministic(t *testing.T) {
 	// (each partition's summaries in the order it emitted them, partitions
 	// interleaved at random, duplicates re-sent any time later) give
 	// byte-identical reports.
-	events := zipfEvents(7, 20_000, 2000, 1.1, []string{"a", "b", "c"}, 0, 4000)
-	for _, f := range []fixture{
+	events := mergeZipfEvents(7, 20_000, 2000, 1.1, []string{"a", "b", "c"}, 0, 4000)
+	for _, f := range []mergeFixture{
 		{topic: "k", partitions: 5, windowMs: 1000, keyed: true, capacity: 32, big: 10},
 		{topic: "u", partitions: 4, windowMs: 1000, capacity: 32, big: 10},
 	} {
@@ -421,8 +421,8 @@ func interleave(r *rand.Rand, ws []*schemas.PartitionWindow) []*schemas.Partitio
 func TestMergerMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := newTestMerger(t, func(c *MergerConfig) { c.Registerer = reg })
-	require.NoError(t, m.Add(testWindow("t", 0, 1, 0, 1), 0, 0))
-	require.NoError(t, m.Add(testWindow("t", 0, 1, 0, 1), 1, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 1, 0, 1), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 1, 0, 1), 1, 0))
 	require.Len(t, m.Ready(0), 1)
 	families, err := reg.Gather()
 	require.NoError(t, err)

@@ -415,17 +415,17 @@ func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) 
 	return r
 }
 
-// figure names the per-key figure a secondary ranking sorts by.
-type figure int
+// keyFigure names the per-key figure a secondary ranking sorts by.
+type keyFigure int
 
 const (
-	byBytes figure = iota
+	byBytes keyFigure = iota
 	byReads
 	byWrites
 	byLatency
 )
 
-func (f figure) of(k *schemas.KeyCount) uint64 {
+func (f keyFigure) of(k *schemas.KeyCount) uint64 {
 	switch f {
 	case byBytes:
 		return k.Bytes
@@ -440,7 +440,7 @@ func (f figure) of(k *schemas.KeyCount) uint64 {
 
 // rank returns up to TopN keys with a non-zero figure f, largest first,
 // ties by count, then app and key; nil when no key has the figure.
-func (m *Merger) rank(keys []schemas.KeyCount, f figure) []schemas.KeyCount {
+func (m *Merger) rank(keys []schemas.KeyCount, f keyFigure) []schemas.KeyCount {
 	out := selectTop(keys, m.cfg.TopN, func(a, b *schemas.KeyCount) int {
 		// Keys without the figure rank last, and are dropped below.
 		if c := cmp.Compare(f.of(b), f.of(a)); c != 0 {
