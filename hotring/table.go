@@ -2,6 +2,7 @@ package hotring
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -60,7 +61,11 @@ func newTable(bits int) *table {
 func (t *table) bucket(h uint64) *atomic.Pointer[node] { return &t.buckets[h&t.mask] }
 
 // lookup returns the live node for key, or nil. Lock-free.
-func (t *table) lookup(h uint64, key string) *node {
+func (t *table) lookup(h uint64, key string) *node { return t.lookupNS(h, "", key) }
+
+// lookupNS returns the live node whose key is ns+key, or nil, without
+// building ns+key. Lock-free.
+func (t *table) lookupNS(h uint64, ns, key string) *node {
 	for n := t.bucket(h).Load(); n != nil; n = n.succ() {
 		if n.hash < h {
 			continue
@@ -68,7 +73,8 @@ func (t *table) lookup(h uint64, key string) *node {
 		if n.hash > h {
 			return nil
 		}
-		if n.key == key {
+		c := cmpNS(n.key, ns, key)
+		if c == 0 {
 			if n.dead() {
 				// A live replacement is always spliced in front of a dead
 				// node, so there is none further on; keep walking anyway,
@@ -77,11 +83,28 @@ func (t *table) lookup(h uint64, key string) *node {
 			}
 			return n
 		}
-		if n.key > key {
+		if c > 0 {
 			return nil
 		}
 	}
 	return nil
+}
+
+// cmpNS compares s with ns+key, as strings.Compare(s, ns+key) would.
+func cmpNS(s, ns, key string) int {
+	if len(ns) == 0 {
+		return strings.Compare(s, key)
+	}
+	if len(s) < len(ns) {
+		if c := strings.Compare(s, ns[:len(s)]); c != 0 {
+			return c
+		}
+		return -1 // s is a proper prefix of ns+key
+	}
+	if c := strings.Compare(s[:len(ns)], ns); c != 0 {
+		return c
+	}
+	return strings.Compare(s[len(ns):], key)
 }
 
 // findOrInsert returns the live node for nn's key, splicing nn in if there
