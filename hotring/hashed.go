@@ -254,3 +254,42 @@ func (r *Ring) SweepCold(nowMs int64, buckets int) int {
 	r.evicted.Add(uint64(total))
 	return total
 }
+
+// EvictLowest removes the tracked key whose lane total over the window as
+// of nowMs is the smallest, if that total is below below, and reports
+// whether it removed one; ties go to the key first in the ring's order.
+// Cold keys count as 0. It is how a caller whose ring is full makes room
+// for a key it knows to be heavier than some tracked one (Space-Saving's
+// rule), and it walks every node: O(Len()).
+func (r *Ring) EvictLowest(nowMs int64, lane int, below uint64) bool {
+	if !r.windowed || lane < 0 || lane >= r.lay.lanes {
+		return false
+	}
+	e := r.epoch(nowMs)
+	var (
+		victim *node
+		vt     *table
+		least  uint64
+	)
+	for _, t := range r.tables() {
+		if t == nil {
+			continue
+		}
+		t.walk(func(n *node) {
+			n.lock()
+			var c uint64
+			if !n.dead() && n.laneWindow(e, r.lay, 0) > 0 {
+				c = n.laneWindow(e, r.lay, lane)
+			}
+			n.unlock()
+			if victim == nil || c < least {
+				victim, vt, least = n, t, c
+			}
+		})
+	}
+	if victim == nil || least >= below || !r.kill(vt, victim, false, 0) {
+		return false
+	}
+	r.evicted.Add(1)
+	return true
+}

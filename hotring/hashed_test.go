@@ -266,3 +266,30 @@ func TestValidateLanes(t *testing.T) {
 	require.NoError(t, Options{Lanes: 8, WindowSlots: 63, WindowSlotDuration: time.Millisecond}.Validate())
 	require.NoError(t, Options{Lanes: 1}.Validate(), "one lane needs no window")
 }
+
+func TestEvictLowest(t *testing.T) {
+	r := lanesRing(t, 4, 2)
+	var win Window
+	for i, c := range []uint64{5, 3, 9, 3} {
+		k := keyName(i)
+		require.True(t, r.InsertHash(nsHash("", k), "", k, []Weights{{1, c}}, t0Ms, &win))
+	}
+	require.False(t, r.EvictLowest(t0Ms, 1, 3), "nothing below 3")
+	require.True(t, r.EvictLowest(t0Ms, 1, 4))
+	require.Equal(t, 3, r.Len())
+	left := map[string]bool{}
+	for _, kc := range r.TopN(10, t0Ms) {
+		left[kc.Key] = true
+	}
+	require.Len(t, left, 3)
+	require.True(t, left[keyName(0)] && left[keyName(2)], "the heavier keys stay: %v", left)
+	require.True(t, r.EvictLowest(t0Ms, 1, 4), "the other 3 goes next")
+	require.False(t, r.EvictLowest(t0Ms, 1, 4))
+	require.False(t, r.EvictLowest(t0Ms, 5, 100), "no such lane")
+	// A cold key counts as 0 whatever its other lanes hold.
+	require.True(t, r.InsertHash(nsHash("", "cold"), "", "cold", []Weights{{0, 100}}, t0Ms, &win))
+	require.True(t, r.EvictLowest(t0Ms, 1, 1))
+	require.False(t, r.WindowHash(nsHash("", "cold"), "", "cold", t0Ms, &win))
+	require.Equal(t, 2, r.Len())
+	checkInvariants(t, r)
+}

@@ -271,9 +271,17 @@ func (d *detector) process(ad *appDet, x *rule, e *schemas.AccessEvent, key stri
 // admit starts exact counting of a key that passed its gate, crediting
 // each slot of its window with the slot sketch's estimate (an upper bound
 // of what the key had there; the current event is in it already), so its
-// count never falls below the truth. Past RingNodes keys it admits only a
-// key whose estimate over the window reaches half its threshold, up to
-// 2 × RingNodes; it reports whether the key was admitted.
+// count never falls below the truth. It reports whether the key was
+// admitted. The ring holds at most 2 × RingNodes keys:
+//
+//   - below RingNodes keys, every key that passed its gate is admitted;
+//   - from RingNodes on, only a key whose estimate over the window reaches
+//     half its threshold;
+//   - at 2 × RingNodes, only a key whose estimate reaches its threshold,
+//     in place of the tracked key with the smallest count, if that count
+//     is smaller (as Space-Saving does). Such a key is hot or nearly, and
+//     there are few: the walk this costs is rare. Keys with smaller
+//     estimates cannot churn the ring.
 func (d *detector) admit(g *group, x *rule, ad *appDet, key string, hr uint64, tsMs int64, w *hotring.Weights) bool {
 	n := len(g.cms)
 	var sumE, sumB uint64
@@ -294,13 +302,16 @@ func (d *detector) admit(g *group, x *rule, ad *appDet, key string, hr uint64, t
 		c[laneReads] += w[laneReads]
 		c[laneWrites] += w[laneWrites]
 	}
-	if size := g.ring.Len(); size >= d.p.o.Detect.RingNodes {
-		if size >= 2*d.p.o.Detect.RingNodes {
-			g.ring.EvictCold(d.p.maxTs)
+	soft := d.p.o.Detect.RingNodes
+	if size := g.ring.Len(); size >= soft {
+		reaches := func(div uint64) bool {
+			return (x.needEvents > 0 && mulGE(sumE, uint64(g.slotMs), x.needEvents/div)) ||
+				(x.needBytes > 0 && mulGE(sumB, uint64(g.slotMs), x.needBytes/div))
 		}
-		near := (x.needEvents > 0 && mulGE(sumE, uint64(g.slotMs), x.needEvents/2)) ||
-			(x.needBytes > 0 && mulGE(sumB, uint64(g.slotMs), x.needBytes/2))
-		if !near || g.ring.Len() >= 2*d.p.o.Detect.RingNodes {
+		switch {
+		case size < 2*soft && reaches(2):
+		case reaches(1) && (g.ring.SweepCold(d.p.maxTs, 1<<30) > 0 || g.ring.EvictLowest(d.p.maxTs, laneEvents, sumE)):
+		default:
 			d.p.stats.RingRefused++
 			return false
 		}

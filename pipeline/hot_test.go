@@ -209,3 +209,151 @@ func checkEpisodes(t *testing.T, key string, x *rule, eps []episode, got []schem
 	}
 	_ = math.Abs
 }
+
+func boolp(b bool) *bool { return &b }
+
+// A whitelisted key is never published, however hot, and never listed in
+// a window's top keys; it still counts in the totals. A rule with alert
+// false watches without publishing.
+func TestWhitelistAndWatchOnly(t *testing.T) {
+	o := DefaultOptions()
+	o.Rules = []Rule{
+		{Name: "watch", Key: "quiet:*", Window: time.Second, Rate: 100, Alert: boolp(false)},
+		{Name: "default", Key: "*", Window: time.Second, Rate: 1000},
+	}
+	o.Whitelist = []KeyMatch{{Key: "health:*"}, {App: "admin", Key: "*"}}
+	spec := streamSpec{seed: 4, durationMs: 5000, bgPerMs: 2, bgKeys: 1000, planted: []*planted{
+		{app: "shop", key: "health:ping", op: "GET", rate: steady(5000, 0, 5000)},
+		{app: "admin", key: "anything", op: "GET", rate: steady(5000, 0, 5000)},
+		{app: "shop", key: "quiet:1", op: "GET", rate: steady(5000, 0, 5000)},
+		{app: "shop", key: "hot", op: "GET", rate: steady(5000, 0, 5000)},
+	}}
+	events := generate(spec)
+	p := newPart(t, o, testSource, Start{})
+	out := run(p, events, true)
+	require.Empty(t, hotKeysOf(out, "shop", "health:ping"))
+	require.Empty(t, hotKeysOf(out, "admin", "anything"))
+	require.Empty(t, hotKeysOf(out, "shop", "quiet:1"), "a watch-only rule publishes nothing")
+	require.Len(t, hotKeysOf(out, "shop", "hot"), 1)
+	var adminEvents uint64
+	for _, w := range out.Windows {
+		for _, a := range w.Apps {
+			for _, kc := range a.Top {
+				require.NotEqual(t, "health:ping", kc.Key)
+				require.NotEqual(t, "admin", kc.App)
+			}
+			if a.App == "admin" {
+				adminEvents += a.Events
+			}
+		}
+	}
+	require.EqualValues(t, 5*5000, adminEvents, "whitelisted keys count in totals")
+	require.EqualValues(t, 2*5*5000, p.Stats().Whitelisted)
+	rules, err := NewRules(o)
+	require.NoError(t, err)
+	r, ok := rules.Threshold("shop", "quiet:7")
+	require.True(t, ok)
+	require.Equal(t, 100.0, r, "a watch-only rule still has a threshold for advice")
+	_, ok = rules.Threshold("shop", "health:x")
+	require.False(t, ok, "whitelisted")
+}
+
+// After a key is published cooled, a new crossing within Suppress is held
+// back: published at the end of Suppress if the key is still hot then,
+// never if it cooled meanwhile.
+func TestSuppression(t *testing.T) {
+	o := DefaultOptions()
+	o.Detect.CoolDown = time.Second
+	o.Detect.Suppress = 5 * time.Second
+	spec := streamSpec{seed: 5, durationMs: 20_000, bgPerMs: 1, bgKeys: 100, planted: []*planted{
+		{app: "shop", key: "long", op: "GET", rate: func(ms int64) float64 {
+			if ms < 2000 || (ms >= 5000 && ms < 14_000) {
+				return 2000
+			}
+			return 0
+		}},
+		{app: "shop", key: "short", op: "GET", rate: func(ms int64) float64 {
+			if ms < 2000 || (ms >= 5000 && ms < 6000) {
+				return 2000
+			}
+			return 0
+		}},
+	}}
+	events := generate(spec)
+	out := run(newPart(t, o, testSource, Start{}), events, true)
+	for _, key := range []string{"long", "short"} {
+		hs := hotKeysOf(out, "shop", key)
+		require.GreaterOrEqual(t, len(hs), 2, key)
+		require.Equal(t, schemas.HotKeyHot, hs[0].Type)
+		require.Equal(t, schemas.HotKeyCooled, hs[1].Type)
+		cooled := hs[1].OnsetMs
+		// 2000/s stops at 2 s: the window count falls below 1000 at 2.5 s.
+		require.InDelta(t, t0Ms+2500+1000, cooled, 200, "%s cooled a cool-down after the first burst", key)
+		if key == "short" {
+			require.Len(t, hs, 2, "the second burst ended within Suppress: never published")
+			continue
+		}
+		require.Len(t, hs, 4, "hot, cooled, hot, cooled")
+		require.Equal(t, schemas.HotKeyHot, hs[2].Type)
+		require.GreaterOrEqual(t, hs[2].OnsetMs, cooled+5000, "held back for Suppress")
+		require.LessOrEqual(t, hs[2].OnsetMs, cooled+5000+100, "published at the first slot after Suppress")
+		require.Equal(t, schemas.HotKeyCooled, hs[3].Type)
+	}
+}
+
+// A key that turns hot while the ring is full of keys warm enough to pass
+// the gate still gets a node, and is published no later than one slot
+// after its true onset.
+func TestHotKeyAfterRingFull(t *testing.T) {
+	o := DefaultOptions()
+	o.Detect.RingNodes = 20 // at most 40 nodes
+	spec := streamSpec{seed: 6, durationMs: 12_000, bgPerMs: 1, bgKeys: 100}
+	for i := range 100 {
+		spec.planted = append(spec.planted, &planted{app: "shop", key: fmt.Sprintf("warm:%03d", i), op: "GET", rate: steady(650, 0, 12_000)})
+	}
+	spec.planted = append(spec.planted, &planted{app: "shop", key: "late-bloomer", op: "GET", rate: steady(1500, 6000, 12_000)})
+	events := generate(spec)
+	p := newPart(t, o, testSource, Start{})
+	out := run(p, events, true)
+	require.NotZero(t, p.Stats().RingRefused, "the ring was full")
+	for _, g := range p.det.groups {
+		require.LessOrEqual(t, g.ring.Len(), 2*o.Detect.RingNodes)
+	}
+	hs := hotKeysOf(out, "shop", "late-bloomer")
+	require.Len(t, hs, 1)
+	ons := trueOnsets(events, "shop", "late-bloomer", 1000, 1000, allEvents)
+	require.Len(t, ons, 1)
+	require.LessOrEqual(t, hs[0].OnsetMs, ons[0].atMs+100)
+	require.InEpsilon(t, float64(ons[0].count), hs[0].Rate, 0.05)
+	for _, h := range out.HotKeys {
+		require.Equal(t, "late-bloomer", h.Key, "no warm key is published: %+v", h)
+	}
+}
+
+// A bytes-per-second rule publishes a key that moves many bytes in few
+// events, with its bytes rate; write-heavy keys get split advice.
+func TestBytesRuleAndMitigation(t *testing.T) {
+	o := DefaultOptions()
+	o.Rules = []Rule{{Name: "bytes", Key: "blob:*", Window: time.Second, BytesRate: 1 << 20},
+		{Name: "default", Key: "*", Window: time.Second, Rate: 1000}}
+	o.Detect.SplitCapacity = 1000
+	spec := streamSpec{seed: 7, durationMs: 6000, bgPerMs: 1, bgKeys: 100, planted: []*planted{
+		{app: "shop", key: "blob:big", op: "GET", bytes: 64 << 10, rate: steady(20, 1000, 6000)},   // 1.25 MiB/s
+		{app: "shop", key: "blob:small", op: "GET", bytes: 1 << 10, rate: steady(500, 1000, 6000)}, // 0.5 MiB/s
+		{app: "shop", key: "counter", op: "INCR", rate: steady(5000, 1000, 6000)},
+		{app: "shop", key: "page", op: "GET", rate: steady(5000, 1000, 6000)},
+	}}
+	events := generate(spec)
+	out := run(newPart(t, o, testSource, Start{}), events, true)
+	hs := hotKeysOf(out, "shop", "blob:big")
+	require.Len(t, hs, 1)
+	require.Equal(t, "bytes", hs[0].Rule)
+	require.Equal(t, float64(1<<20), hs[0].BytesThreshold)
+	require.InEpsilon(t, float64(1<<20), hs[0].BytesRate, 0.07)
+	require.Empty(t, hotKeysOf(out, "shop", "blob:small"))
+	c := hotKeysOf(out, "shop", "counter")
+	require.Len(t, c, 1)
+	require.Equal(t, &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: 2}, c[0].Mitigation,
+		"~1000 writes/s at the onset over 1000/s per key: the smallest split")
+	require.Equal(t, &schemas.Mitigation{Kind: schemas.MitigationLocalCache}, hotKeysOf(out, "shop", "page")[0].Mitigation)
+}
