@@ -97,7 +97,7 @@ func (c *commitState) ackWindow(startMs int64) {
 		c.nextWindow = c.windows[n].startMs + c.p.win.lengthMs
 		n++
 	}
-	c.windows = c.windows[copy(c.windows, c.windows[n:]):]
+	c.windows = c.windows[:copy(c.windows, c.windows[n:])]
 }
 
 func (c *commitState) ackAlert(id string) {
@@ -111,7 +111,7 @@ func (c *commitState) ackAlert(id string) {
 	for n < len(c.alerts) && c.alerts[n].acked {
 		n++
 	}
-	c.alerts = c.alerts[copy(c.alerts, c.alerts[n:]):]
+	c.alerts = c.alerts[:copy(c.alerts, c.alerts[n:])]
 }
 
 // point computes the commit point: the resume offset C is the lowest
@@ -159,7 +159,7 @@ func (c *commitState) point() CommitPoint {
 	// chosen are never needed again.
 	for i := range c.history {
 		if c.history[i] == cp {
-			c.history = c.history[copy(c.history, c.history[i:]):]
+			c.history = c.history[:copy(c.history, c.history[i:])]
 			break
 		}
 	}
