@@ -357,3 +357,51 @@ func TestBytesRuleAndMitigation(t *testing.T) {
 		"~1000 writes/s at the onset over 1000/s per key: the smallest split")
 	require.Equal(t, &schemas.Mitigation{Kind: schemas.MitigationLocalCache}, hotKeysOf(out, "shop", "page")[0].Mitigation)
 }
+
+// SetRules between events keeps counts: lowering a threshold alerts a key
+// already over the new one at its next event, not a window later; a rule
+// window no rule uses any more cools its hot keys after the cool-down.
+func TestSetRulesKeepsCounts(t *testing.T) {
+	o := DefaultOptions()
+	o.Rules = []Rule{{Name: "slow", Key: "slow:*", Window: 5 * time.Second, Rate: 100},
+		{Name: "r", Key: "*", Window: time.Second, Rate: 2000}}
+	spec := streamSpec{seed: 8, durationMs: 30_000, bgPerMs: 1, bgKeys: 100, planted: []*planted{
+		{app: "shop", key: "k", op: "GET", rate: steady(1500, 0, 30_000)},
+		{app: "shop", key: "slow:1", op: "GET", rate: steady(300, 0, 8000)},
+	}}
+	events := generate(spec)
+	p := newPart(t, o, testSource, Start{})
+	var out Output
+	reloadAt := indexOf(events, 0)
+	for i := range events {
+		if events[i].e.TimeMs >= t0Ms+5000 {
+			reloadAt = i
+			break
+		}
+	}
+	for i := range events[:reloadAt] {
+		p.Process(&events[i].e, events[i].off, &out)
+	}
+	require.Len(t, hotKeysOf(out, "shop", "slow:1"), 1)
+	require.Empty(t, hotKeysOf(out, "shop", "k"), "1500/s is under 2000/s")
+
+	o2 := o
+	o2.Rules = []Rule{{Name: "r", Key: "*", Window: time.Second, Rate: 1000}} // the 5 s window goes
+	rules, err := NewRules(o2)
+	require.NoError(t, err)
+	require.NoError(t, p.SetRules(rules))
+	require.Same(t, rules, p.Rules())
+	for i := range events[reloadAt:] {
+		e := &events[reloadAt+i]
+		p.Process(&e.e, e.off, &out)
+	}
+	hs := hotKeysOf(out, "shop", "k")
+	require.Len(t, hs, 1)
+	require.LessOrEqual(t, hs[0].OnsetMs, events[reloadAt].e.TimeMs+1, "alerted at the first events after the reload: its count was kept")
+	require.InEpsilon(t, 1500, hs[0].Rate, 0.05)
+	slow := hotKeysOf(out, "shop", "slow:1")
+	require.Len(t, slow, 2, "the key hot under the removed window is published cooled")
+	require.Equal(t, schemas.HotKeyCooled, slow[1].Type)
+	require.InDelta(t, events[reloadAt].e.TimeMs+o.Detect.CoolDown.Milliseconds(), slow[1].OnsetMs, 600)
+	require.Len(t, p.det.groups, 1, "the retired group is dropped once its keys cooled")
+}
