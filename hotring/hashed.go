@@ -63,11 +63,11 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 		et = r.epoch(tsMs)
 	}
 	lay := r.lay
-	n.lock()
+	r.lock(n)
 	n.slide(en, lay) // a no-op when en is not newer; dead nodes are never read again
 	a := n.area(lay)
 	if n.dead() || laneSum(a, lay, 0) == 0 {
-		n.unlock()
+		r.unlock(n)
 		return false, false
 	}
 	if uint64(n.epoch-et) < uint64(lay.slots) {
@@ -79,14 +79,32 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 				a[l] = satAdd(a[l], w[l])
 			}
 		}
-		n.count.Store(satAdd(n.count.Load(), w[0])) // under n.mu, as in add
+		// node.count is not kept: a windowed ring reads only its dead bit.
 	}
 	fill(n, a, lay, win)
-	n.unlock()
-	if counted {
-		r.touches.add(h, w[0])
+	r.unlock(n)
+	if counted && w[0] != 0 {
+		if r.single {
+			r.singleTouches = satAdd(r.singleTouches, w[0])
+		} else {
+			r.touches.add(h, w[0])
+		}
 	}
 	return true, counted
+}
+
+// lock and unlock guard a node on the hashed paths, unless the caller
+// promised a single goroutine (Options.SingleWriter).
+func (r *Ring) lock(n *node) {
+	if !r.single {
+		n.lock()
+	}
+}
+
+func (r *Ring) unlock(n *node) {
+	if !r.single {
+		n.unlock()
+	}
 }
 
 // WindowHash reports the window of ns+key as of nowMs in win, counting
@@ -103,8 +121,8 @@ func (r *Ring) WindowHash(h uint64, ns, key string, nowMs int64, win *Window) bo
 	if n == nil {
 		return false
 	}
-	n.lock()
-	defer n.unlock()
+	r.lock(n)
+	defer r.unlock(n)
 	n.slide(r.epoch(nowMs), r.lay)
 	a := n.area(r.lay)
 	if n.dead() || laneSum(a, r.lay, 0) == 0 {
@@ -139,21 +157,21 @@ func (r *Ring) InsertHash(h uint64, ns, key string, credit []Weights, nowMs int6
 	en := r.epoch(nowMs)
 	for {
 		if n := t.lookupNS(h, ns, key); n != nil {
-			n.lock()
+			r.lock(n)
 			n.slide(en, r.lay)
 			if a := n.area(r.lay); !n.dead() {
 				if laneSum(a, r.lay, 0) != 0 {
 					fill(n, a, r.lay, win)
-					n.unlock()
+					r.unlock(n)
 					return false
 				}
 				clear(a)
 				r.credit(n, credit)
 				fill(n, a, r.lay, win)
-				n.unlock()
+				r.unlock(n)
 				return true
 			}
-			n.unlock()
+			r.unlock(n)
 			// Dead: being unlinked. Insert a replacement below.
 		}
 		nn := newNode(h, ns+key, r.lay)
@@ -164,9 +182,9 @@ func (r *Ring) InsertHash(h uint64, ns, key string, credit []Weights, nowMs int6
 			t.nodes.Add(1)
 		}
 		if n, inserted := t.findOrInsert(nn); inserted {
-			n.lock()
+			r.lock(n)
 			fill(n, n.area(r.lay), r.lay, win)
-			n.unlock()
+			r.unlock(n)
 			return true
 		}
 		t.nodes.Add(-1) // another goroutine inserted the key first; look again
@@ -186,7 +204,6 @@ func (r *Ring) credit(n *node, credit []Weights) {
 				a[l] = satAdd(a[l], credit[k][l])
 			}
 		}
-		n.count.Store(satAdd(n.count.Load(), credit[k][0]))
 	}
 }
 

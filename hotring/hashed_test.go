@@ -59,11 +59,16 @@ func floorDiv(a, b int64) int64 {
 // going cold (and so untracked) and credits at insertion.
 func TestHashedMatchesModel(t *testing.T) {
 	for _, seed := range seeds() {
-		for _, lanes := range []int{1, 3} {
-			t.Run(fmt.Sprintf("seed=%d/lanes=%d", seed, lanes), func(t *testing.T) {
+		for _, tc := range []struct {
+			lanes  int
+			single bool
+		}{{1, false}, {3, false}, {3, true}} {
+			lanes := tc.lanes
+			t.Run(fmt.Sprintf("seed=%d/lanes=%d/single=%v", seed, lanes, tc.single), func(t *testing.T) {
 				const slots = 6
 				rng := rand.New(rand.NewPCG(seed, 7))
-				r := lanesRing(t, slots, lanes)
+				r := newRing(t, Options{Bits: 4, WindowSlots: slots, WindowSlotDuration: slot, Lanes: lanes, SingleWriter: tc.single})
+				var touched uint64
 				m := &laneModel{slots: slots, lanes: lanes, keys: map[string]map[int64]Weights{}}
 				nowMs := t0Ms
 				var win Window
@@ -106,6 +111,7 @@ func TestHashedMatchesModel(t *testing.T) {
 					te := floorDiv(tsMs, slotMs)
 					require.Equal(t, te > e-slots, counted, "step %d: counted at slot %d, now slot %d", i, te, e)
 					if counted {
+						touched += w[0]
 						ws := m.keys[id][te]
 						for l := range lanes {
 							ws[l] += w[l]
@@ -126,6 +132,7 @@ func TestHashedMatchesModel(t *testing.T) {
 						require.Equal(t, want, got, id)
 					}
 				}
+				require.Equal(t, touched, r.Stats().Touches, "lane-0 weight counted by TouchHash")
 				checkInvariants(t, r)
 			})
 		}

@@ -87,6 +87,14 @@ type Options struct {
 	// Lanes × (WindowSlots + 1) must not exceed 512.
 	Lanes int
 
+	// SingleWriter promises that the ring is used from one goroutine at a
+	// time (a pipeline partition owns its rings). TouchHash, WindowHash and
+	// InsertHash then take no per-node lock and do no atomic
+	// read-modify-write: on the detector's per-event path those were most
+	// of a touch's cost. Other methods still lock as usual. Breaking the
+	// promise corrupts counts; the race detector reports it.
+	SingleWriter bool
+
 	// Admit, when set, is asked about a new key that the cap (or sampling)
 	// would refuse; returning true admits the key anyway. It runs only on
 	// that slow path. Typical use: admit keys whose Count-Min estimate

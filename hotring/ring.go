@@ -48,6 +48,10 @@ type Ring struct {
 
 	// sweepCursor is the next bucket SweepCold visits (modulo the table).
 	sweepCursor atomic.Uint64
+	// single is Options.SingleWriter; singleTouches counts the hashed
+	// methods' touches then, without atomics.
+	single        bool
+	singleTouches uint64
 
 	touches, clamped, refused, sampledOut striped
 	forced, evicted, removed, rotations   atomic.Uint64
@@ -94,6 +98,7 @@ func New(opts Options) (*Ring, error) {
 		maxNodes: int64(opts.NodeCap),
 		sample:   uint(opts.SampleBits),
 		admit:    opts.Admit,
+		single:   opts.SingleWriter,
 	}
 	if r.rotMs > 0 || r.decayMs > 0 || r.sweepMs > 0 {
 		r.nextMaint.Store(math.MinInt64) // first call initializes the schedule

@@ -73,8 +73,7 @@ func (t *table) lookupNS(h uint64, ns, key string) *node {
 		if n.hash > h {
 			return nil
 		}
-		c := cmpNS(n.key, ns, key)
-		if c == 0 {
+		if eqNS(n.key, ns, key) {
 			if n.dead() {
 				// A live replacement is always spliced in front of a dead
 				// node, so there is none further on; keep walking anyway,
@@ -83,11 +82,18 @@ func (t *table) lookupNS(h uint64, ns, key string) *node {
 			}
 			return n
 		}
-		if c > 0 {
+		if cmpNS(n.key, ns, key) > 0 {
 			return nil
 		}
 	}
 	return nil
+}
+
+// eqNS reports whether s == ns+key. Lookups usually end on an equal hash
+// and an equal key, so this comes first: two length checks and
+// comparisons that stop at the first differing byte, where cmpNS orders.
+func eqNS(s, ns, key string) bool {
+	return len(s) == len(ns)+len(key) && s[:len(ns)] == ns && s[len(ns):] == key
 }
 
 // cmpNS compares s with ns+key, as strings.Compare(s, ns+key) would.

@@ -37,16 +37,30 @@ type level struct {
 	above          bool
 }
 
+// above reports whether a key whose ring window is win reaches rule x's
+// thresholds over (now − W, now]: the one question asked of every event of
+// a tracked key, so it computes no more than it needs.
+func (g *group) above(x *rule, win *hotring.Window, nowMs int64) bool {
+	if x.needEvents > 0 {
+		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs); hi > 0 || lo >= x.needEvents {
+			return true
+		}
+	}
+	if x.needBytes > 0 {
+		if hi, lo := g.windowCount(win.Sum[laneBytes], win.Oldest[laneBytes], nowMs); hi > 0 || lo >= x.needBytes {
+			return true
+		}
+	}
+	return false
+}
+
 // measure turns a ring window into the key's counts over (now − W, now]
 // and whether they reach rule x's thresholds.
 func (g *group) measure(x *rule, win *hotring.Window, nowMs int64) level {
 	var lv level
 	eh, el := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs)
 	bh, bl := g.windowCount(win.Sum[laneBytes], win.Oldest[laneBytes], nowMs)
-	if x != nil {
-		lv.above = (x.needEvents > 0 && (eh > 0 || el >= x.needEvents)) ||
-			(x.needBytes > 0 && (bh > 0 || bl >= x.needBytes))
-	}
+	lv.above = x != nil && g.above(x, win, nowMs)
 	d := uint64(g.slotMs)
 	var r uint64
 	lv.events, r = bits.Div64(eh, el, d) // eh < d: the count itself fits in 64 bits
@@ -64,16 +78,16 @@ func (g *group) measure(x *rule, win *hotring.Window, nowMs int64) level {
 // the ring, whose window is win. A key crossing its threshold is published
 // hot at once.
 func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uint64, win *hotring.Window, tsMs int64, out *Output) {
-	st := g.lookup(hr, ad.ns, key)
-	if st == nil && !x.alert {
-		return
-	}
 	nowMs := p.maxTs
-	lv := g.measure(x, win, nowMs)
-	if !lv.above || !x.alert {
+	above := g.above(x, win, nowMs)
+	if (!above || !x.alert) && g.alertBits[alertBucket(hr)] == 0 {
+		return // the common case: not crossing, and no state to update
+	}
+	st := g.lookup(hr, ad.ns, key)
+	if !above || !x.alert {
 		// Below, or under a rule that only watches (since a reload): an
 		// episode already published still ends with "cooled".
-		if st != nil && lv.above {
+		if st != nil && above {
 			st.belowMs = noTime
 			return
 		}
@@ -87,19 +101,19 @@ func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uin
 	}
 	switch {
 	case st == nil:
-		if len(g.alerts) >= 2*p.o.Detect.RingNodes {
+		if g.alerts.len() >= 2*p.o.Detect.RingNodes {
 			p.stats.AlertsDropped++
 			return
 		}
 		st = &alertState{hr: hr, ns: ad.ns, app: ad.app, key: cloneString(key), keyHash: h,
 			belowMs: noTime, cooledMs: noTime}
 		g.insert(st)
-		p.hot(g, x, st, lv, tsMs, out)
+		p.hot(g, x, st, g.measure(x, win, nowMs), tsMs, out)
 	case st.hot:
 		st.belowMs = noTime
 		st.rule = x.name
 	case nowMs >= st.cooledMs+p.o.Detect.Suppress.Milliseconds():
-		p.hot(g, x, st, lv, tsMs, out)
+		p.hot(g, x, st, g.measure(x, win, nowMs), tsMs, out)
 	default:
 		st.deferred = true
 		st.rule = x.name
@@ -111,16 +125,11 @@ func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uin
 // deferred one still hot after Suppress is published hot, and state that
 // matters no more is dropped.
 func (p *Partition) tickAlerts(g *group, out *Output) {
-	if len(g.alerts) == 0 {
+	if g.alerts.len() == 0 {
 		return
 	}
 	nowMs := p.maxTs
-	sts := make([]*alertState, 0, len(g.alerts))
-	for _, st := range g.alerts {
-		for ; st != nil; st = st.next {
-			sts = append(sts, st)
-		}
-	}
+	sts := g.alerts.all(make([]*alertState, 0, g.alerts.len()))
 	slices.SortFunc(sts, func(a, b *alertState) int {
 		return cmp.Or(cmp.Compare(a.rule, b.rule), cmp.Compare(a.app, b.app), cmp.Compare(a.key, b.key))
 	})
@@ -214,37 +223,106 @@ func (p *Partition) publish(ev schemas.HotKeyEvent, out *Output) {
 	}
 }
 
-func (g *group) lookup(hr uint64, ns, key string) *alertState {
-	if len(g.alerts) == 0 {
+func alertBucket(hr uint64) uint64 { return hr >> (64 - 12) }
+
+// alertTable holds a group's alert states: open addressing on the ring
+// hash (already uniform), linear probing, at most half full. Hot keys look
+// their state up on every event, so this is on the hot path; a Go map
+// costs about three times as much here.
+type alertTable struct {
+	slots []*alertState
+	n     int
+}
+
+func (t *alertTable) len() int { return t.n }
+
+func (t *alertTable) get(hr uint64, ns, key string) *alertState {
+	if t.n == 0 {
 		return nil
 	}
-	for st := g.alerts[hr]; st != nil; st = st.next {
-		if st.ns == ns && st.key == key {
+	mask := uint64(len(t.slots) - 1)
+	for i := hr & mask; ; i = (i + 1) & mask {
+		st := t.slots[i]
+		if st == nil {
+			return nil
+		}
+		if st.hr == hr && st.key == key && st.ns == ns {
 			return st
 		}
 	}
-	return nil
+}
+
+func (t *alertTable) put(st *alertState) {
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		t.slots = make([]*alertState, max(64, 2*len(old)))
+		t.n = 0
+		for _, o := range old {
+			if o != nil {
+				t.put(o)
+			}
+		}
+	}
+	mask := uint64(len(t.slots) - 1)
+	i := st.hr & mask
+	for t.slots[i] != nil {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = st
+	t.n++
+}
+
+// del removes st, shifting later members of its probe run back so that
+// lookups never stop early at the hole.
+func (t *alertTable) del(st *alertState) {
+	mask := uint64(len(t.slots) - 1)
+	i := st.hr & mask
+	for t.slots[i] != st {
+		i = (i + 1) & mask
+	}
+	t.n--
+	for {
+		t.slots[i] = nil
+		j := i
+		for {
+			j = (j + 1) & mask
+			o := t.slots[j]
+			if o == nil {
+				return
+			}
+			home := o.hr & mask
+			// o may move to the hole at i unless its home lies cyclically in (i, j].
+			if (i <= j && (home <= i || home > j)) || (i > j && home <= i && home > j) {
+				t.slots[i] = o
+				i = j
+				break
+			}
+		}
+	}
+}
+
+func (t *alertTable) all(dst []*alertState) []*alertState {
+	for _, st := range t.slots {
+		if st != nil {
+			dst = append(dst, st)
+		}
+	}
+	return dst
+}
+
+func (g *group) lookup(hr uint64, ns, key string) *alertState {
+	if g.alertBits[alertBucket(hr)] == 0 {
+		return nil
+	}
+	return g.alerts.get(hr, ns, key)
 }
 
 func (g *group) insert(st *alertState) {
-	st.next = g.alerts[st.hr]
-	g.alerts[st.hr] = st
+	g.alertBits[alertBucket(st.hr)]++
+	g.alerts.put(st)
 }
 
 func (g *group) remove(st *alertState) {
-	head := g.alerts[st.hr]
-	if head == st {
-		if st.next == nil {
-			delete(g.alerts, st.hr)
-		} else {
-			g.alerts[st.hr] = st.next
-		}
-		return
-	}
-	for prev := head; prev != nil; prev = prev.next {
-		if prev.next == st {
-			prev.next = st.next
-			return
-		}
-	}
+	g.alertBits[alertBucket(st.hr)]--
+	g.alerts.del(st)
 }

@@ -44,15 +44,19 @@ type detector struct {
 // appDet is what the detector caches per app: its namespace in the rings
 // and the rules and whitelist entries its app pattern admits.
 type appDet struct {
-	app   string
-	ns    string // "<len(app)>:<app>", self-delimiting (see hotring's ns+key)
-	salt  uint64
-	rules []*rule
-	white []pattern
+	app    string
+	ns     string // "<len(app)>:<app>", self-delimiting (see hotring's ns+key)
+	salt   uint64
+	rules  []*rule
+	groups []*group // groups[i] counts rules[i]'s keys
+	white  []pattern
 }
 
 // maxDetApps bounds the per-app cache; past it the cache starts over.
 const maxDetApps = 1024
+
+// alertBuckets is the size of group.alertBits.
+const alertBuckets = 4096
 
 // group counts the keys of every rule with one window length. Time is cut
 // into slots of slotMs; the window of a key as of now covers the slots
@@ -68,12 +72,18 @@ type group struct {
 	cms              []*sketch.CountMin // S+1 slot sketches of counted events, by epoch mod S+1
 	bytes            []*sketch.CountMin // the same for bytes; nil when no rule of the group has bytes_rate
 	epoch            int64              // slot of the detector's now
+	epochMs          int64              // start of that slot
+	cur              int                // index of that slot's sketches
 	started          bool               // epoch is set
 	ring             *hotring.Ring      // exact counts of admitted keys
 	rules            map[string]*rule   // the group's current rules by name
-	alerts           map[uint64]*alertState
-	sweep            int  // ring buckets swept per tick
-	retired          bool // no rule uses the window any more; kept until its hot keys cooled
+	alerts           alertTable
+	// alertBits counts the alert states per bucket of the ring hash's top
+	// bits: a zero says at a glance that a key has no state, which is the
+	// answer for almost every event.
+	alertBits [alertBuckets]uint16
+	sweep     int  // ring buckets swept per tick
+	retired   bool // no rule uses the window any more; kept until its hot keys cooled
 }
 
 func newDetector(p *Partition) *detector {
@@ -136,9 +146,10 @@ func (d *detector) newGroup(windowMs int64) *group {
 		WindowSlotDuration: time.Duration(slotMs) * time.Millisecond,
 		Lanes:              lanes,
 		NodeCap:            2 * o.RingNodes, // sizes the table; admission is capped here, not by the ring
+		SingleWriter:       true,            // a partition owns its rings
 	})
 	g := &group{windowMs: windowMs, slotMs: slotMs, slots: o.Slots, cms: d.newSketches(), ring: ring,
-		rules: map[string]*rule{}, alerts: map[uint64]*alertState{}}
+		rules: map[string]*rule{}}
 	// Sweep the whole table once per window: a cold key's node is freed at
 	// most a window after it went cold.
 	g.sweep = max(1, (1<<ring.Options().Bits)/(o.Slots+1))
@@ -162,6 +173,9 @@ func (d *detector) app(app string) *appDet {
 		ns := strconv.Itoa(len(app)) + ":" + app
 		rules, white := d.p.rules.forApp(app)
 		ad = &appDet{app: app, ns: ns, salt: xxh3.HashString(ns), rules: rules, white: white}
+		for _, x := range rules {
+			ad.groups = append(ad.groups, d.byWin[x.windowMs])
+		}
 		d.apps[app] = ad
 	}
 	d.last = ad
@@ -177,13 +191,14 @@ func (ad *appDet) whitelisted(key string) bool {
 	return false
 }
 
-func (ad *appDet) match(key string) *rule {
-	for _, x := range ad.rules {
+// match returns the rule watching key and its group, or nil.
+func (ad *appDet) match(key string) (*rule, *group) {
+	for i, x := range ad.rules {
 		if x.key.match(key) {
-			return x
+			return x, ad.groups[i]
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // ringHash derives a key's ring and sketch position from its xxh3 hash and
@@ -224,15 +239,26 @@ func (g *group) advance(nowMs int64) bool {
 			}
 		}
 	}
-	g.epoch, g.started = e, true
+	g.epoch, g.epochMs, g.cur, g.started = e, e*g.slotMs, floorMod(e, n), true
 	return true
+}
+
+// slotOf returns the slot epoch of tsMs and the index of its sketches, and
+// whether the slot is still inside the window. Most events fall in the
+// current slot, which needs no division.
+func (g *group) slotOf(tsMs int64) (ep int64, i int, ok bool) {
+	if tsMs >= g.epochMs {
+		return g.epoch, g.cur, true
+	}
+	ep = floorDiv(tsMs, g.slotMs)
+	n := len(g.cms)
+	return ep, floorMod(ep, n), ep > g.epoch-int64(n)
 }
 
 // process runs detection for one event whose key (truncated) hashes to h:
 // it counts the event, admits its key when it passes its rule's gate,
 // and updates the key's alert state.
-func (d *detector) process(ad *appDet, x *rule, e *schemas.AccessEvent, key string, h uint64, cls opClass, out *Output) {
-	g := d.byWin[x.windowMs]
+func (d *detector) process(ad *appDet, x *rule, g *group, e *schemas.AccessEvent, key string, h uint64, cls opClass, out *Output) {
 	nowMs := d.p.maxTs
 	hr := ringHash(h, ad.salt)
 	var w hotring.Weights
@@ -248,9 +274,7 @@ func (d *detector) process(ad *appDet, x *rule, e *schemas.AccessEvent, key stri
 	case opWrite:
 		w[laneWrites] = 1
 	}
-	ep := floorDiv(e.TimeMs, g.slotMs)
-	if counted && ep > g.epoch-int64(len(g.cms)) {
-		i := floorMod(ep, len(g.cms))
+	if _, i, ok := g.slotOf(e.TimeMs); counted && ok {
 		if est := g.cms[i].AddHash(hr, 1); x.gateEvents > 0 && est >= x.gateEvents {
 			w[lanePass] = 1
 		}
@@ -334,7 +358,7 @@ func (d *detector) tick(out *Output) {
 		}
 		d.p.tickAlerts(g, out)
 		g.ring.SweepCold(nowMs, g.sweep)
-		if g.retired && len(g.alerts) == 0 {
+		if g.retired && g.alerts.len() == 0 {
 			delete(d.byWin, g.windowMs)
 			continue
 		}
@@ -349,7 +373,7 @@ func (d *detector) tick(out *Output) {
 // slot still inside, taken in proportion (events are assumed spread evenly
 // within that one slot). It is 128 bits wide so that no count overflows.
 func (g *group) windowCount(sum, oldest uint64, nowMs int64) (hi, lo uint64) {
-	inside := uint64(g.slotMs - 1 - int64(floorMod(nowMs, int(g.slotMs)))) // ms of the oldest slot in the window
+	inside := uint64(g.slotMs - 1 - (nowMs - g.epochMs)) // ms of the oldest slot in the window; now is in the current slot
 	hi, lo = bits.Mul64(sum-oldest, uint64(g.slotMs))
 	h2, l2 := bits.Mul64(oldest, inside)
 	lo, c := bits.Add64(lo, l2, 0)

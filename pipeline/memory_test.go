@@ -63,11 +63,12 @@ func TestMemoryBoundedByConfig(t *testing.T) {
 			out.Reset()
 		}
 	}
-	feed(distinct / 4)
+	const fill = 250_000 // 5 s of events: every structure has filled
+	feed(fill)
 	early := heapInUse() - base
 	feed(distinct)
 	late := heapInUse() - base
-	t.Logf("heap after %d events: %.1f MiB; after %d: %.1f MiB", distinct/4, float64(early)/(1<<20), distinct/4+distinct, float64(late)/(1<<20))
+	t.Logf("heap after %d events: %.1f MiB; after %d: %.1f MiB", fill, float64(early)/(1<<20), fill+distinct, float64(late)/(1<<20))
 	require.Less(t, late, bound, "heap under MemoryBound")
 	require.Less(t, late-early, int64(4<<20), "the heap does not grow with distinct keys")
 	for _, g := range p.det.groups {

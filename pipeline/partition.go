@@ -110,8 +110,14 @@ type Partition struct {
 	commit *commitState
 	stats  Stats
 
-	opLast  string
-	opClass opClass
+	// ops caches the classes of the last two operations seen: logs
+	// alternate between few of them.
+	ops [2]opCache
+}
+
+type opCache struct {
+	op  string
+	cls opClass
 }
 
 // ErrRulesMismatch is returned by SetRules for Rules compiled for other
@@ -171,6 +177,7 @@ func (p *Partition) SetRules(r *Rules) error {
 		return ErrRulesMismatch
 	}
 	p.rules = r
+	p.ops = [2]opCache{}
 	p.det.setRules(r)
 	return nil
 }
@@ -232,8 +239,8 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	if white {
 		return
 	}
-	if x := ad.match(key); x != nil {
-		p.det.process(ad, x, e, key, h, cls, out)
+	if x, g := ad.match(key); x != nil {
+		p.det.process(ad, x, g, e, key, h, cls, out)
 	}
 }
 
@@ -256,12 +263,16 @@ func (p *Partition) advance(nowMs int64, out *Output) {
 }
 
 func (p *Partition) classify(op string) opClass {
-	if op == p.opLast {
-		return p.opClass
+	if op == p.ops[0].op {
+		return p.ops[0].cls
 	}
-	// Kept without a copy: it pins at most one small string.
+	if op == p.ops[1].op {
+		p.ops[0], p.ops[1] = p.ops[1], p.ops[0]
+		return p.ops[0].cls
+	}
+	// Kept without a copy: pins at most two small strings.
 	c := p.rules.ops.classify(op)
-	p.opLast, p.opClass = op, c
+	p.ops[1], p.ops[0] = p.ops[0], opCache{op: op, cls: c}
 	return c
 }
 
