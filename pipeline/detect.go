@@ -334,7 +334,9 @@ func (d *detector) admit(g *group, x *rule, ad *appDet, key string, hr uint64, t
 		}
 		switch {
 		case size < 2*soft && reaches(2):
-		case reaches(1) && (g.ring.SweepCold(d.p.maxTs, 1<<30) > 0 || g.ring.EvictLowest(d.p.maxTs, laneEvents, sumE)):
+		case reaches(1) && g.ring.SweepCold(d.p.maxTs, 1<<30) > 0:
+		case reaches(1) && g.ring.EvictLowest(d.p.maxTs, laneEvents, sumE):
+			d.p.stats.RingEvicted++
 		default:
 			d.p.stats.RingRefused++
 			return false

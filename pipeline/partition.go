@@ -64,9 +64,12 @@ type Stats struct {
 	// published.
 	Windows, Hot, Cooled, AlertsWarmUp uint64
 	// RingAdmitted counts keys admitted to exact counting; RingRefused
-	// keys that passed their gate but found the ring full: while it is
-	// non-zero a hot key can be missed (raise detect.ring_nodes).
-	RingAdmitted, RingRefused uint64
+	// keys that passed their gate but found the ring full, and RingEvicted
+	// tracked keys evicted to make room for a heavier one. While they grow
+	// the ring is too small for the traffic (raise detect.ring_nodes): a
+	// hot key can be missed, and restarts no longer reproduce alerts
+	// exactly.
+	RingAdmitted, RingRefused, RingEvicted uint64
 	// AlertsDropped counts keys that crossed their threshold while the
 	// alert state was full (2 × ring_nodes keys per rule window).
 	AlertsDropped uint64
