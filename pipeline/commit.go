@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"math"
+
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -22,6 +24,8 @@ type commitState struct {
 	alerts     []claim     // published hot-key events not yet acknowledged, in order
 	history    []checkpoint
 	bucketMs   int64 // history granularity
+	// nextBucketMs is the first clock value that starts a new checkpoint.
+	nextBucketMs int64
 }
 
 // claim is an output's hold on the commit point: the lowest offset a
@@ -45,6 +49,10 @@ func newCommitState(p *Partition, start CommitPoint, nextWindow, maxTs int64) *c
 	c := &commitState{p: p, start: start, nextWindow: nextWindow}
 	c.bucketMs = max(1, c.warmUpMs()/256)
 	c.history = append(c.history, checkpoint{off: start.Offset, ts: maxTs})
+	c.nextBucketMs = math.MinInt64 + 1 // the first event's clock starts a checkpoint
+	if maxTs != noTime {
+		c.nextBucketMs = (floorDiv(maxTs, c.bucketMs) + 1) * c.bucketMs
+	}
 	return c
 }
 
@@ -59,10 +67,10 @@ func (c *commitState) warmUpMs() int64 {
 // observe records the clock before offset off, once per bucket of event
 // time.
 func (c *commitState) observe(off, tsBefore int64) {
-	last := c.history[len(c.history)-1]
-	if tsBefore == noTime || (last.ts != noTime && floorDiv(tsBefore, c.bucketMs) <= floorDiv(last.ts, c.bucketMs)) {
+	if tsBefore == noTime || tsBefore < c.nextBucketMs {
 		return
 	}
+	c.nextBucketMs = (floorDiv(tsBefore, c.bucketMs) + 1) * c.bucketMs
 	c.history = append(c.history, checkpoint{off: off, ts: tsBefore})
 	if len(c.history) > maxHistory {
 		// Keep the first and every other one after it.

@@ -261,6 +261,7 @@ func (p *Partition) advance(nowMs int64, out *Output) {
 	p.maxTs, p.started = nowMs, true
 	p.det.tick(out)
 	if p.windowMode {
+		p.win.clock()
 		p.win.closeUpTo(p.win.watermark(), out)
 	}
 }

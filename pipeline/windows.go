@@ -24,6 +24,8 @@ type windows struct {
 	// were acknowledged (or never existed), their events are dropped.
 	lateBelow, emitFrom int64
 	nextEmit            int64 // oldest window not yet emitted
+	oldest              int64 // oldest open window: events of earlier ones are late
+	sCache              int64 // start of the window judged last
 	open                []*winState
 	last                *winState // the window of the previous event
 	pool                []*winState
@@ -92,6 +94,16 @@ func (w *windows) activate(nextWindowMs, firstTsMs int64) {
 		w.lateBelow, w.emitFrom = first, first
 	}
 	w.nextEmit = w.emitFrom
+	w.clock()
+}
+
+// clock refreshes the oldest open window after the partition's clock
+// moved: windows before it are late.
+func (w *windows) clock() {
+	w.oldest = w.lateBelow
+	if wm := w.watermark(); wm != noTime {
+		w.oldest = max(w.oldest, w.start(wm))
+	}
 }
 
 // watermark is the partition's newest event time minus the lateness.
@@ -105,11 +117,13 @@ func (w *windows) watermark() int64 {
 // judge decides what becomes of an event at tsMs, given the watermark
 // before the event, and in which window.
 func (w *windows) judge(tsMs int64) (verdict, int64) {
-	s := w.start(tsMs)
-	oldest := w.lateBelow
-	if wm := w.watermark(); wm != noTime {
-		oldest = max(oldest, w.start(wm))
+	// Most events fall in the window of the one before: no division.
+	s := w.sCache
+	if tsMs < s || tsMs >= s+w.lengthMs {
+		s = w.start(tsMs)
+		w.sCache = s
 	}
+	oldest := w.oldest
 	switch {
 	case s < oldest:
 		if oldest < w.emitFrom {
