@@ -230,15 +230,17 @@ func (n *node) laneTotal(a []uint64, lay layout, l int) uint64 {
 // returns false when e is older than the window the node holds (a very late
 // event), in which case nothing is added to the window.
 func (n *node) winAdd(e int64, d uint64, lay layout) bool {
-	n.slide(e, lay)
-	if uint64(n.epoch-e) >= uint64(lay.slots) { // e <= n.epoch here
+	if e > n.epoch {
+		n.slide(e, lay)
+	} else if uint64(n.epoch-e) >= uint64(lay.slots) {
 		return false
 	}
-	i := lay.base() + floorMod(e, lay.slots)*lay.lanes
-	a := n.area(lay)
-	a[i] = satAdd(a[i], d)
+	// The plain Touch path: one counter, addressed directly (the index is
+	// below words() by construction), no slice header, no bounds check.
+	c := (*uint64)(unsafe.Add(unsafe.Pointer(n.win), 8*(lay.base()+floorMod(e, lay.slots)*lay.lanes)))
+	*c = satAdd(*c, d)
 	if lay.sums {
-		a[0] = satAdd(a[0], d)
+		*n.win = satAdd(*n.win, d)
 	}
 	return true
 }

@@ -61,10 +61,32 @@ func newTable(bits int) *table {
 func (t *table) bucket(h uint64) *atomic.Pointer[node] { return &t.buckets[h&t.mask] }
 
 // lookup returns the live node for key, or nil. Lock-free.
-func (t *table) lookup(h uint64, key string) *node { return t.lookupNS(h, "", key) }
+func (t *table) lookup(h uint64, key string) *node {
+	for n := t.bucket(h).Load(); n != nil; n = n.succ() {
+		if n.hash < h {
+			continue
+		}
+		if n.hash > h {
+			return nil
+		}
+		if n.key == key {
+			if n.dead() {
+				// A live replacement is always spliced in front of a dead
+				// node, so there is none further on; keep walking anyway,
+				// it costs nothing and needs no argument.
+				continue
+			}
+			return n
+		}
+		if n.key > key {
+			return nil
+		}
+	}
+	return nil
+}
 
-// lookupNS returns the live node whose key is ns+key, or nil, without
-// building ns+key. Lock-free.
+// lookupNS is lookup for the key ns+key, without building ns+key: the
+// hashed methods' lookup. Lock-free.
 func (t *table) lookupNS(h uint64, ns, key string) *node {
 	for n := t.bucket(h).Load(); n != nil; n = n.succ() {
 		if n.hash < h {
@@ -75,10 +97,7 @@ func (t *table) lookupNS(h uint64, ns, key string) *node {
 		}
 		if eqNS(n.key, ns, key) {
 			if n.dead() {
-				// A live replacement is always spliced in front of a dead
-				// node, so there is none further on; keep walking anyway,
-				// it costs nothing and needs no argument.
-				continue
+				continue // as in lookup
 			}
 			return n
 		}
