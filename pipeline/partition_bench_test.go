@@ -144,3 +144,41 @@ func BenchmarkProcess(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDetectParts takes BenchmarkDetectCore apart on the same stream
+// (rate 1M/s): the hash alone, the hash with the slot sketch update, the
+// hash with the top-K, and the core without its top-K, to read where the
+// time goes against BenchmarkBenchLoop.
+func BenchmarkDetectParts(b *testing.B) {
+	o := DefaultOptions()
+	b.Run("hash", func(b *testing.B) {
+		var s uint64
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) { s += sketch.Hash(e.Key) })
+		_ = s
+	})
+	b.Run("hash+sketch", func(b *testing.B) {
+		c, _ := sketch.NewCountMin(sketch.CountMinConfig{Depth: o.Detect.SketchDepth, Width: o.Detect.SketchWidth, Conservative: true})
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) { c.AddHash(sketch.Hash(e.Key), 1) })
+	})
+	b.Run("hash+topk", func(b *testing.B) {
+		top, _ := sketch.NewTopK(sketch.TopKConfig{Capacity: o.Summary.TopCapacity, Sketch: sketch.CountMinConfig{Width: o.Summary.TopWidth}})
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) { top.AddHash(e.Key, sketch.Hash(e.Key), 1) })
+	})
+	b.Run("core-without-topk", func(b *testing.B) {
+		p, _ := NewPartition(o, testSource, Start{})
+		var out Output
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) {
+			if e.TimeMs > p.maxTs {
+				p.maxTs, p.started = e.TimeMs, true
+				p.det.tick(&out)
+			}
+			h := sketch.Hash(e.Key)
+			ad := p.det.app(e.App)
+			cls := p.classify(e.Op)
+			if x, g := ad.match(e.Key); x != nil {
+				p.det.process(ad, x, g, e, e.Key, h, cls, &out)
+			}
+			out.Reset()
+		})
+	})
+}
