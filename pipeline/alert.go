@@ -129,7 +129,8 @@ func (p *Partition) tickAlerts(g *group, out *Output) {
 		return
 	}
 	nowMs := p.maxTs
-	sts := g.alerts.all(make([]*alertState, 0, g.alerts.len()))
+	sts := g.alerts.all(p.det.sts[:0])
+	defer func() { clear(sts); p.det.sts = sts[:0] }()
 	slices.SortFunc(sts, func(a, b *alertState) int {
 		return cmp.Or(cmp.Compare(a.rule, b.rule), cmp.Compare(a.app, b.app), cmp.Compare(a.key, b.key))
 	})

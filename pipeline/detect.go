@@ -39,6 +39,7 @@ type detector struct {
 	last   *appDet
 	credit []hotring.Weights
 	win    hotring.Window
+	sts    []*alertState // scratch for ticks
 }
 
 // appDet is what the detector caches per app: its namespace in the rings
