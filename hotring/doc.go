@@ -93,7 +93,12 @@
 // For them a cold key (lane 0 empty over the window) reads as untracked,
 // so their answers do not depend on when sweeps run. ns+key is the key's
 // identity: a caller whose namespaces could run into its keys ("ab"+"c"
-// and "a"+"bc") makes ns self-delimiting, e.g. with a length prefix.
+// and "a"+"bc") makes ns self-delimiting, e.g. with a length prefix. A
+// caller that owns its ring from one goroutine sets Options.SingleWriter:
+// the hashed methods then take no node lock and do no atomic
+// read-modify-write, which were most of their cost. When a full ring must
+// make room for a heavier key, EvictLowest removes the lightest tracked
+// one (Space-Saving's rule).
 //
 // # Keys
 //

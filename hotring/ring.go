@@ -12,8 +12,9 @@ import (
 const emptyEpoch = math.MinInt64
 
 // Ring tracks how often each key is touched and answers which keys are hot.
-// It is safe for concurrent use; lookups and counting never take a lock
-// shared by the whole ring. It starts no goroutines: rotation, decay and
+// It is safe for concurrent use (unless Options.SingleWriter says it will
+// not be used so); lookups and counting never take a lock shared by the
+// whole ring. It starts no goroutines: rotation, decay and
 // cold sweeps run inline in whichever call first observes that they are due.
 //
 // Every method that depends on time takes it as nowMs, in milliseconds
