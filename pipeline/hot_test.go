@@ -316,6 +316,7 @@ func TestHotKeyAfterRingFull(t *testing.T) {
 	p := newPart(t, o, testSource, Start{})
 	out := run(p, events, true)
 	require.NotZero(t, p.Stats().RingRefused, "the ring was full")
+	require.NotZero(t, p.Stats().RingEvicted, "the late bloomer took a warm key's place")
 	for _, g := range p.det.groups {
 		require.LessOrEqual(t, g.ring.Len(), 2*o.Detect.RingNodes)
 	}
