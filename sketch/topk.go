@@ -207,23 +207,24 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 	}
 	// The key's weight so far is all in the filter, and at most the bound
 	// on untracked keys.
-	prior := t.untrackedBound()
-	var est uint64
-	if prior > 0 {
-		est = t.filter.estimateHash(h)
-		prior = min(prior, est)
-	}
 	if len(t.heap) < cap(t.heap) {
+		prior := t.untrackedBound() // the floor a merge left, or 0
+		if prior > 0 {
+			prior = min(prior, t.filter.estimateHash(h))
+		}
 		id = int32(len(t.heap))
 		t.admit(len(t.heap), key, h, satAdd(prior, n), n, id)
 		return id, true
 	}
-	if satAdd(prior, n) <= t.heap[0].upper {
-		// Not admitted: the weight stays with the filter (a conservative
-		// update, reusing the estimate just read).
-		t.filter.raiseTo(h, n, satAdd(est, n))
+	// Full: the key is admitted if min(its estimate, the bound) + n tops
+	// the smallest tracked count; the bound is at least that count, so
+	// that is when its estimate + n does. If not, the weight stays with the
+	// filter (a conservative update, on the counters just read).
+	est, kept := t.filter.addUnder(h, n, t.heap[0].upper)
+	if kept {
 		return -1, false
 	}
+	prior := min(t.untrackedBound(), est)
 	ev := &t.heap[0]
 	id = ev.id
 	t.filter.addHash(ev.h, ev.lower)
