@@ -1,5 +1,7 @@
 package hotring
 
+import "unsafe"
+
 // The hashed, namespaced entry points: what a detector that has already
 // hashed its key, counts several weights per access, and keys its counts
 // by (namespace, key) needs on its per-event path.
@@ -19,6 +21,10 @@ type Window struct {
 	// last L milliseconds, with L one slot shorter than the ring's window,
 	// takes Sum − Oldest plus the part of Oldest that still falls inside.
 	Oldest Weights
+	// Tag is the word SetTagHash last stored for the key, 0 if none was
+	// stored since its node was created or reset by InsertHash: a caller
+	// keeps there what it would otherwise look up per touch elsewhere.
+	Tag uint64
 }
 
 // TouchHash counts one access to the key ns+key, adding w to its lanes in
@@ -57,10 +63,13 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 	if n == nil {
 		return false, false
 	}
-	en := r.epoch(nowMs)
-	et := en
+	if r.single && r.lay.sums {
+		return r.touchSingle(n, w, tsMs, nowMs, win)
+	}
+	en, ien := r.slotOf(nowMs, true)
+	et, iet := en, ien
 	if tsMs != nowMs {
-		et = r.epoch(tsMs)
+		et, iet = r.slotOf(tsMs, false)
 	}
 	lay := r.lay
 	r.lock(n)
@@ -72,11 +81,16 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 	}
 	if uint64(n.epoch-et) < uint64(lay.slots) {
 		counted = true
-		row := a[lay.base()+floorMod(et, lay.slots)*lay.lanes:][:lay.lanes]
-		for l := range row {
-			row[l] = satAdd(row[l], w[l])
-			if lay.sums {
-				a[l] = satAdd(a[l], w[l])
+		row := a[lay.base()+iet*lay.lanes:][:lay.lanes]
+		if lay.sums {
+			sums := a[:len(row)]
+			for l := range row {
+				row[l] = satAdd(row[l], w[l])
+				sums[l] = satAdd(sums[l], w[l])
+			}
+		} else {
+			for l := range row {
+				row[l] = satAdd(row[l], w[l])
 			}
 		}
 		// node.count is not kept: a windowed ring reads only its dead bit.
@@ -92,6 +106,83 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 	}
 	return true, counted
 }
+
+// touchSingle is TouchHash on the live node n of a ring with one writer
+// and lane totals, a detector's: no lock, the slots from the cache, the
+// counters addressed directly, one pass over the lanes. It is most of a
+// detector's per-event cost for a tracked key, so it stays lean: no bounds
+// checks (every index is below lay.words() by construction) and one
+// saturation test for the whole row.
+func (r *Ring) touchSingle(n *node, w *Weights, tsMs, nowMs int64, win *Window) (tracked, counted bool) {
+	c := &r.slotCache
+	en, ien := c.e, c.i
+	if nowMs < c.loMs || nowMs > c.hiMs {
+		en, ien = r.slotOf(nowMs, true)
+	}
+	lay := r.lay
+	if en > n.epoch {
+		n.slide(en, lay)
+	}
+	a := unsafe.Add(unsafe.Pointer(n), nodeBytes) // lane totals, then the slots' rows
+	if n.count.Load()&deadBit != 0 || *word(a, 0) == 0 {
+		return false, false
+	}
+	L := lay.lanes
+	et, iet := en, ien
+	if tsMs != nowMs {
+		et, iet = r.slotOf(tsMs, false)
+	}
+	oldest := ien + 1
+	if n.epoch != en {
+		oldest = floorMod(n.epoch, lay.slots) + 1
+	}
+	if oldest == lay.slots {
+		oldest = 0
+	}
+	old := unsafe.Add(a, 8*L*(1+oldest))
+	if uint64(n.epoch-et) < uint64(lay.slots) {
+		counted = true
+		// Add w to the row of et and to the totals, and report the window,
+		// in one pass over the lanes. Counters never exceed maxCount, so a
+		// sum wraps or passes it only if it or the weight has the top bit
+		// set, and a row never holds more than its total: one test on the
+		// totals covers every counter.
+		row := unsafe.Add(a, 8*L*(1+iet))
+		var top uint64
+		for l := range L {
+			d := w[l&(MaxLanes-1)]
+			v := *word(a, l) + d
+			*word(row, l) += d
+			*word(a, l) = v
+			top |= v | d
+			win.Sum[l&(MaxLanes-1)] = v
+			win.Oldest[l&(MaxLanes-1)] = *word(old, l) // after the add: et may be the oldest slot
+		}
+		if top>>63 != 0 {
+			for l := range L {
+				d := w[l&(MaxLanes-1)]
+				*word(row, l) = satAdd(*word(row, l)-d, d) // undo the wrapping add, saturate
+				*word(a, l) = satAdd(*word(a, l)-d, d)
+				win.Sum[l&(MaxLanes-1)] = *word(a, l)
+				win.Oldest[l&(MaxLanes-1)] = *word(old, l)
+			}
+		}
+		r.singleTouches = satAdd(r.singleTouches, w[0])
+	} else {
+		for l := range L {
+			win.Sum[l&(MaxLanes-1)] = *word(a, l)
+			win.Oldest[l&(MaxLanes-1)] = *word(old, l)
+		}
+	}
+	for l := L; l < MaxLanes; l++ {
+		win.Sum[l&(MaxLanes-1)], win.Oldest[l&(MaxLanes-1)] = 0, 0
+	}
+	win.Tag = n.tag
+	return true, counted
+}
+
+// word is the i-th counter from p.
+func word(p unsafe.Pointer, i int) *uint64 { return (*uint64)(unsafe.Add(p, 8*i)) }
 
 // lock and unlock guard a node on the hashed paths, unless the caller
 // promised a single goroutine (Options.SingleWriter).
@@ -132,6 +223,23 @@ func (r *Ring) WindowHash(h uint64, ns, key string, nowMs int64, win *Window) bo
 	return true
 }
 
+// SetTagHash stores tag for ns+key, for Window.Tag to report until the
+// next SetTagHash or until the key's node is created or reset anew, and
+// reports whether the key has a node. h, ns and key are as for TouchHash.
+func (r *Ring) SetTagHash(h uint64, ns, key string, tag uint64) bool {
+	if !r.windowed {
+		return false
+	}
+	n := r.gens.Load().active.lookupNS(h, ns, key)
+	if n == nil {
+		return false
+	}
+	r.lock(n)
+	n.tag = tag
+	r.unlock(n)
+	return true
+}
+
 // InsertHash starts tracking ns+key with a window made of credit: credit[k]
 // is counted in the slot k slots before nowMs's slot (credit[0] in nowMs's
 // own slot); credits older than the window are dropped. A detector uses it
@@ -166,6 +274,7 @@ func (r *Ring) InsertHash(h uint64, ns, key string, credit []Weights, nowMs int6
 					return false
 				}
 				clear(a)
+				n.tag = 0
 				r.credit(n, credit)
 				fill(n, a, r.lay, win)
 				r.unlock(n)
@@ -223,12 +332,33 @@ func laneSum(a []uint64, lay layout, l int) uint64 {
 // fill reports the window of n, whose counters are a, as of n.epoch.
 // Caller holds n.mu.
 func fill(n *node, a []uint64, lay layout, win *Window) {
-	old := a[lay.base()+floorMod(n.epoch-int64(lay.slots)+1, lay.slots)*lay.lanes:][:lay.lanes]
-	for l := range lay.lanes {
-		win.Sum[l] = laneSum(a, lay, l)
-		win.Oldest[l] = old[l]
+	fillAt(a, lay, floorMod(n.epoch, lay.slots), win)
+	win.Tag = n.tag
+}
+
+// fillAt is fill without the tag, for a node whose newest slot has index
+// newest: the oldest slot is the one after it.
+func fillAt(a []uint64, lay layout, newest int, win *Window) {
+	oldest := newest + 1
+	if oldest == lay.slots {
+		oldest = 0
 	}
-	for l := lay.lanes; l < MaxLanes; l++ {
+	L := lay.lanes
+	old := a[lay.base()+oldest*L:][:L]
+	sum, first := win.Sum[:L], win.Oldest[:L]
+	if lay.sums {
+		for l, v := range a[:L] {
+			sum[l] = v
+		}
+	} else {
+		for l := range sum {
+			sum[l] = laneSum(a, lay, l)
+		}
+	}
+	for l, v := range old {
+		first[l] = v
+	}
+	for l := L; l < MaxLanes; l++ {
 		win.Sum[l], win.Oldest[l] = 0, 0
 	}
 }
