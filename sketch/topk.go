@@ -197,13 +197,19 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 		return -1, false
 	}
 	t.total = satAdd(t.total, n)
-	if i := t.find(key, h); i >= 0 {
-		e := &t.heap[i]
-		e.lower = satAdd(e.lower, n)
-		e.upper = satAdd(e.upper, n)
-		id = e.id
-		t.down(i)
-		return id, false
+	// find, by hand: a call would cost more than the probe.
+	for s := h & t.mask; ; s = (s + 1) & t.mask {
+		v := t.table[s]
+		if v == 0 {
+			break
+		}
+		if e := &t.heap[v-1]; e.h == h && sameString(e.key, key) {
+			e.lower = satAdd(e.lower, n)
+			e.upper = satAdd(e.upper, n)
+			id = e.id
+			t.down(int(v - 1))
+			return id, false
+		}
 	}
 	// The key's weight so far is all in the filter, and at most the bound
 	// on untracked keys.
@@ -313,7 +319,7 @@ func (t *TopK) find(key string, h uint64) int {
 		if v == 0 {
 			return -1
 		}
-		if e := &t.heap[v-1]; e.h == h && e.key == key {
+		if e := &t.heap[v-1]; e.h == h && sameString(e.key, key) {
 			return int(v - 1)
 		}
 	}
