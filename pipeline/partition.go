@@ -267,10 +267,10 @@ func (p *Partition) advance(nowMs int64, out *Output) {
 }
 
 func (p *Partition) classify(op string) opClass {
-	if op == p.ops[0].op {
+	if sameShort(op, p.ops[0].op) {
 		return p.ops[0].cls
 	}
-	if op == p.ops[1].op {
+	if sameShort(op, p.ops[1].op) {
 		p.ops[0], p.ops[1] = p.ops[1], p.ops[0]
 		return p.ops[0].cls
 	}
