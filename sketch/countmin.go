@@ -174,7 +174,25 @@ func (s *CountMin) Estimate(key string) uint64 { return s.estimateHash(hashStrin
 // AddHash adds weight n to the key whose Hash is h and returns the key's
 // estimate after the add: AddN and Estimate in one pass over the counters,
 // for a caller that has already hashed the key.
-func (s *CountMin) AddHash(h, n uint64) uint64 { return s.addHash(seeded(h, s.cfg.Seed), n) }
+func (s *CountMin) AddHash(h, n uint64) uint64 { return s.addUnseeded(h, n) }
+
+// addUnseeded is AddHash, kept out of it so that AddHash inlines and a
+// caller's add is one call: the per-event path of a detector's sketches.
+func (s *CountMin) addUnseeded(h, n uint64) uint64 {
+	h = seeded(h, s.cfg.Seed)
+	if !s.cfg.Conservative || s.cfg.Depth != 4 || n == 0 {
+		return s.addHash(h, n)
+	}
+	i0, i1, i2, i3 := s.cells4(h)
+	c := s.counters
+	target := satAdd(min(c[i0], c[i1], c[i2], c[i3]), n)
+	s.total = satAdd(s.total, n)
+	c[i0] = max(c[i0], target)
+	c[i1] = max(c[i1], target)
+	c[i2] = max(c[i2], target)
+	c[i3] = max(c[i3], target)
+	return target
+}
 
 // EstimateHash is Estimate for the key whose Hash is h.
 func (s *CountMin) EstimateHash(h uint64) uint64 { return s.estimateHash(seeded(h, s.cfg.Seed)) }
@@ -218,12 +236,9 @@ func (s *CountMin) addHash(h, n uint64) uint64 {
 // half the instructions and almost none of the branch misses of the row
 // loops, which other depths still use.
 func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
-	h1, h2 := rowStep(h)
-	w := s.width
 	c := s.counters
 	if s.cfg.Depth == 4 {
-		// The columns the loops visit: h1 + r·h2 wraps in 32 bits there too.
-		i0, i1, i2, i3 := reduce(h1, w), w+reduce(h1+h2, w), 2*w+reduce(h1+2*h2, w), 3*w+reduce(h1+3*h2, w)
+		i0, i1, i2, i3 := s.cells4(h)
 		est = min(c[i0], c[i1], c[i2], c[i3])
 		target := satAdd(est, n)
 		if target > limit {
@@ -236,6 +251,8 @@ func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
 		c[i3] = max(c[i3], target)
 		return est, true
 	}
+	h1, h2 := rowStep(h)
+	w := s.width
 	est = ^uint64(0)
 	g := h1
 	for base := uint32(0); int(base) < len(c); base += w {
@@ -257,13 +274,25 @@ func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
 	return est, true
 }
 
+// cells4 returns the counters of the key hashed to h in a sketch of four
+// rows: the columns the row loops visit (h1 + r·h2 wraps in 32 bits there
+// too), one per row.
+// Written out (rowStep, reduce) so that it inlines.
+func (s *CountMin) cells4(h uint64) (i0, i1, i2, i3 uint32) {
+	w := uint64(s.width)
+	h1, h2 := uint32(h), uint32(h>>32)|1
+	return uint32(uint64(h1) * w >> 32), uint32(w + uint64(h1+h2)*w>>32),
+		uint32(2*w + uint64(h1+2*h2)*w>>32), uint32(3*w + uint64(h1+3*h2)*w>>32)
+}
+
 func (s *CountMin) estimateHash(h uint64) uint64 {
-	h1, h2 := rowStep(h)
-	w := s.width
 	c := s.counters
 	if s.cfg.Depth == 4 {
-		return min(c[reduce(h1, w)], c[w+reduce(h1+h2, w)], c[2*w+reduce(h1+2*h2, w)], c[3*w+reduce(h1+3*h2, w)])
+		i0, i1, i2, i3 := s.cells4(h)
+		return min(c[i0], c[i1], c[i2], c[i3])
 	}
+	h1, h2 := rowStep(h)
+	w := s.width
 	est := ^uint64(0)
 	for base := uint32(0); int(base) < len(c); base += w {
 		est = min(est, c[base+reduce(h1, w)])

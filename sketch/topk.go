@@ -168,10 +168,10 @@ func (t *TopK) Bytes() int {
 // Add counts one occurrence of key. A key is copied when it is admitted, so
 // the TopK never keeps the caller's string, which may share memory with a
 // whole decoded batch, alive.
-func (t *TopK) Add(key string) { t.add(key, hashString(key, t.cfg.Sketch.Seed), 1) }
+func (t *TopK) Add(key string) { t.add(key, Hash(key), 1) }
 
 // AddN adds weight n (for example response bytes) to key; see Add.
-func (t *TopK) AddN(key string, n uint64) { t.add(key, hashString(key, t.cfg.Sketch.Seed), n) }
+func (t *TopK) AddN(key string, n uint64) { t.add(key, Hash(key), n) }
 
 // AddHash adds weight n to key, whose Hash is h, for a caller that has
 // already hashed the key. It returns the ID of key's entry if key is
@@ -184,12 +184,13 @@ func (t *TopK) AddN(key string, n uint64) { t.add(key, hashString(key, t.cfg.Ske
 // is true. Top reports each key's ID. Merge and UnmarshalBinary renumber
 // the entries.
 func (t *TopK) AddHash(key string, h, n uint64) (id int32, admitted bool) {
-	return t.add(key, seeded(h, t.cfg.Sketch.Seed), n)
+	return t.add(key, h, n)
 }
 
-// add adds weight n to key, whose hash with the filter's seed is h, and
-// reports as AddHash does.
+// add adds weight n to key, whose Hash is h, and reports as AddHash does.
+// AddHash inlines, so an add is one call.
 func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
+	h = seeded(h, t.cfg.Sketch.Seed)
 	if n == 0 {
 		if i := t.find(key, h); i >= 0 {
 			return t.heap[i].id, false
@@ -207,7 +208,9 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 			e.lower = satAdd(e.lower, n)
 			e.upper = satAdd(e.upper, n)
 			id = e.id
-			t.down(int(v - 1))
+			if i := int(v - 1); 2*i+1 < len(t.heap) {
+				t.down(i) // heavy keys sink to the leaves, where there is nothing to do
+			}
 			return id, false
 		}
 	}
