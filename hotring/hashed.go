@@ -52,68 +52,41 @@ type Window struct {
 // TouchHash needs a window and looks only at the active generation (use it
 // without rotation); without a window it reports false, false.
 func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64, win *Window) (tracked, counted bool) {
-	if !r.windowed {
-		return false, false
+	if !r.single || !r.lay.sums {
+		return r.touchHash(h, ns, key, w, tsMs, nowMs, win)
 	}
+	// One writer and lane totals: a detector's ring, and its per-event
+	// path for every watched key. The lookup (lookupNS) and the touch are
+	// written out in this one function, with no lock, the slots from the
+	// cache, the counters addressed directly and one pass over the lanes:
+	// calls and their saved registers were a good part of the cost.
 	nowMs = max(nowMs, tsMs)
 	if nowMs >= r.nextMaint.Load() {
 		r.maintain(nowMs)
 	}
-	n := r.gens.Load().active.lookupNS(h, ns, key)
+	t := r.gens.Load().active
+	var n *node
+	for c := t.bucket(h).Load(); c != nil; c = c.succ() {
+		if c.hash < h {
+			continue
+		}
+		if c.hash > h {
+			break
+		}
+		if s := c.key; len(s) == len(ns)+len(key) && sameString(s[len(ns):], key) && sameShort(s[:len(ns)], ns) {
+			if c.dead() {
+				continue // as in lookup
+			}
+			n = c
+			break
+		}
+		if cmpNS(c.key, ns, key) > 0 {
+			break
+		}
+	}
 	if n == nil {
 		return false, false
 	}
-	if r.single && r.lay.sums {
-		return r.touchSingle(n, w, tsMs, nowMs, win)
-	}
-	en, ien := r.slotOf(nowMs, true)
-	et, iet := en, ien
-	if tsMs != nowMs {
-		et, iet = r.slotOf(tsMs, false)
-	}
-	lay := r.lay
-	r.lock(n)
-	n.slide(en, lay) // a no-op when en is not newer; dead nodes are never read again
-	a := n.area(lay)
-	if n.dead() || laneSum(a, lay, 0) == 0 {
-		r.unlock(n)
-		return false, false
-	}
-	if uint64(n.epoch-et) < uint64(lay.slots) {
-		counted = true
-		row := a[lay.base()+iet*lay.lanes:][:lay.lanes]
-		if lay.sums {
-			sums := a[:len(row)]
-			for l := range row {
-				row[l] = satAdd(row[l], w[l])
-				sums[l] = satAdd(sums[l], w[l])
-			}
-		} else {
-			for l := range row {
-				row[l] = satAdd(row[l], w[l])
-			}
-		}
-		// node.count is not kept: a windowed ring reads only its dead bit.
-	}
-	fill(n, a, lay, win)
-	r.unlock(n)
-	if counted && w[0] != 0 {
-		if r.single {
-			r.singleTouches = satAdd(r.singleTouches, w[0])
-		} else {
-			r.touches.add(h, w[0])
-		}
-	}
-	return true, counted
-}
-
-// touchSingle is TouchHash on the live node n of a ring with one writer
-// and lane totals, a detector's: no lock, the slots from the cache, the
-// counters addressed directly, one pass over the lanes. It is most of a
-// detector's per-event cost for a tracked key, so it stays lean: no bounds
-// checks (every index is below lay.words() by construction) and one
-// saturation test for the whole row.
-func (r *Ring) touchSingle(n *node, w *Weights, tsMs, nowMs int64, win *Window) (tracked, counted bool) {
 	c := &r.slotCache
 	en, ien := c.e, c.i
 	if nowMs < c.loMs || nowMs > c.hiMs {
@@ -178,6 +151,60 @@ func (r *Ring) touchSingle(n *node, w *Weights, tsMs, nowMs int64, win *Window) 
 		win.Sum[l&(MaxLanes-1)], win.Oldest[l&(MaxLanes-1)] = 0, 0
 	}
 	win.Tag = n.tag
+	return true, counted
+}
+
+// touchHash is TouchHash on any other windowed ring.
+func (r *Ring) touchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64, win *Window) (tracked, counted bool) {
+	if !r.windowed {
+		return false, false
+	}
+	nowMs = max(nowMs, tsMs)
+	if nowMs >= r.nextMaint.Load() {
+		r.maintain(nowMs)
+	}
+	n := r.gens.Load().active.lookupNS(h, ns, key)
+	if n == nil {
+		return false, false
+	}
+	en, ien := r.slotOf(nowMs, true)
+	et, iet := en, ien
+	if tsMs != nowMs {
+		et, iet = r.slotOf(tsMs, false)
+	}
+	lay := r.lay
+	r.lock(n)
+	n.slide(en, lay) // a no-op when en is not newer; dead nodes are never read again
+	a := n.area(lay)
+	if n.dead() || laneSum(a, lay, 0) == 0 {
+		r.unlock(n)
+		return false, false
+	}
+	if uint64(n.epoch-et) < uint64(lay.slots) {
+		counted = true
+		row := a[lay.base()+iet*lay.lanes:][:lay.lanes]
+		if lay.sums {
+			sums := a[:len(row)]
+			for l := range row {
+				row[l] = satAdd(row[l], w[l])
+				sums[l] = satAdd(sums[l], w[l])
+			}
+		} else {
+			for l := range row {
+				row[l] = satAdd(row[l], w[l])
+			}
+		}
+		// node.count is not kept: a windowed ring reads only its dead bit.
+	}
+	fill(n, a, lay, win)
+	r.unlock(n)
+	if counted && w[0] != 0 {
+		if r.single {
+			r.singleTouches = satAdd(r.singleTouches, w[0])
+		} else {
+			r.touches.add(h, w[0])
+		}
+	}
 	return true, counted
 }
 
