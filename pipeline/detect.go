@@ -299,12 +299,19 @@ func (d *detector) process(ad *appDet, x *rule, g *group, e *schemas.AccessEvent
 			}
 		}
 	}
-	if tracked, _ := g.ring.TouchHash(hr, ad.ns, key, &w, e.TimeMs, nowMs, &d.win); !tracked {
+	win := &d.win
+	if tracked, _ := g.ring.TouchHash(hr, ad.ns, key, &w, e.TimeMs, nowMs, win); !tracked {
 		if w[lanePass] == 0 || !d.admit(g, x, ad, key, hr, e.TimeMs, &w) {
 			return
 		}
+	} else if win.Tag == g.steady && x.alert && x.needEvents > 0 {
+		// observe's first test, for the events threshold, here: most
+		// events of a skewed stream are of steady keys.
+		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs); hi > 0 || lo >= x.needEvents {
+			return
+		}
 	}
-	d.p.observe(g, x, ad, key, h, hr, &d.win, e.TimeMs, out)
+	d.p.observe(g, x, ad, key, h, hr, win, e.TimeMs, out)
 }
 
 // admit starts exact counting of a key that passed its gate, crediting

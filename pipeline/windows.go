@@ -53,7 +53,8 @@ type appAgg struct {
 	events, bytes, reads, writes, latencyUs uint64
 	top                                     *sketch.TopK
 	topAux                                  [][3]uint64 // per top entry ID: bytes, reads, writes…
-	topLat                                  []uint64    // …and latency, since tracked
+	topLat                                  []uint64    // …and latency, since tracked…
+	topSlot                                 []uint16    // …and the key's Redis slot
 	big                                     *sketch.TopK
 	bigAux                                  [][4]uint64 // per big entry ID: events, reads, writes, latency since tracked
 	distinct                                *sketch.Cardinality
@@ -232,6 +233,7 @@ func (w *windows) allocApp() *appAgg {
 	a.top, _ = sketch.NewTopK(sketch.TopKConfig{Capacity: s.TopCapacity, Sketch: sketch.CountMinConfig{Width: s.TopWidth}})
 	a.topAux = make([][3]uint64, s.TopCapacity)
 	a.topLat = make([]uint64, s.TopCapacity)
+	a.topSlot = make([]uint16, s.TopCapacity)
 	if s.BigKeys > 0 {
 		a.big, _ = sketch.NewTopK(sketch.TopKConfig{Capacity: s.BigCapacity, Sketch: sketch.CountMinConfig{Width: s.BigWidth}})
 		a.bigAux = make([][4]uint64, s.BigCapacity)
@@ -272,14 +274,27 @@ func (a *appAgg) add(e *schemas.AccessEvent, key string, h uint64, cls opClass, 
 	}
 	a.reads += rd
 	a.writes += wr
-	a.distinct.AddHash(h)
-	if s := &a.slots[Slot(key)]; *s < ^uint32(0) {
-		*s++
-	}
 	if white {
+		a.distinct.AddHash(h)
+		a.addSlot(Slot(key))
 		return
 	}
-	if id, admitted := a.top.AddHash(key, h, 1); id >= 0 {
+	id, admitted := a.top.AddHash(key, h, 1)
+	if id >= 0 && !admitted {
+		// Tracked since an earlier event of this window, which added the
+		// key's hash to the distinct count (adding it again changes
+		// nothing) and found its slot: most events of a skewed stream skip
+		// both.
+		a.addSlot(a.topSlot[id])
+	} else {
+		a.distinct.AddHash(h)
+		slot := Slot(key)
+		a.addSlot(slot)
+		if admitted {
+			a.topSlot[id] = slot
+		}
+	}
+	if id >= 0 {
 		x := &a.topAux[id]
 		if admitted {
 			*x = [3]uint64{}
@@ -304,6 +319,13 @@ func (a *appAgg) add(e *schemas.AccessEvent, key string, h uint64, cls opClass, 
 	}
 	if a.cms != nil {
 		a.cms.AddHash(h, 1)
+	}
+}
+
+// addSlot counts an event in its Redis Cluster slot, saturating.
+func (a *appAgg) addSlot(slot uint16) {
+	if s := &a.slots[slot]; *s < ^uint32(0) {
+		*s++
 	}
 }
 
