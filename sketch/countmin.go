@@ -180,13 +180,17 @@ func (s *CountMin) AddHash(h, n uint64) uint64 { return s.addUnseeded(h, n) }
 // caller's add is one call: the per-event path of a detector's sketches.
 func (s *CountMin) addUnseeded(h, n uint64) uint64 {
 	h = seeded(h, s.cfg.Seed)
-	if !s.cfg.Conservative || s.cfg.Depth != 4 || n == 0 {
+	if s.cfg.Depth != 4 || n == 0 {
 		return s.addHash(h, n)
 	}
 	i0, i1, i2, i3 := s.cells4(h)
 	c := s.counters
-	target := satAdd(min(c[i0], c[i1], c[i2], c[i3]), n)
 	s.total = satAdd(s.total, n)
+	if !s.cfg.Conservative {
+		c[i0], c[i1], c[i2], c[i3] = satAdd(c[i0], n), satAdd(c[i1], n), satAdd(c[i2], n), satAdd(c[i3], n)
+		return min(c[i0], c[i1], c[i2], c[i3])
+	}
+	target := satAdd(min(c[i0], c[i1], c[i2], c[i3]), n)
 	c[i0] = max(c[i0], target)
 	c[i1] = max(c[i1], target)
 	c[i2] = max(c[i2], target)
