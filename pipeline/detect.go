@@ -53,6 +53,7 @@ type appDet struct {
 	rules  []*rule
 	groups []*group // groups[i] counts rules[i]'s keys
 	white  []pattern
+	all    *rule // rules[0] when its key pattern matches every key
 }
 
 // maxDetApps bounds the per-app cache; past it the cache starts over.
@@ -191,6 +192,9 @@ func (d *detector) app(app string) *appDet {
 		for _, x := range rules {
 			ad.groups = append(ad.groups, d.byWin[x.windowMs])
 		}
+		if len(rules) > 0 && rules[0].key.kind == matchAny {
+			ad.all = rules[0]
+		}
 		d.apps[app] = ad
 	}
 	d.last = ad
@@ -208,6 +212,14 @@ func (ad *appDet) whitelisted(key string) bool {
 
 // match returns the rule watching key and its group, or nil.
 func (ad *appDet) match(key string) (*rule, *group) {
+	if ad.all != nil {
+		return ad.all, ad.groups[0]
+	}
+	return ad.matchKey(key)
+}
+
+// matchKey is match past a first rule that watches every key.
+func (ad *appDet) matchKey(key string) (*rule, *group) {
 	for i, x := range ad.rules {
 		if x.key.match(key) {
 			return x, ad.groups[i]

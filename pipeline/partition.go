@@ -223,7 +223,7 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 
 	h := sketch.Hash(key)
 	ad := p.det.app(e.App)
-	white := ad.whitelisted(key)
+	white := len(ad.white) > 0 && ad.whitelisted(key)
 	if white {
 		p.stats.Whitelisted++
 	}
