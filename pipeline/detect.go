@@ -476,3 +476,13 @@ func sameShort(a, b string) bool {
 	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
 	return (*(*uint32)(pa)^*(*uint32)(pb))|(*(*uint32)(unsafe.Add(pa, n-4))^*(*uint32)(unsafe.Add(pb, n-4))) == 0
 }
+
+// sameTiny is a == b for 1 to 3 bytes (operations such as GET): the bytes
+// at 0, n/2 and n−1 are all of them.
+func sameTiny(a, b string) bool {
+	n := len(a)
+	if n != len(b) || n == 0 || n > 3 {
+		return a == b
+	}
+	return a[0] == b[0] && a[n>>1] == b[n>>1] && a[n-1] == b[n-1]
+}
