@@ -122,14 +122,41 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 		// totals covers every counter.
 		row := unsafe.Add(a, 8*L*(1+iet))
 		var top uint64
-		for l := range L {
-			d := w[l&(MaxLanes-1)]
+		// Unrolled by lane count: on a detector's per-event path the loop's
+		// own overhead was as large as its work.
+		lane := func(l int) {
+			d := w[l]
 			v := *word(a, l) + d
 			*word(row, l) += d
 			*word(a, l) = v
 			top |= v | d
-			win.Sum[l&(MaxLanes-1)] = v
-			win.Oldest[l&(MaxLanes-1)] = *word(old, l) // after the add: et may be the oldest slot
+			win.Sum[l] = v
+			win.Oldest[l] = *word(old, l) // after the add: et may be the oldest slot
+		}
+		switch L {
+		case 8:
+			lane(7)
+			fallthrough
+		case 7:
+			lane(6)
+			fallthrough
+		case 6:
+			lane(5)
+			fallthrough
+		case 5:
+			lane(4)
+			fallthrough
+		case 4:
+			lane(3)
+			fallthrough
+		case 3:
+			lane(2)
+			fallthrough
+		case 2:
+			lane(1)
+			fallthrough
+		default:
+			lane(0)
 		}
 		if top>>63 != 0 {
 			for l := range L {
@@ -147,8 +174,27 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 			win.Oldest[l&(MaxLanes-1)] = *word(old, l)
 		}
 	}
-	for l := L; l < MaxLanes; l++ {
-		win.Sum[l&(MaxLanes-1)], win.Oldest[l&(MaxLanes-1)] = 0, 0
+	switch L { // zero the lanes past the ring's, unrolled as above
+	case 1:
+		win.Sum[1], win.Oldest[1] = 0, 0
+		fallthrough
+	case 2:
+		win.Sum[2], win.Oldest[2] = 0, 0
+		fallthrough
+	case 3:
+		win.Sum[3], win.Oldest[3] = 0, 0
+		fallthrough
+	case 4:
+		win.Sum[4], win.Oldest[4] = 0, 0
+		fallthrough
+	case 5:
+		win.Sum[5], win.Oldest[5] = 0, 0
+		fallthrough
+	case 6:
+		win.Sum[6], win.Oldest[6] = 0, 0
+		fallthrough
+	case 7:
+		win.Sum[7], win.Oldest[7] = 0, 0
 	}
 	win.Tag = n.tag
 	return true, counted

@@ -62,7 +62,7 @@ func TestHashedMatchesModel(t *testing.T) {
 		for _, tc := range []struct {
 			lanes  int
 			single bool
-		}{{1, false}, {3, false}, {3, true}} {
+		}{{1, false}, {3, false}, {3, true}, {2, true}, {5, true}, {8, true}} {
 			lanes := tc.lanes
 			t.Run(fmt.Sprintf("seed=%d/lanes=%d/single=%v", seed, lanes, tc.single), func(t *testing.T) {
 				const slots = 6
@@ -212,6 +212,39 @@ func TestHashedTags(t *testing.T) {
 			require.True(t, r.InsertHash(h, "1:", "k", []Weights{{1}}, t0Ms+20*slotMs, &win))
 			require.Zero(t, win.Tag)
 		})
+	}
+}
+
+// A window reports zero past the ring's lanes, whatever the Window held.
+func TestHashedWindowPastLanes(t *testing.T) {
+	for lanes := 1; lanes <= MaxLanes; lanes++ {
+		for _, single := range []bool{false, true} {
+			r := newRing(t, Options{Bits: 4, WindowSlots: 3, WindowSlotDuration: slot, Lanes: lanes, SingleWriter: single})
+			var win Window
+			w := Weights{1, 2, 3, 4, 5, 6, 7, 8}
+			require.True(t, r.InsertHash(1, "", "k", []Weights{w}, t0Ms, &win))
+			for _, touch := range []bool{true, false} {
+				for l := range MaxLanes {
+					win.Sum[l], win.Oldest[l] = 99, 99
+				}
+				if touch {
+					tracked, _ := r.TouchHash(1, "", "k", &w, t0Ms, t0Ms, &win)
+					require.True(t, tracked)
+				} else {
+					require.True(t, r.WindowHash(1, "", "k", t0Ms, &win))
+				}
+				for l := range MaxLanes {
+					want := uint64(0)
+					if l < lanes {
+						want = 2 * w[l]
+					}
+					require.Equal(t, want, win.Sum[l], "lanes %d, single %v, touch %v: lane %d", lanes, single, touch, l)
+					if l >= lanes {
+						require.Zero(t, win.Oldest[l], "lanes %d, single %v, touch %v: lane %d", lanes, single, touch, l)
+					}
+				}
+			}
+		}
 	}
 }
 
