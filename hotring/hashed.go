@@ -405,14 +405,7 @@ func laneSum(a []uint64, lay layout, l int) uint64 {
 // fill reports the window of n, whose counters are a, as of n.epoch.
 // Caller holds n.mu.
 func fill(n *node, a []uint64, lay layout, win *Window) {
-	fillAt(a, lay, floorMod(n.epoch, lay.slots), win)
-	win.Tag = n.tag
-}
-
-// fillAt is fill without the tag, for a node whose newest slot has index
-// newest: the oldest slot is the one after it.
-func fillAt(a []uint64, lay layout, newest int, win *Window) {
-	oldest := newest + 1
+	oldest := floorMod(n.epoch, lay.slots) + 1 // the slot after the newest
 	if oldest == lay.slots {
 		oldest = 0
 	}
@@ -434,6 +427,7 @@ func fillAt(a []uint64, lay layout, newest int, win *Window) {
 	for l := L; l < MaxLanes; l++ {
 		win.Sum[l], win.Oldest[l] = 0, 0
 	}
+	win.Tag = n.tag
 }
 
 // SweepCold removes the cold nodes (as EvictCold defines them) of the next

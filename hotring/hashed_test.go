@@ -197,7 +197,7 @@ func TestHashedTags(t *testing.T) {
 			require.EqualValues(t, 7, win.Tag, "WindowHash reports the tag")
 			require.False(t, r.InsertHash(h, "1:", "k", []Weights{{1}}, t0Ms+2*slotMs, &win), "warm: left alone")
 			require.EqualValues(t, 7, win.Tag, "and so is its tag")
-			require.True(t, r.SetTagHash(nsHash("2:", "k"), "2:", "k", 9) == false, "another namespace is another key")
+			require.False(t, r.SetTagHash(nsHash("2:", "k"), "2:", "k", 9), "another namespace is another key")
 
 			// Cold, then admitted again: the node is reset, and its tag.
 			require.True(t, r.InsertHash(h, "1:", "k", []Weights{{1}}, t0Ms+9*slotMs, &win))

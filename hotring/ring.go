@@ -55,7 +55,7 @@ type Ring struct {
 	singleTouches uint64
 	// slotCache is the slot slotOf computed last, kept only with
 	// SingleWriter: a detector's events fall in the same slot for a slot's
-	// length, and the division it saves is a good part of a touch.
+	// length, and each of them then saves two divisions.
 	slotCache struct {
 		loMs, hiMs int64 // the slot's first and last millisecond
 		e          int64

@@ -177,7 +177,8 @@ func (s *CountMin) Estimate(key string) uint64 { return s.estimateHash(hashStrin
 func (s *CountMin) AddHash(h, n uint64) uint64 { return s.addUnseeded(h, n) }
 
 // addUnseeded is AddHash, kept out of it so that AddHash inlines and a
-// caller's add is one call: the per-event path of a detector's sketches.
+// caller's add is one call: the per-event path of a detector's slot
+// sketches. Four rows are written out, as in addUnder.
 func (s *CountMin) addUnseeded(h, n uint64) uint64 {
 	h = seeded(h, s.cfg.Seed)
 	if s.cfg.Depth != 4 || n == 0 {
@@ -233,12 +234,12 @@ func (s *CountMin) addHash(h, n uint64) uint64 {
 // The key's count is at most its estimate + n, so no counter needs to go
 // above that; counters already higher hold other keys' weight.
 //
-// Four rows, the default, are unrolled: every event of a detector goes
-// through here (its slot sketch and its top-K's filter), and computing
-// the columns once, with no loop and counters stored whether or not they
-// change (a branch on random data costs more than a store), takes about
-// half the instructions and almost none of the branch misses of the row
-// loops, which other depths still use.
+// Four rows, the default, are written out: a detector's top-K makes this
+// check for every event of a key it does not track. Computing the columns
+// once, with no loop, and storing counters whether or not they change (a
+// branch on random data costs more than a store) takes a fraction of the
+// instructions and none of the branch misses of the row loops, which other
+// depths still use.
 func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
 	c := s.counters
 	if s.cfg.Depth == 4 {
@@ -280,8 +281,7 @@ func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
 
 // cells4 returns the counters of the key hashed to h in a sketch of four
 // rows: the columns the row loops visit (h1 + r·h2 wraps in 32 bits there
-// too), one per row.
-// Written out (rowStep, reduce) so that it inlines.
+// too), one per row. rowStep and reduce are written out so that it inlines.
 func (s *CountMin) cells4(h uint64) (i0, i1, i2, i3 uint32) {
 	w := uint64(s.width)
 	h1, h2 := uint32(h), uint32(h>>32)|1
