@@ -257,6 +257,16 @@ func (r *Ring) touchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 // word is the i-th counter from p.
 func word(p unsafe.Pointer, i int) *uint64 { return (*uint64)(unsafe.Add(p, 8*i)) }
 
+// MayTrackHash reports whether a key hashed to h (as for TouchHash) may
+// be tracked: false means that TouchHash, WindowHash and SetTagHash would
+// find no such key. It reads one bucket head and inlines, so a caller on a
+// hot path can skip those calls for most untracked keys; it runs no
+// maintenance (see Tick).
+func (r *Ring) MayTrackHash(h uint64) bool {
+	t := r.gens.Load().active
+	return t.buckets[h&t.mask].Load() != nil
+}
+
 // lock and unlock guard a node on the hashed paths, unless the caller
 // promised a single goroutine (Options.SingleWriter).
 func (r *Ring) lock(n *node) {

@@ -89,6 +89,9 @@ func TestHashedMatchesModel(t *testing.T) {
 					w[0] = 1
 					want := m.window(id, nowMs)
 					warm := want.Sum[0] > 0
+					if warm {
+						require.True(t, r.MayTrackHash(h), "step %d: a tracked key's bucket is not empty", i)
+					}
 					tracked, counted := r.TouchHash(h, ns, key, &w, tsMs, nowMs, &win)
 					require.Equal(t, warm, tracked, "step %d: %s tracked", i, id)
 					if !tracked {
@@ -169,6 +172,8 @@ func TestHashedNamespacesAndCopies(t *testing.T) {
 	require.Equal(t, Window{Sum: Weights{1, 1}, Oldest: Weights{}}, win)
 	require.False(t, r.WindowHash(nsHash("1:", "k"), "1:", "k", t0Ms+8*slotMs, &win), "cold: reads as untracked")
 	require.False(t, r.WindowHash(nsHash("1:", "kk"), "1:", "kk", t0Ms, &win))
+
+	require.False(t, lanesRing(t, 4, 2).MayTrackHash(nsHash("1:", "k")), "nothing tracked, no bucket used")
 
 	plain := newRing(t, Options{})
 	require.False(t, plain.InsertHash(1, "", "k", []Weights{{1}}, t0Ms, &win), "no window, no hashed methods")

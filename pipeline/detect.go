@@ -312,7 +312,13 @@ func (d *detector) process(ad *appDet, x *rule, g *group, e *schemas.AccessEvent
 		}
 	}
 	win := &d.win
-	if tracked, _ := g.ring.TouchHash(hr, ad.ns, key, &w, e.TimeMs, nowMs, win); !tracked {
+	// Most untracked keys have an empty bucket: no call. (The rings run no
+	// maintenance that a skipped TouchHash would have run.)
+	tracked := false
+	if g.ring.MayTrackHash(hr) {
+		tracked, _ = g.ring.TouchHash(hr, ad.ns, key, &w, e.TimeMs, nowMs, win)
+	}
+	if !tracked {
 		if w[lanePass] == 0 || !d.admit(g, x, ad, key, hr, e.TimeMs, &w) {
 			return
 		}
