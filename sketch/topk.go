@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // DefaultTopKCapacity is the number of keys a TopK tracks when its config
@@ -113,6 +114,13 @@ type TopK struct {
 	// floor is a bound on untracked keys that merges establish; streaming
 	// keeps the bound in heap[0].upper. See untrackedBound.
 	floor uint64
+	// keys holds, per entry ID, the bytes the key of the entry with that
+	// ID is copied into at admission, reused by the next key to take the
+	// ID (after an eviction or a Reset), so that a stream of new keys does
+	// not allocate. Nothing else points into them: AppendTop copies the keys
+	// it reports. nil where an entry's key is its own string (merged or
+	// decoded).
+	keys [][]byte
 }
 
 // NewTopK builds an empty TopK. It returns an error wrapping
@@ -137,6 +145,7 @@ func newTopK(cfg TopKConfig, filter *CountMin) *TopK {
 		heap:   make([]entry, 0, cfg.Capacity),
 		table:  make([]int32, slots),
 		mask:   uint64(slots - 1),
+		keys:   make([][]byte, cfg.Capacity),
 	}
 }
 
@@ -159,15 +168,27 @@ func (t *TopK) Floor() uint64 { return t.untrackedBound() }
 // the configuration, whatever the number of distinct keys added.
 func (t *TopK) Bytes() int {
 	n := t.filter.Bytes() + cap(t.heap)*topKEntryBytes + len(t.table)*4
+	for _, b := range t.keys {
+		n += cap(b)
+	}
 	for i := range t.heap {
-		n += roundUp8(len(t.heap[i].key))
+		if !t.ownsKey(&t.heap[i]) {
+			n += roundUp8(len(t.heap[i].key))
+		}
 	}
 	return n
 }
 
-// Add counts one occurrence of key. A key is copied when it is admitted, so
-// the TopK never keeps the caller's string, which may share memory with a
-// whole decoded batch, alive.
+// ownsKey reports whether e's key lives in t.keys.
+func (t *TopK) ownsKey(e *entry) bool {
+	b := t.keys[e.id]
+	return cap(b) > 0 && len(e.key) > 0 && unsafe.StringData(e.key) == unsafe.SliceData(b)
+}
+
+// Add counts one occurrence of key. A key is copied when it is admitted
+// (into memory its entry ID keeps for the next key to take it, so a stream
+// of new keys does not allocate), so the TopK never keeps the caller's
+// string, which may share memory with a whole decoded batch, alive.
 func (t *TopK) Add(key string) { t.add(key, Hash(key), 1) }
 
 // AddN adds weight n (for example response bytes) to key; see Add.
@@ -245,7 +266,13 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 // admit stores key at heap index i (i == len(t.heap) appends) with entry
 // ID id and restores heap order.
 func (t *TopK) admit(i int, key string, h, upper, lower uint64, id int32) {
-	e := entry{key: strings.Clone(key), h: h, upper: upper, lower: lower, id: id}
+	b := t.keys[id]
+	if cap(b) < len(key) {
+		b = make([]byte, 0, roundUp8(len(key)))
+	}
+	b = append(b[:0], key...)
+	t.keys[id] = b
+	e := entry{key: unsafe.String(unsafe.SliceData(b), len(b)), h: h, upper: upper, lower: lower, id: id}
 	if i == len(t.heap) {
 		t.heap = append(t.heap, e)
 		t.place(i)
@@ -298,12 +325,14 @@ func (t *TopK) AppendTop(dst []Item, n int) []Item {
 	})
 	for _, i := range idx[:min(max(n, 0), len(idx))] {
 		e := &t.heap[i]
-		dst = append(dst, Item{Key: e.key, Count: e.upper, Error: e.upper - e.lower, ID: e.id})
+		// A copy: the entry's bytes go to the next key that takes its ID.
+		dst = append(dst, Item{Key: strings.Clone(e.key), Count: e.upper, Error: e.upper - e.lower, ID: e.id})
 	}
 	return dst
 }
 
-// Reset forgets every key and zeroes the filter, keeping the allocations.
+// Reset forgets every key and zeroes the filter, keeping the allocations
+// (the keys' bytes too, for the keys admitted next).
 func (t *TopK) Reset() {
 	clear(t.heap) // drop the key strings
 	t.heap = t.heap[:0]
@@ -499,6 +528,12 @@ func (t *TopK) Merge(other *TopK) error {
 		}
 		cands = cands[:cap(t.heap)]
 	}
+	// The entries are renumbered, and some keys live in the other TopK's
+	// memory: every key gets its own string.
+	for i := range cands {
+		cands[i].key = strings.Clone(cands[i].key)
+	}
+	clear(t.keys)
 	clear(t.heap)
 	t.heap = append(t.heap[:0], cands...)
 	t.floor = floor
