@@ -57,7 +57,8 @@ func (c TopKConfig) Validate() error {
 // [Count − Error, Count]: Count never underestimates, and Count − Error is
 // weight the TopK saw for the key itself since it started tracking it.
 type Item struct {
-	// Key is the access key, copied when the TopK admitted it.
+	// Key is the access key, a copy of its own: it stays valid whatever
+	// the TopK does next.
 	Key string
 	// Count is an upper bound of the key's total weight (events, or bytes
 	// for a TopK fed with AddN).
