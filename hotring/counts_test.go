@@ -105,3 +105,25 @@ func TestNodeKeepsCallersString(t *testing.T) {
 	require.NotNil(t, n)
 	require.Same(t, unsafe.StringData(key), unsafe.StringData(n.key))
 }
+
+// A windowed node's counters sit right after it in every allocation shape
+// (area finds them there), and the node stays one cache line.
+func TestNodeLayout(t *testing.T) {
+	require.EqualValues(t, 64, nodeBytes)
+	for _, off := range []uintptr{
+		unsafe.Offsetof(winNode[[4]uint64]{}.slots),
+		unsafe.Offsetof(winNode[[64]uint64]{}.slots),
+		unsafe.Offsetof(winNode[[maxWords]uint64]{}.slots),
+	} {
+		require.Equal(t, nodeBytes, off)
+	}
+	for _, lay := range []layout{{slots: 3, lanes: 1}, {slots: 11, lanes: 5, sums: true}, {slots: 64, lanes: 7, sums: true}} {
+		n := newNode(1, "k", lay)
+		a := n.area(lay)
+		for i := range a {
+			a[i] = uint64(i) + 1 // the whole area is the node's to write
+		}
+		require.Equal(t, "k", n.key)
+		require.Zero(t, n.tag)
+	}
+}

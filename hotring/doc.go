@@ -90,6 +90,10 @@
 // reads, writes…) and returns the key's window, every lane's total and its
 // oldest slot, in the same call. InsertHash starts a key with a credit per
 // slot, so a key admitted late can start from what a sketch bounds it had.
+// SetTagHash keeps a word of the caller's with the key, which every window
+// reports (Window.Tag), so a caller can skip a lookup of its own per touch;
+// MayTrackHash, one bucket read, lets it skip the call for most keys that
+// are not tracked.
 // For them a cold key (lane 0 empty over the window) reads as untracked,
 // so their answers do not depend on when sweeps run. ns+key is the key's
 // identity: a caller whose namespaces could run into its keys ("ab"+"c"

@@ -1,5 +1,7 @@
 package hotring
 
+import "unsafe"
+
 // The hashed, namespaced entry points: what a detector that has already
 // hashed its key, counts several weights per access, and keys its counts
 // by (namespace, key) needs on its per-event path.
@@ -19,6 +21,10 @@ type Window struct {
 	// last L milliseconds, with L one slot shorter than the ring's window,
 	// takes Sum − Oldest plus the part of Oldest that still falls inside.
 	Oldest Weights
+	// Tag is the word SetTagHash last stored for the key, 0 if none was
+	// stored since its node was created or reset by InsertHash: a caller
+	// keeps there what it would otherwise look up per touch elsewhere.
+	Tag uint64
 }
 
 // TouchHash counts one access to the key ns+key, adding w to its lanes in
@@ -46,6 +52,156 @@ type Window struct {
 // TouchHash needs a window and looks only at the active generation (use it
 // without rotation); without a window it reports false, false.
 func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64, win *Window) (tracked, counted bool) {
+	if !r.single || !r.lay.sums {
+		return r.touchHash(h, ns, key, w, tsMs, nowMs, win)
+	}
+	// One writer and lane totals: a detector's ring, and its per-event
+	// path for every watched key. The lookup (lookupNS) and the touch are
+	// written out in this one function, with no lock, the slots from the
+	// cache, the counters addressed directly and one pass over the lanes:
+	// calls and their saved registers were a good part of the cost.
+	nowMs = max(nowMs, tsMs)
+	if nowMs >= r.nextMaint.Load() {
+		r.maintain(nowMs)
+	}
+	t := r.gens.Load().active
+	var n *node
+	for c := t.bucket(h).Load(); c != nil; c = c.succ() {
+		if c.hash < h {
+			continue
+		}
+		if c.hash > h {
+			break
+		}
+		if s := c.key; len(s) == len(ns)+len(key) && sameString(s[len(ns):], key) && sameShort(s[:len(ns)], ns) {
+			if c.dead() {
+				continue // as in lookup
+			}
+			n = c
+			break
+		}
+		if cmpNS(c.key, ns, key) > 0 {
+			break
+		}
+	}
+	if n == nil {
+		return false, false
+	}
+	c := &r.slotCache
+	en, ien := c.e, c.i
+	if nowMs < c.loMs || nowMs > c.hiMs {
+		en, ien = r.slotOf(nowMs, true)
+	}
+	lay := r.lay
+	if en > n.epoch {
+		n.slide(en, lay)
+	}
+	a := unsafe.Add(unsafe.Pointer(n), nodeBytes) // lane totals, then the slots' rows
+	if n.count.Load()&deadBit != 0 || *word(a, 0) == 0 {
+		return false, false
+	}
+	L := lay.lanes
+	et, iet := en, ien
+	if tsMs != nowMs {
+		et, iet = r.slotOf(tsMs, false)
+	}
+	oldest := ien + 1
+	if n.epoch != en {
+		oldest = floorMod(n.epoch, lay.slots) + 1
+	}
+	if oldest == lay.slots {
+		oldest = 0
+	}
+	old := unsafe.Add(a, 8*L*(1+oldest))
+	if uint64(n.epoch-et) < uint64(lay.slots) {
+		counted = true
+		// Add w to the row of et and to the totals, and report the window,
+		// in one pass over the lanes. Counters never exceed maxCount, so a
+		// sum wraps or passes it only if it or the weight has the top bit
+		// set, and a row never holds more than its total: one test on the
+		// totals covers every counter.
+		row := unsafe.Add(a, 8*L*(1+iet))
+		var top uint64
+		// Unrolled by lane count: on a detector's per-event path the loop's
+		// own overhead was as large as its work.
+		lane := func(l int) {
+			d := w[l]
+			v := *word(a, l) + d
+			*word(row, l) += d
+			*word(a, l) = v
+			top |= v | d
+			win.Sum[l] = v
+			win.Oldest[l] = *word(old, l) // after the add: et may be the oldest slot
+		}
+		switch L {
+		case 8:
+			lane(7)
+			fallthrough
+		case 7:
+			lane(6)
+			fallthrough
+		case 6:
+			lane(5)
+			fallthrough
+		case 5:
+			lane(4)
+			fallthrough
+		case 4:
+			lane(3)
+			fallthrough
+		case 3:
+			lane(2)
+			fallthrough
+		case 2:
+			lane(1)
+			fallthrough
+		default:
+			lane(0)
+		}
+		if top>>63 != 0 {
+			for l := range L {
+				d := w[l&(MaxLanes-1)]
+				*word(row, l) = satAdd(*word(row, l)-d, d) // undo the wrapping add, saturate
+				*word(a, l) = satAdd(*word(a, l)-d, d)
+				win.Sum[l&(MaxLanes-1)] = *word(a, l)
+				win.Oldest[l&(MaxLanes-1)] = *word(old, l)
+			}
+		}
+		r.singleTouches = satAdd(r.singleTouches, w[0])
+	} else {
+		for l := range L {
+			win.Sum[l&(MaxLanes-1)] = *word(a, l)
+			win.Oldest[l&(MaxLanes-1)] = *word(old, l)
+		}
+	}
+	switch L { // zero the lanes past the ring's, unrolled as above
+	case 1:
+		win.Sum[1], win.Oldest[1] = 0, 0
+		fallthrough
+	case 2:
+		win.Sum[2], win.Oldest[2] = 0, 0
+		fallthrough
+	case 3:
+		win.Sum[3], win.Oldest[3] = 0, 0
+		fallthrough
+	case 4:
+		win.Sum[4], win.Oldest[4] = 0, 0
+		fallthrough
+	case 5:
+		win.Sum[5], win.Oldest[5] = 0, 0
+		fallthrough
+	case 6:
+		win.Sum[6], win.Oldest[6] = 0, 0
+		fallthrough
+	case 7:
+		win.Sum[7], win.Oldest[7] = 0, 0
+	}
+	win.Tag = n.tag
+	return true, counted
+}
+
+// touchHash is TouchHash on any other windowed ring.
+func (r *Ring) touchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64, win *Window) (tracked, counted bool) {
 	if !r.windowed {
 		return false, false
 	}
@@ -57,10 +213,10 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 	if n == nil {
 		return false, false
 	}
-	en := r.epoch(nowMs)
-	et := en
+	en, ien := r.slotOf(nowMs, true)
+	et, iet := en, ien
 	if tsMs != nowMs {
-		et = r.epoch(tsMs)
+		et, iet = r.slotOf(tsMs, false)
 	}
 	lay := r.lay
 	r.lock(n)
@@ -72,11 +228,16 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 	}
 	if uint64(n.epoch-et) < uint64(lay.slots) {
 		counted = true
-		row := a[lay.base()+floorMod(et, lay.slots)*lay.lanes:][:lay.lanes]
-		for l := range row {
-			row[l] = satAdd(row[l], w[l])
-			if lay.sums {
-				a[l] = satAdd(a[l], w[l])
+		row := a[lay.base()+iet*lay.lanes:][:lay.lanes]
+		if lay.sums {
+			sums := a[:len(row)]
+			for l := range row {
+				row[l] = satAdd(row[l], w[l])
+				sums[l] = satAdd(sums[l], w[l])
+			}
+		} else {
+			for l := range row {
+				row[l] = satAdd(row[l], w[l])
 			}
 		}
 		// node.count is not kept: a windowed ring reads only its dead bit.
@@ -91,6 +252,19 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 		}
 	}
 	return true, counted
+}
+
+// word is the i-th counter from p.
+func word(p unsafe.Pointer, i int) *uint64 { return (*uint64)(unsafe.Add(p, 8*i)) }
+
+// MayTrackHash reports whether a key hashed to h (as for TouchHash) may
+// be tracked: false means that TouchHash, WindowHash and SetTagHash would
+// find no such key. It reads one bucket head and inlines, so a caller on a
+// hot path can skip those calls for most untracked keys; it runs no
+// maintenance (see Tick).
+func (r *Ring) MayTrackHash(h uint64) bool {
+	t := r.gens.Load().active
+	return t.buckets[h&t.mask].Load() != nil
 }
 
 // lock and unlock guard a node on the hashed paths, unless the caller
@@ -132,6 +306,23 @@ func (r *Ring) WindowHash(h uint64, ns, key string, nowMs int64, win *Window) bo
 	return true
 }
 
+// SetTagHash stores tag for ns+key, for Window.Tag to report until the
+// next SetTagHash or until the key's node is created or reset anew, and
+// reports whether the key has a node. h, ns and key are as for TouchHash.
+func (r *Ring) SetTagHash(h uint64, ns, key string, tag uint64) bool {
+	if !r.windowed {
+		return false
+	}
+	n := r.gens.Load().active.lookupNS(h, ns, key)
+	if n == nil {
+		return false
+	}
+	r.lock(n)
+	n.tag = tag
+	r.unlock(n)
+	return true
+}
+
 // InsertHash starts tracking ns+key with a window made of credit: credit[k]
 // is counted in the slot k slots before nowMs's slot (credit[0] in nowMs's
 // own slot); credits older than the window are dropped. A detector uses it
@@ -166,6 +357,7 @@ func (r *Ring) InsertHash(h uint64, ns, key string, credit []Weights, nowMs int6
 					return false
 				}
 				clear(a)
+				n.tag = 0
 				r.credit(n, credit)
 				fill(n, a, r.lay, win)
 				r.unlock(n)
@@ -223,14 +415,29 @@ func laneSum(a []uint64, lay layout, l int) uint64 {
 // fill reports the window of n, whose counters are a, as of n.epoch.
 // Caller holds n.mu.
 func fill(n *node, a []uint64, lay layout, win *Window) {
-	old := a[lay.base()+floorMod(n.epoch-int64(lay.slots)+1, lay.slots)*lay.lanes:][:lay.lanes]
-	for l := range lay.lanes {
-		win.Sum[l] = laneSum(a, lay, l)
-		win.Oldest[l] = old[l]
+	oldest := floorMod(n.epoch, lay.slots) + 1 // the slot after the newest
+	if oldest == lay.slots {
+		oldest = 0
 	}
-	for l := lay.lanes; l < MaxLanes; l++ {
+	L := lay.lanes
+	old := a[lay.base()+oldest*L:][:L]
+	sum, first := win.Sum[:L], win.Oldest[:L]
+	if lay.sums {
+		for l, v := range a[:L] {
+			sum[l] = v
+		}
+	} else {
+		for l := range sum {
+			sum[l] = laneSum(a, lay, l)
+		}
+	}
+	for l, v := range old {
+		first[l] = v
+	}
+	for l := L; l < MaxLanes; l++ {
 		win.Sum[l], win.Oldest[l] = 0, 0
 	}
+	win.Tag = n.tag
 }
 
 // SweepCold removes the cold nodes (as EvictCold defines them) of the next

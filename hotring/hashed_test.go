@@ -62,7 +62,7 @@ func TestHashedMatchesModel(t *testing.T) {
 		for _, tc := range []struct {
 			lanes  int
 			single bool
-		}{{1, false}, {3, false}, {3, true}} {
+		}{{1, false}, {3, false}, {3, true}, {2, true}, {5, true}, {8, true}} {
 			lanes := tc.lanes
 			t.Run(fmt.Sprintf("seed=%d/lanes=%d/single=%v", seed, lanes, tc.single), func(t *testing.T) {
 				const slots = 6
@@ -89,6 +89,9 @@ func TestHashedMatchesModel(t *testing.T) {
 					w[0] = 1
 					want := m.window(id, nowMs)
 					warm := want.Sum[0] > 0
+					if warm {
+						require.True(t, r.MayTrackHash(h), "step %d: a tracked key's bucket is not empty", i)
+					}
 					tracked, counted := r.TouchHash(h, ns, key, &w, tsMs, nowMs, &win)
 					require.Equal(t, warm, tracked, "step %d: %s tracked", i, id)
 					if !tracked {
@@ -170,10 +173,107 @@ func TestHashedNamespacesAndCopies(t *testing.T) {
 	require.False(t, r.WindowHash(nsHash("1:", "k"), "1:", "k", t0Ms+8*slotMs, &win), "cold: reads as untracked")
 	require.False(t, r.WindowHash(nsHash("1:", "kk"), "1:", "kk", t0Ms, &win))
 
+	require.False(t, lanesRing(t, 4, 2).MayTrackHash(nsHash("1:", "k")), "nothing tracked, no bucket used")
+
 	plain := newRing(t, Options{})
 	require.False(t, plain.InsertHash(1, "", "k", []Weights{{1}}, t0Ms, &win), "no window, no hashed methods")
 	tr, c := plain.TouchHash(1, "", "k", &w, t0Ms, t0Ms, &win)
 	require.False(t, tr || c)
+}
+
+// A tag stays with its key's node: every window reports it, until the key
+// goes cold and InsertHash resets the node, or the node is swept and made
+// anew; a key without a node keeps none.
+func TestHashedTags(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("single=%v", single), func(t *testing.T) {
+			r := newRing(t, Options{Bits: 4, WindowSlots: 4, WindowSlotDuration: slot, Lanes: 2, SingleWriter: single})
+			var win Window
+			h := nsHash("1:", "k")
+			require.False(t, r.SetTagHash(h, "1:", "k", 7), "no node, no tag")
+			require.True(t, r.InsertHash(h, "1:", "k", []Weights{{1, 1}}, t0Ms, &win))
+			require.Zero(t, win.Tag)
+			require.True(t, r.SetTagHash(h, "1:", "k", 7))
+			w := Weights{1, 1}
+			tracked, _ := r.TouchHash(h, "1:", "k", &w, t0Ms+slotMs, t0Ms+slotMs, &win)
+			require.True(t, tracked)
+			require.EqualValues(t, 7, win.Tag, "TouchHash reports the tag")
+			require.True(t, r.WindowHash(h, "1:", "k", t0Ms+2*slotMs, &win))
+			require.EqualValues(t, 7, win.Tag, "WindowHash reports the tag")
+			require.False(t, r.InsertHash(h, "1:", "k", []Weights{{1}}, t0Ms+2*slotMs, &win), "warm: left alone")
+			require.EqualValues(t, 7, win.Tag, "and so is its tag")
+			require.False(t, r.SetTagHash(nsHash("2:", "k"), "2:", "k", 9), "another namespace is another key")
+
+			// Cold, then admitted again: the node is reset, and its tag.
+			require.True(t, r.InsertHash(h, "1:", "k", []Weights{{1}}, t0Ms+9*slotMs, &win))
+			require.Zero(t, win.Tag)
+			tracked, _ = r.TouchHash(h, "1:", "k", &w, t0Ms+9*slotMs, t0Ms+9*slotMs, &win)
+			require.True(t, tracked)
+			require.Zero(t, win.Tag)
+
+			// Swept, then made anew.
+			require.True(t, r.SetTagHash(h, "1:", "k", 8))
+			require.Equal(t, 1, r.EvictCold(t0Ms+20*slotMs))
+			require.True(t, r.InsertHash(h, "1:", "k", []Weights{{1}}, t0Ms+20*slotMs, &win))
+			require.Zero(t, win.Tag)
+		})
+	}
+}
+
+// A window reports zero past the ring's lanes, whatever the Window held.
+func TestHashedWindowPastLanes(t *testing.T) {
+	for lanes := 1; lanes <= MaxLanes; lanes++ {
+		for _, single := range []bool{false, true} {
+			r := newRing(t, Options{Bits: 4, WindowSlots: 3, WindowSlotDuration: slot, Lanes: lanes, SingleWriter: single})
+			var win Window
+			w := Weights{1, 2, 3, 4, 5, 6, 7, 8}
+			require.True(t, r.InsertHash(1, "", "k", []Weights{w}, t0Ms, &win))
+			for _, touch := range []bool{true, false} {
+				for l := range MaxLanes {
+					win.Sum[l], win.Oldest[l] = 99, 99
+				}
+				if touch {
+					tracked, _ := r.TouchHash(1, "", "k", &w, t0Ms, t0Ms, &win)
+					require.True(t, tracked)
+				} else {
+					require.True(t, r.WindowHash(1, "", "k", t0Ms, &win))
+				}
+				for l := range MaxLanes {
+					want := uint64(0)
+					if l < lanes {
+						want = 2 * w[l]
+					}
+					require.Equal(t, want, win.Sum[l], "lanes %d, single %v, touch %v: lane %d", lanes, single, touch, l)
+					if l >= lanes {
+						require.Zero(t, win.Oldest[l], "lanes %d, single %v, touch %v: lane %d", lanes, single, touch, l)
+					}
+				}
+			}
+		}
+	}
+}
+
+// sameString and sameShort agree with == at every length, whichever byte
+// differs, whatever the strings' alignment.
+func TestSameString(t *testing.T) {
+	buf := []byte(strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 3))
+	for n := range 40 {
+		for off := range 3 {
+			a := string(buf[off : off+n])
+			require.True(t, sameString(a, strings.Clone(a)), "len %d", n)
+			require.True(t, sameShort(a, strings.Clone(a)), "len %d", n)
+			for i := range n {
+				b := []byte(a)
+				b[i] ^= 0x40
+				require.False(t, sameString(a, string(b)), "len %d, byte %d differs", n, i)
+				require.False(t, sameShort(a, string(b)), "len %d, byte %d differs", n, i)
+			}
+			if n > 0 {
+				require.False(t, sameString(a, a[1:]), "len %d against %d", n, n-1)
+				require.False(t, sameShort(a, a[1:]), "len %d against %d", n, n-1)
+			}
+		}
+	}
 }
 
 func TestCmpNS(t *testing.T) {
@@ -188,18 +288,30 @@ func TestCmpNS(t *testing.T) {
 }
 
 // Lane totals that saturate stay saturated and recover once the
-// saturated slot leaves the window.
+// saturated slot leaves the window; a weight of 2^63 or more saturates
+// without wrapping, on both touch paths.
 func TestHashedSaturation(t *testing.T) {
-	r := lanesRing(t, 3, 2)
-	var win Window
-	require.True(t, r.InsertHash(1, "", "k", []Weights{{1, maxCount - 1}}, t0Ms, &win))
-	w := Weights{1, 5}
-	r.TouchHash(1, "", "k", &w, t0Ms+slotMs, t0Ms+slotMs, &win)
-	require.Equal(t, uint64(maxCount), win.Sum[1])
-	r.TouchHash(1, "", "k", &w, t0Ms+2*slotMs, t0Ms+2*slotMs, &win)
-	require.Equal(t, uint64(maxCount), win.Sum[1])
-	r.TouchHash(1, "", "k", &w, t0Ms+3*slotMs, t0Ms+3*slotMs, &win)
-	require.Equal(t, Weights{3, 15}, win.Sum, "the saturated slot left; the total is exact again")
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("single=%v", single), func(t *testing.T) {
+			r := newRing(t, Options{Bits: 4, WindowSlots: 3, WindowSlotDuration: slot, Lanes: 2, SingleWriter: single})
+			var win Window
+			require.True(t, r.InsertHash(1, "", "k", []Weights{{1, maxCount - 1}}, t0Ms, &win))
+			w := Weights{1, 5}
+			r.TouchHash(1, "", "k", &w, t0Ms+slotMs, t0Ms+slotMs, &win)
+			require.Equal(t, uint64(maxCount), win.Sum[1])
+			r.TouchHash(1, "", "k", &w, t0Ms+2*slotMs, t0Ms+2*slotMs, &win)
+			require.Equal(t, uint64(maxCount), win.Sum[1])
+			require.Equal(t, uint64(maxCount-1), win.Oldest[1])
+			r.TouchHash(1, "", "k", &w, t0Ms+3*slotMs, t0Ms+3*slotMs, &win)
+			require.Equal(t, Weights{3, 15}, win.Sum, "the saturated slot left; the total is exact again")
+
+			huge := Weights{1, 1 << 63}
+			r.TouchHash(1, "", "k", &huge, t0Ms+3*slotMs, t0Ms+3*slotMs, &win)
+			require.Equal(t, Weights{4, maxCount}, win.Sum)
+			r.TouchHash(1, "", "k", &huge, t0Ms+3*slotMs, t0Ms+3*slotMs, &win)
+			require.Equal(t, Weights{5, maxCount}, win.Sum, "no wrap past 2^64")
+		})
+	}
 }
 
 // SweepCold spreads EvictCold over calls: a pass over every bucket removes

@@ -42,9 +42,9 @@ type node struct {
 	// Windowed rings also set deadBit while holding it.
 	mu     atomic.Uint32
 	marker bool
-	// win points at the first of the ring's WindowSlots counters, which
-	// live in the same allocation as the node; nil without a window.
-	win *uint64
+	// tag is the caller's word for the key (SetTagHash), 0 when the node
+	// is created or reset. Guarded by mu.
+	tag uint64
 	// epoch is the slot number (nowMs / slot length in ms, rounded down)
 	// of the newest slot the window holds. Guarded by mu.
 	epoch int64
@@ -113,18 +113,19 @@ func (l layout) base() int {
 func (l layout) words() int { return l.base() + l.slots*l.lanes }
 
 // Allocation shapes for windowed nodes: the node and its counters in one
-// object. The GC keeps the whole object alive through node pointers, and
-// node.win is an interior pointer into the same object.
+// object, the counters right after the node (at nodeBytes, since a node's
+// size is a multiple of 8). The GC keeps the whole object alive through
+// node pointers; the counters are found from the node's address, so they
+// cost no pointer in the node.
 type winNode[A any] struct {
 	n     node
 	slots A
 }
 
-func allocWin[A any]() *node {
-	w := new(winNode[A])
-	w.n.win = (*uint64)(unsafe.Pointer(&w.slots))
-	return &w.n
-}
+// nodeBytes is where a windowed node's counters start, from the node.
+const nodeBytes = unsafe.Sizeof(node{})
+
+func allocWin[A any]() *node { return &new(winNode[A]).n }
 
 // maxWords is the largest counter area a node can have (see
 // Options.Validate).
@@ -161,7 +162,9 @@ func newNode(hash uint64, key string, lay layout) *node {
 }
 
 // area returns the node's counters. Caller holds n.mu.
-func (n *node) area(lay layout) []uint64 { return unsafe.Slice(n.win, lay.words()) }
+func (n *node) area(lay layout) []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(n), nodeBytes)), lay.words())
+}
 
 func floorMod(e int64, s int) int {
 	m := int(e % int64(s))
@@ -237,10 +240,11 @@ func (n *node) winAdd(e int64, d uint64, lay layout) bool {
 	}
 	// The plain Touch path: one counter, addressed directly (the index is
 	// below words() by construction), no slice header, no bounds check.
-	c := (*uint64)(unsafe.Add(unsafe.Pointer(n.win), 8*(lay.base()+floorMod(e, lay.slots)*lay.lanes)))
+	a := unsafe.Add(unsafe.Pointer(n), nodeBytes)
+	c := (*uint64)(unsafe.Add(a, 8*(lay.base()+floorMod(e, lay.slots)*lay.lanes)))
 	*c = satAdd(*c, d)
 	if lay.sums {
-		*n.win = satAdd(*n.win, d)
+		*(*uint64)(a) = satAdd(*(*uint64)(a), d)
 	}
 	return true
 }

@@ -53,6 +53,14 @@ type Ring struct {
 	// methods' touches then, without atomics.
 	single        bool
 	singleTouches uint64
+	// slotCache is the slot slotOf computed last, kept only with
+	// SingleWriter: a detector's events fall in the same slot for a slot's
+	// length, and each of them then saves two divisions.
+	slotCache struct {
+		loMs, hiMs int64 // the slot's first and last millisecond
+		e          int64
+		i          int
+	}
 
 	touches, clamped, refused, sampledOut striped
 	forced, evicted, removed, rotations   atomic.Uint64
@@ -107,6 +115,7 @@ func New(opts Options) (*Ring, error) {
 		r.nextMaint.Store(math.MaxInt64)
 	}
 	r.gens.Store(&generations{active: newTable(opts.Bits)})
+	r.slotCache.loMs, r.slotCache.hiMs = math.MaxInt64, math.MinInt64 // empty
 	return r, nil
 }
 
@@ -125,6 +134,22 @@ func (r *Ring) epoch(nowMs int64) int64 {
 		e--
 	}
 	return e
+}
+
+// slotOf returns epoch(ms) and its window slot index, floorMod(e,
+// WindowSlots), remembering them when keep is set. Windowed rings only.
+func (r *Ring) slotOf(ms int64, keep bool) (e int64, i int) {
+	c := &r.slotCache
+	if r.single && ms >= c.loMs && ms <= c.hiMs {
+		return c.e, c.i
+	}
+	e = r.epoch(ms)
+	i = floorMod(e, r.lay.slots)
+	// Kept only where the slot's bounds are representable.
+	if keep && r.single && e > math.MinInt64/r.slotMs+1 && e < math.MaxInt64/r.slotMs-1 {
+		c.loMs, c.hiMs, c.e, c.i = e*r.slotMs, e*r.slotMs+r.slotMs-1, e, i
+	}
+	return e, i
 }
 
 // Touch counts one access to key at nowMs and reports whether key is

@@ -79,6 +79,9 @@ func (g *group) measure(x *rule, win *hotring.Window, nowMs int64) level {
 func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uint64, win *hotring.Window, tsMs int64, out *Output) {
 	nowMs := p.maxTs
 	above := g.above(x, win, nowMs)
+	if above && x.alert && win.Tag == g.steady {
+		return // steady (see group.steady): nothing to update
+	}
 	if (!above || !x.alert) && g.alertBits[alertBucket(hr)] == 0 {
 		return // the common case: not crossing, and no state to update
 	}
@@ -93,6 +96,7 @@ func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uin
 		if st != nil {
 			if st.hot && st.belowMs == noTime {
 				st.belowMs = nowMs
+				g.unsteady()
 			}
 			st.deferred = false
 		}
@@ -116,7 +120,10 @@ func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uin
 	default:
 		st.deferred = true
 		st.rule = x.name
+		return
 	}
+	// Hot, above, under x: steady until a key leaves that state.
+	g.ring.SetTagHash(hr, ad.ns, key, g.steady)
 }
 
 // tickAlerts re-reads the window of every key with alert state, in a fixed
@@ -147,6 +154,7 @@ func (p *Partition) tickAlerts(g *group, out *Output) {
 		case st.hot:
 			if st.belowMs == noTime {
 				st.belowMs = nowMs
+				g.unsteady()
 			}
 			if nowMs-st.belowMs >= coolMs {
 				p.cooled(g, x, st, lv, st.belowMs+coolMs, out)
@@ -171,6 +179,7 @@ func (p *Partition) hot(g *group, x *rule, st *alertState, lv level, onsetMs int
 
 func (p *Partition) cooled(g *group, x *rule, st *alertState, lv level, onsetMs int64, out *Output) {
 	st.hot, st.cooledMs = false, onsetMs
+	g.unsteady()
 	p.publish(p.hotKeyEvent(g, x, st, schemas.HotKeyCooled, lv, onsetMs), out)
 }
 
@@ -237,7 +246,7 @@ func (t *alertTable) get(hr uint64, ns, key string) *alertState {
 		if st == nil {
 			return nil
 		}
-		if st.hr == hr && st.key == key && st.ns == ns {
+		if st.hr == hr && sameString(st.key, key) && st.ns == ns {
 			return st
 		}
 	}

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"math/bits"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/keyheat/keyheat/hotring"
 	"github.com/keyheat/keyheat/schemas"
@@ -51,6 +53,7 @@ type appDet struct {
 	rules  []*rule
 	groups []*group // groups[i] counts rules[i]'s keys
 	white  []pattern
+	all    *rule // rules[0] when its key pattern matches every key
 }
 
 // maxDetApps bounds the per-app cache; past it the cache starts over.
@@ -85,7 +88,18 @@ type group struct {
 	alertBits [alertBuckets]uint16
 	sweep     int  // ring buckets swept per tick
 	retired   bool // no rule uses the window any more; kept until its hot keys cooled
+	// steady lets most events of a hot key skip its alert state. A key is
+	// steady while its state is hot and not below its threshold since, under
+	// the rule that watches it: an event that finds it above changes
+	// nothing. observe tags a key's ring node with steady when it leaves
+	// the key in that state, and steady moves on (unsteady) whenever any key
+	// leaves it, or the rules change: a node tagged with the current value
+	// is a steady key's (a new or reset node has tag 0, steady starts at 1).
+	steady uint64
 }
+
+// unsteady invalidates every steady tag: some key left the steady state.
+func (g *group) unsteady() { g.steady++ }
 
 func newDetector(p *Partition) *detector {
 	d := &detector{p: p, byWin: map[int64]*group{}, apps: map[string]*appDet{},
@@ -101,6 +115,7 @@ func (d *detector) setRules(r *Rules) {
 	for _, g := range d.groups {
 		g.rules = map[string]*rule{}
 		g.retired = true
+		g.unsteady() // a key's rule may change
 	}
 	for _, x := range r.rules {
 		g := d.byWin[x.windowMs]
@@ -150,7 +165,7 @@ func (d *detector) newGroup(windowMs int64) *group {
 		SingleWriter:       true,            // a partition owns its rings
 	})
 	g := &group{windowMs: windowMs, slotMs: slotMs, slots: o.Slots, cms: d.newSketches(), ring: ring,
-		rules: map[string]*rule{}}
+		rules: map[string]*rule{}, steady: 1}
 	// Sweep the whole table once per window: a cold key's node is freed at
 	// most a window after it went cold.
 	g.sweep = max(1, (1<<ring.Options().Bits)/(o.Slots+1))
@@ -162,8 +177,8 @@ func (d *detector) newGroup(windowMs int64) *group {
 
 // app returns the cached per-app detection state of app.
 func (d *detector) app(app string) *appDet {
-	if d.last != nil && d.last.app == app {
-		return d.last
+	if l := d.last; l != nil && (len(app) <= 8 && sameShort(l.app, app) || len(app) > 8 && sameString(l.app, app)) {
+		return l
 	}
 	ad := d.apps[app]
 	if ad == nil {
@@ -176,6 +191,9 @@ func (d *detector) app(app string) *appDet {
 		ad = &appDet{app: app, ns: ns, salt: xxh3.HashString(ns), rules: rules, white: white}
 		for _, x := range rules {
 			ad.groups = append(ad.groups, d.byWin[x.windowMs])
+		}
+		if len(rules) > 0 && rules[0].key.kind == matchAny {
+			ad.all = rules[0]
 		}
 		d.apps[app] = ad
 	}
@@ -194,6 +212,14 @@ func (ad *appDet) whitelisted(key string) bool {
 
 // match returns the rule watching key and its group, or nil.
 func (ad *appDet) match(key string) (*rule, *group) {
+	if ad.all != nil {
+		return ad.all, ad.groups[0]
+	}
+	return ad.matchKey(key)
+}
+
+// matchKey is match past a first rule that watches every key.
+func (ad *appDet) matchKey(key string) (*rule, *group) {
 	for i, x := range ad.rules {
 		if x.key.match(key) {
 			return x, ad.groups[i]
@@ -285,12 +311,25 @@ func (d *detector) process(ad *appDet, x *rule, g *group, e *schemas.AccessEvent
 			}
 		}
 	}
-	if tracked, _ := g.ring.TouchHash(hr, ad.ns, key, &w, e.TimeMs, nowMs, &d.win); !tracked {
+	win := &d.win
+	// Most untracked keys have an empty bucket: no call. (The rings run no
+	// maintenance that a skipped TouchHash would have run.)
+	tracked := false
+	if g.ring.MayTrackHash(hr) {
+		tracked, _ = g.ring.TouchHash(hr, ad.ns, key, &w, e.TimeMs, nowMs, win)
+	}
+	if !tracked {
 		if w[lanePass] == 0 || !d.admit(g, x, ad, key, hr, e.TimeMs, &w) {
 			return
 		}
+	} else if win.Tag == g.steady && x.alert && x.needEvents > 0 {
+		// observe's first test, for the events threshold, here: most
+		// events of a skewed stream are of steady keys.
+		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs); hi > 0 || lo >= x.needEvents {
+			return
+		}
 	}
-	d.p.observe(g, x, ad, key, h, hr, &d.win, e.TimeMs, out)
+	d.p.observe(g, x, ad, key, h, hr, win, e.TimeMs, out)
 }
 
 // admit starts exact counting of a key that passed its gate, crediting
@@ -409,3 +448,47 @@ func floorMod(a int64, n int) int {
 // cloneString copies s, so that state kept beyond the event does not pin
 // the decoded batch the event's strings point into.
 func cloneString(s string) string { return strings.Clone(s) }
+
+// wordLoads is set where unaligned 8-byte loads are allowed.
+const wordLoads = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runtime.GOARCH == "386" ||
+	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "s390x"
+
+// sameString is a == b. For strings of 8 to 24 bytes, most keys, it
+// compares two or three overlapping words read inside both strings,
+// inlined: the built-in comparison calls into the runtime, which on the
+// per-event path costs a few times more, mostly in the registers saved
+// around the call.
+func sameString(a, b string) bool {
+	n := len(a)
+	if !wordLoads || n != len(b) || n < 8 || n > 24 {
+		return a == b
+	}
+	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
+	x := *(*uint64)(pa) ^ *(*uint64)(pb)
+	x |= *(*uint64)(unsafe.Add(pa, n-8)) ^ *(*uint64)(unsafe.Add(pb, n-8))
+	if n > 16 {
+		x |= *(*uint64)(unsafe.Add(pa, 8)) ^ *(*uint64)(unsafe.Add(pb, 8))
+	}
+	return x == 0
+}
+
+// sameShort is sameString for 4 to 8 bytes (apps, operations,
+// namespaces): two overlapping 4-byte reads.
+func sameShort(a, b string) bool {
+	n := len(a)
+	if !wordLoads || n != len(b) || n < 4 || n > 8 {
+		return a == b
+	}
+	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
+	return (*(*uint32)(pa)^*(*uint32)(pb))|(*(*uint32)(unsafe.Add(pa, n-4))^*(*uint32)(unsafe.Add(pb, n-4))) == 0
+}
+
+// sameTiny is a == b for 1 to 3 bytes (operations such as GET): the bytes
+// at 0, n/2 and n−1 are all of them.
+func sameTiny(a, b string) bool {
+	n := len(a)
+	if n != len(b) || n == 0 || n > 3 {
+		return a == b
+	}
+	return a[0] == b[0] && a[n>>1] == b[n>>1] && a[n-1] == b[n-1]
+}

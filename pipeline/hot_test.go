@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/keyheat/keyheat/hotring"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sketch"
 	"github.com/stretchr/testify/require"
 )
 
@@ -405,4 +408,87 @@ func TestSetRulesKeepsCounts(t *testing.T) {
 	require.Equal(t, schemas.HotKeyCooled, slow[1].Type)
 	require.InDelta(t, events[reloadAt].e.TimeMs+o.Detect.CoolDown.Milliseconds(), slow[1].OnsetMs, 600)
 	require.Len(t, p.det.groups, 1, "the retired group is dropped once its keys cooled")
+}
+
+// checkSteady checks what lets a hot key's events skip its alert state: a
+// ring node tagged with its group's steady value belongs to a key whose
+// state is hot, not below since, under the alerting rule that watches it
+// now. (Events of such a key would change nothing in its state.)
+func checkSteady(t *testing.T, p *Partition, at int) {
+	t.Helper()
+	for _, g := range p.det.groups {
+		nowMs := p.maxTs
+		for _, kc := range g.ring.TopN(g.ring.Len()+1, nowMs) {
+			n, rest, _ := strings.Cut(kc.Key, ":")
+			l, err := strconv.Atoi(n)
+			require.NoError(t, err)
+			app, key := rest[:l], rest[l:]
+			ad := p.det.app(app)
+			hr := ringHash(sketch.Hash(key), ad.salt)
+			var win hotring.Window
+			if !g.ring.WindowHash(hr, ad.ns, key, nowMs, &win) || win.Tag != g.steady {
+				continue
+			}
+			st := g.lookup(hr, ad.ns, key)
+			require.NotNil(t, st, "event %d: %s/%s tagged steady without a state", at, app, key)
+			x, xg := ad.match(key)
+			require.True(t, st.hot && st.belowMs == noTime && x != nil && xg == g && x.alert && st.rule == x.name,
+				"event %d: %s/%s tagged steady in state %+v under rule %v", at, app, key, *st, x)
+		}
+	}
+}
+
+// Keys flapping around their threshold, a watch-only rule, and reloads
+// that rename rules and turn alerts off and on: the steady tags stay on
+// steady keys only, event after event.
+func TestSteadyTags(t *testing.T) {
+	o := DefaultOptions()
+	o.Detect.CoolDown = 300 * time.Millisecond
+	o.Detect.Suppress = 500 * time.Millisecond
+	o.Rules = []Rule{{Name: "watch", Key: "w:*", Window: time.Second, Rate: 1000, Alert: new(bool)},
+		{Name: "a", Key: "*", Window: time.Second, Rate: 1000}}
+	flap := func(hi, lo float64, periodMs int64) func(int64) float64 {
+		return func(ms int64) float64 {
+			if (ms/periodMs)%2 == 0 {
+				return hi
+			}
+			return lo
+		}
+	}
+	spec := streamSpec{seed: 11, durationMs: 9000, bgPerMs: 2, bgKeys: 200, planted: []*planted{
+		{app: "shop", key: "f1", op: "GET", rate: flap(1400, 500, 700)},
+		{app: "shop", key: "f2", op: "SET", rate: flap(1100, 850, 400)},
+		{app: "cart", key: "f1", op: "GET", rate: flap(1300, 0, 1500)},
+		{app: "shop", key: "w:1", op: "GET", rate: steady(3000, 0, 9000)},
+		{app: "shop", key: "hot", op: "GET", rate: steady(2500, 0, 9000)},
+	}}
+	events := generate(spec)
+	p := newPart(t, o, testSource, Start{})
+	var out Output
+	reload := func(rules ...Rule) {
+		o2 := o
+		o2.Rules = rules
+		r, err := NewRules(o2)
+		require.NoError(t, err)
+		require.NoError(t, p.SetRules(r))
+	}
+	tr := true
+	for i := range events {
+		// Reloads in the middle of a slot, where no tick intervenes.
+		switch events[i].e.TimeMs {
+		case t0Ms + 3050:
+			if events[i-1].e.TimeMs < t0Ms+3050 {
+				reload(Rule{Name: "b", Key: "*", Window: time.Second, Rate: 1000}) // renamed, and w:1 alerts now
+			}
+		case t0Ms + 6050:
+			if events[i-1].e.TimeMs < t0Ms+6050 {
+				reload(Rule{Name: "b", Key: "*", Window: time.Second, Rate: 1000, Alert: new(bool)},
+					Rule{Name: "c", Key: "x", Window: time.Second, Rate: 10, Alert: &tr})
+			}
+		}
+		p.Process(&events[i].e, events[i].off, &out)
+		checkSteady(t, p, i)
+	}
+	require.NotEmpty(t, hotKeysOf(out, "shop", "f1"))
+	require.NotEmpty(t, hotKeysOf(out, "shop", "w:1"), "alerting after the first reload")
 }

@@ -9,8 +9,9 @@ import (
 // one Partition built with o can hold, however many distinct keys it sees:
 //
 //	windows:   (⌈Lateness/Window⌉ + 2) open windows × (MaxApps + 1) apps × app
-//	app:       top-K (filter 4·TopWidth·8 + TopCapacity × (48 + MaxKeyBytes + 32)
-//	           + table) + big keys (the same with Big*) + 2^DistinctPrecision
+//	app:       top-K (filter 4·TopWidth·8 + TopCapacity × (48 + MaxKeyBytes + 34)
+//	           + table) + big keys (the same with Big*, 32 for 34)
+//	           + 2^DistinctPrecision
 //	           + 16384 × 4 slot counters (+ 4·SketchWidth·8 when not keyed)
 //	detection: per distinct rule window, (Slots+1) × SketchDepth·SketchWidth·8
 //	           (twice with a bytes_rate rule) + a ring of 2·RingNodes nodes of
@@ -25,13 +26,14 @@ import (
 func (o Options) MemoryBound() int64 {
 	s := o.Summary
 	keyBytes := int64(o.MaxKeyBytes)
-	topK := func(capacity, width int) int64 {
-		return int64(4*width*8) + int64(capacity)*(int64(sketch.TopKEntryBytes(int(keyBytes)))+32) +
+	// aux: the figures kept per tracked key besides the top-K's own.
+	topK := func(capacity, width int, aux int64) int64 {
+		return int64(4*width*8) + int64(capacity)*(int64(sketch.TopKEntryBytes(int(keyBytes)))+aux) +
 			int64(sketch.TopKTableBytes(capacity))
 	}
-	app := topK(s.TopCapacity, s.TopWidth) + int64(1)<<s.DistinctPrecision + RedisSlots*4 + 4*int64(s.SketchWidth)*8 + 256
+	app := topK(s.TopCapacity, s.TopWidth, 3*8+8+2) + int64(1)<<s.DistinctPrecision + RedisSlots*4 + 4*int64(s.SketchWidth)*8 + 256
 	if s.BigKeys > 0 {
-		app += topK(s.BigCapacity, s.BigWidth)
+		app += topK(s.BigCapacity, s.BigWidth, 4*8)
 	}
 	open := (o.Lateness.Milliseconds()+o.Window.Milliseconds()-1)/o.Window.Milliseconds() + 2
 	windows := open * int64(o.MaxApps+1) * app

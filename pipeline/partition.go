@@ -198,7 +198,9 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	}
 	p.stats.Events++
 	p.curOffset, p.curMaxTsBefore = offset, p.clockBefore()
-	p.commit.observe(offset, p.curMaxTsBefore)
+	if p.curMaxTsBefore >= p.commit.nextBucketMs { // observe's own test, inlined
+		p.commit.observe(offset, p.curMaxTsBefore)
+	}
 	p.nextOffset = offset + 1
 	p.activeSinceIdle = true
 
@@ -213,7 +215,11 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	}
 	v, startMs := vDrop, int64(0)
 	if p.windowMode {
-		v, startMs = p.win.judge(e.TimeMs)
+		if p.win.counts(e.TimeMs) {
+			v, startMs = vCount, p.win.sCache
+		} else {
+			v, startMs = p.win.judge(e.TimeMs)
+		}
 	} else {
 		p.stats.WarmUp++
 	}
@@ -222,12 +228,22 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	}
 
 	h := sketch.Hash(key)
-	ad := p.det.app(e.App)
-	white := ad.whitelisted(key)
+	// The app and the operation of the event before, usually, tested here
+	// rather than in a call.
+	ad := p.det.last
+	if ad == nil || !(len(e.App) <= 8 && sameShort(ad.app, e.App) || len(e.App) > 8 && sameString(ad.app, e.App)) {
+		ad = p.det.app(e.App)
+	}
+	white := len(ad.white) > 0 && ad.whitelisted(key)
 	if white {
 		p.stats.Whitelisted++
 	}
-	cls := p.classify(e.Op)
+	var cls opClass
+	if c := &p.ops[0]; len(e.Op) < 4 && sameTiny(c.op, e.Op) || len(e.Op) >= 4 && sameShort(c.op, e.Op) {
+		cls = c.cls
+	} else {
+		cls = p.classify(e.Op)
+	}
 	if p.windowMode {
 		switch v {
 		case vCount:
@@ -267,10 +283,10 @@ func (p *Partition) advance(nowMs int64, out *Output) {
 }
 
 func (p *Partition) classify(op string) opClass {
-	if op == p.ops[0].op {
+	if len(op) < 4 && sameTiny(op, p.ops[0].op) || len(op) >= 4 && sameShort(op, p.ops[0].op) {
 		return p.ops[0].cls
 	}
-	if op == p.ops[1].op {
+	if len(op) < 4 && sameTiny(op, p.ops[1].op) || len(op) >= 4 && sameShort(op, p.ops[1].op) {
 		p.ops[0], p.ops[1] = p.ops[1], p.ops[0]
 		return p.ops[0].cls
 	}

@@ -34,6 +34,34 @@ func benchKeys(n int) ([]string, []uint64) {
 	return keys, ids
 }
 
+// floodKeys returns n keys of which 9 in 10 are each seen once (within n
+// events, over 2 s at 1M/s for n = 2^21: longer than any window here) and
+// the others cycle through 50 hot keys (2000/s each at 1M/s): a unique-key
+// flood with a few hot keys in it, laid out as benchKeys lays its keys.
+func floodKeys(n int) ([]string, []uint64) {
+	buf := make([]byte, 0, n*24)
+	ends := make([]int, n)
+	ids := make([]uint64, n)
+	for i := range ends {
+		if i%10 == 9 {
+			ids[i] = uint64(i/10) % 50
+			buf = strconv.AppendUint(append(buf, "tenant-7:hot:"...), ids[i], 10)
+		} else {
+			ids[i] = uint64(i)
+			buf = strconv.AppendUint(append(buf, "tenant-7:flood:"...), ids[i], 10)
+		}
+		ends[i] = len(buf)
+	}
+	all := string(buf)
+	keys := make([]string, n)
+	start := 0
+	for i, end := range ends {
+		keys[i] = all[start:end]
+		start = end
+	}
+	return keys, ids
+}
+
 // benchLoop feeds one event per iteration to step: the keys of benchKeys
 // in order, round and round, one app, 9 reads to 1 write, event time
 // advancing 1 ms every perMs events (so perMs × 1000 is the partition's
@@ -43,6 +71,11 @@ func benchKeys(n int) ([]string, []uint64) {
 // fills every structure: what is timed is the steady state.
 func benchLoop(b *testing.B, perMs int, step func(e *schemas.AccessEvent, off int64)) {
 	keys, ids := benchKeys(1 << 20)
+	streamLoop(b, keys, ids, perMs, step)
+}
+
+// streamLoop is benchLoop over the given keys and their ids.
+func streamLoop(b *testing.B, keys []string, ids []uint64, perMs int, step func(e *schemas.AccessEvent, off int64)) {
 	mask := len(keys) - 1
 	e := schemas.AccessEvent{App: "shop", LatencyUs: 80}
 	var off int64
@@ -84,34 +117,51 @@ func BenchmarkBenchLoop(b *testing.B) {
 func BenchmarkDetectCore(b *testing.B) {
 	for _, perMs := range []int{1000, 100} {
 		b.Run(fmt.Sprintf("rate=%dk/s", perMs), func(b *testing.B) {
-			o := DefaultOptions()
-			p, err := NewPartition(o, testSource, Start{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			top, _ := sketch.NewTopK(sketch.TopKConfig{Capacity: o.Summary.TopCapacity, Sketch: sketch.CountMinConfig{Width: o.Summary.TopWidth}})
-			var out Output
-			windowEnd := int64(0)
-			benchLoop(b, perMs, func(e *schemas.AccessEvent, off int64) {
-				if e.TimeMs > p.maxTs {
-					p.maxTs, p.started = e.TimeMs, true
-					p.det.tick(&out)
-				}
-				if e.TimeMs >= windowEnd { // a report window closes
-					top.Reset()
-					windowEnd = (e.TimeMs/1000 + 1) * 1000
-				}
-				p.curOffset = off
-				h := sketch.Hash(e.Key)
-				ad := p.det.app(e.App)
-				cls := p.classify(e.Op)
-				if x, g := ad.match(e.Key); x != nil {
-					p.det.process(ad, x, g, e, e.Key, h, cls, &out)
-				}
-				top.AddHash(e.Key, h, 1)
-				out.Reset()
-			})
+			benchLoop(b, perMs, detectCoreStep(b))
 		})
+	}
+}
+
+// BenchmarkDetectCoreFlood is BenchmarkDetectCore on floodKeys: nearly
+// every key new to every structure.
+func BenchmarkDetectCoreFlood(b *testing.B) {
+	keys, ids := floodKeys(1 << 21)
+	for _, perMs := range []int{1000, 100} {
+		b.Run(fmt.Sprintf("rate=%dk/s", perMs), func(b *testing.B) {
+			streamLoop(b, keys, ids, perMs, detectCoreStep(b))
+		})
+	}
+}
+
+// detectCoreStep is one event of the detection core, its clock and its
+// report window's top-K.
+func detectCoreStep(b *testing.B) func(e *schemas.AccessEvent, off int64) {
+	o := DefaultOptions()
+	p, err := NewPartition(o, testSource, Start{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	top, _ := sketch.NewTopK(sketch.TopKConfig{Capacity: o.Summary.TopCapacity, Sketch: sketch.CountMinConfig{Width: o.Summary.TopWidth}})
+	var out Output
+	windowEnd := int64(0)
+	return func(e *schemas.AccessEvent, off int64) {
+		if e.TimeMs > p.maxTs {
+			p.maxTs, p.started = e.TimeMs, true
+			p.det.tick(&out)
+		}
+		if e.TimeMs >= windowEnd { // a report window closes
+			top.Reset()
+			windowEnd = (e.TimeMs/1000 + 1) * 1000
+		}
+		p.curOffset = off
+		h := sketch.Hash(e.Key)
+		ad := p.det.app(e.App)
+		cls := p.classify(e.Op)
+		if x, g := ad.match(e.Key); x != nil {
+			p.det.process(ad, x, g, e, e.Key, h, cls, &out)
+		}
+		top.AddHash(e.Key, h, 1)
+		out.Reset()
 	}
 }
 
@@ -123,25 +173,41 @@ func BenchmarkProcess(b *testing.B) {
 	for _, keyed := range []bool{true, false} {
 		for _, perMs := range []int{1000, 100} {
 			b.Run(fmt.Sprintf("keyed=%v/rate=%dk/s", keyed, perMs), func(b *testing.B) {
-				src := testSource
-				src.Keyed = keyed
-				p, err := NewPartition(DefaultOptions(), src, Start{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				var out Output
-				benchLoop(b, perMs, func(e *schemas.AccessEvent, off int64) {
-					p.Process(e, off, &out)
-					for _, w := range out.Windows {
-						p.Acked(w.StartMs)
-					}
-					for _, h := range out.HotKeys {
-						p.AckedHotKey(h.ID)
-					}
-					out.Reset()
-				})
+				benchLoop(b, perMs, processStep(b, keyed))
 			})
 		}
+	}
+}
+
+// BenchmarkProcessFlood is BenchmarkProcess on floodKeys.
+func BenchmarkProcessFlood(b *testing.B) {
+	keys, ids := floodKeys(1 << 21)
+	for _, perMs := range []int{1000, 100} {
+		b.Run(fmt.Sprintf("keyed=true/rate=%dk/s", perMs), func(b *testing.B) {
+			streamLoop(b, keys, ids, perMs, processStep(b, true))
+		})
+	}
+}
+
+// processStep is Partition.Process of one event, acknowledging what it
+// hands out.
+func processStep(b *testing.B, keyed bool) func(e *schemas.AccessEvent, off int64) {
+	src := testSource
+	src.Keyed = keyed
+	p, err := NewPartition(DefaultOptions(), src, Start{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out Output
+	return func(e *schemas.AccessEvent, off int64) {
+		p.Process(e, off, &out)
+		for _, w := range out.Windows {
+			p.Acked(w.StartMs)
+		}
+		for _, h := range out.HotKeys {
+			p.AckedHotKey(h.ID)
+		}
+		out.Reset()
 	}
 }
 

@@ -32,6 +32,7 @@ type rule struct {
 	rate     float64 // events/s, 0 = none
 	bytes    float64 // bytes/s, 0 = none
 	ops      string
+	counted  uint8 // bit c set: events of opClass c count toward the rule
 	alert    bool
 	// needEvents and needBytes are the thresholds over the window, times
 	// slotMs, rounded up: a key is hot when its window count × slotMs
@@ -72,7 +73,7 @@ func NewRules(o Options) (*Rules, error) {
 			ops = OpsAll
 		}
 		cr := &rule{name: x.Name, idx: i, key: key, app: app, windowMs: w, slotMs: slot,
-			rate: x.Rate, bytes: x.BytesRate, ops: ops, alert: x.alerts()}
+			rate: x.Rate, bytes: x.BytesRate, ops: ops, counted: countedClasses(ops), alert: x.alerts()}
 		cr.needEvents, cr.gateEvents = thresholds(x.Rate, w, slot, o.Detect.Gate)
 		cr.needBytes, cr.gateBytes = thresholds(x.BytesRate, w, slot, o.Detect.Gate)
 		r.rules = append(r.rules, cr)
@@ -162,12 +163,15 @@ func (r *Rules) maxWindow() time.Duration {
 }
 
 // counts reports whether an event of class c counts toward the rule.
-func (x *rule) counts(c opClass) bool {
-	switch x.ops {
+func (x *rule) counts(c opClass) bool { return x.counted&(1<<c) != 0 }
+
+// countedClasses is the counted mask of a rule's ops.
+func countedClasses(ops string) uint8 {
+	switch ops {
 	case OpsReads:
-		return c == opRead
+		return 1 << opRead
 	case OpsWrites:
-		return c == opWrite
+		return 1 << opWrite
 	}
-	return true
+	return 1<<opOther | 1<<opRead | 1<<opWrite
 }

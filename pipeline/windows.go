@@ -53,7 +53,8 @@ type appAgg struct {
 	events, bytes, reads, writes, latencyUs uint64
 	top                                     *sketch.TopK
 	topAux                                  [][3]uint64 // per top entry ID: bytes, reads, writes…
-	topLat                                  []uint64    // …and latency, since tracked
+	topLat                                  []uint64    // …and latency, since tracked…
+	topSlot                                 []uint16    // …and the key's Redis slot
 	big                                     *sketch.TopK
 	bigAux                                  [][4]uint64 // per big entry ID: events, reads, writes, latency since tracked
 	distinct                                *sketch.Cardinality
@@ -117,7 +118,8 @@ func (w *windows) watermark() int64 {
 // judge decides what becomes of an event at tsMs, given the watermark
 // before the event, and in which window.
 func (w *windows) judge(tsMs int64) (verdict, int64) {
-	// Most events fall in the window of the one before: no division.
+	// Most events fall in the window of the one before: no division (and
+	// counted, which Process tests before calling: counts).
 	s := w.sCache
 	if tsMs < s || tsMs >= s+w.lengthMs {
 		s = w.start(tsMs)
@@ -134,6 +136,13 @@ func (w *windows) judge(tsMs int64) (verdict, int64) {
 		return vDrop, s
 	}
 	return vCount, s
+}
+
+// counts reports whether an event at tsMs is counted in the window of the
+// event before, judge's common case, in a test that inlines.
+func (w *windows) counts(tsMs int64) bool {
+	s := w.sCache
+	return tsMs >= s && tsMs < s+w.lengthMs && s >= w.oldest && s >= w.emitFrom
 }
 
 // state returns the open window starting at startMs, creating its state.
@@ -168,7 +177,10 @@ func (ws *winState) claim(offset, tsBefore int64) {
 // add counts an event in the window starting at startMs.
 func (w *windows) add(startMs int64, e *schemas.AccessEvent, key string, h uint64, cls opClass, white bool) {
 	p := w.p
-	ws := w.state(startMs)
+	ws := w.last
+	if ws == nil || ws.startMs != startMs {
+		ws = w.state(startMs)
+	}
 	ws.events++
 	if ws.firstOff < 0 {
 		ws.firstOff = p.curOffset
@@ -176,7 +188,7 @@ func (w *windows) add(startMs int64, e *schemas.AccessEvent, key string, h uint6
 	ws.lastOff = p.curOffset
 	ws.claim(p.curOffset, p.curMaxTsBefore)
 	a := ws.last
-	if a == nil || a.app != e.App {
+	if a == nil || !(len(e.App) <= 8 && sameShort(a.app, e.App) || len(e.App) > 8 && sameString(a.app, e.App)) {
 		a = w.app(ws, e.App)
 		ws.last = a
 	}
@@ -232,6 +244,7 @@ func (w *windows) allocApp() *appAgg {
 	a.top, _ = sketch.NewTopK(sketch.TopKConfig{Capacity: s.TopCapacity, Sketch: sketch.CountMinConfig{Width: s.TopWidth}})
 	a.topAux = make([][3]uint64, s.TopCapacity)
 	a.topLat = make([]uint64, s.TopCapacity)
+	a.topSlot = make([]uint16, s.TopCapacity)
 	if s.BigKeys > 0 {
 		a.big, _ = sketch.NewTopK(sketch.TopKConfig{Capacity: s.BigCapacity, Sketch: sketch.CountMinConfig{Width: s.BigWidth}})
 		a.bigAux = make([][4]uint64, s.BigCapacity)
@@ -272,14 +285,27 @@ func (a *appAgg) add(e *schemas.AccessEvent, key string, h uint64, cls opClass, 
 	}
 	a.reads += rd
 	a.writes += wr
-	a.distinct.AddHash(h)
-	if s := &a.slots[Slot(key)]; *s < ^uint32(0) {
-		*s++
-	}
 	if white {
+		a.distinct.AddHash(h)
+		a.addSlot(Slot(key))
 		return
 	}
-	if id, admitted := a.top.AddHash(key, h, 1); id >= 0 {
+	id, admitted := a.top.AddHash(key, h, 1)
+	if id >= 0 && !admitted {
+		// Tracked since an earlier event of this window, which added the
+		// key's hash to the distinct count (adding it again changes
+		// nothing) and found its slot: most events of a skewed stream skip
+		// both.
+		a.addSlot(a.topSlot[id])
+	} else {
+		a.distinct.AddHash(h)
+		slot := Slot(key)
+		a.addSlot(slot)
+		if admitted {
+			a.topSlot[id] = slot
+		}
+	}
+	if id >= 0 {
 		x := &a.topAux[id]
 		if admitted {
 			*x = [3]uint64{}
@@ -304,6 +330,13 @@ func (a *appAgg) add(e *schemas.AccessEvent, key string, h uint64, cls opClass, 
 	}
 	if a.cms != nil {
 		a.cms.AddHash(h, 1)
+	}
+}
+
+// addSlot counts an event in its Redis Cluster slot, saturating.
+func (a *appAgg) addSlot(slot uint16) {
+	if s := &a.slots[slot]; *s < ^uint32(0) {
+		*s++
 	}
 }
 

@@ -174,7 +174,30 @@ func (s *CountMin) Estimate(key string) uint64 { return s.estimateHash(hashStrin
 // AddHash adds weight n to the key whose Hash is h and returns the key's
 // estimate after the add: AddN and Estimate in one pass over the counters,
 // for a caller that has already hashed the key.
-func (s *CountMin) AddHash(h, n uint64) uint64 { return s.addHash(seeded(h, s.cfg.Seed), n) }
+func (s *CountMin) AddHash(h, n uint64) uint64 { return s.addUnseeded(h, n) }
+
+// addUnseeded is AddHash, kept out of it so that AddHash inlines and a
+// caller's add is one call: the per-event path of a detector's slot
+// sketches. Four rows are written out, as in addUnder.
+func (s *CountMin) addUnseeded(h, n uint64) uint64 {
+	h = seeded(h, s.cfg.Seed)
+	if s.cfg.Depth != 4 || n == 0 {
+		return s.addHash(h, n)
+	}
+	i0, i1, i2, i3 := s.cells4(h)
+	c := s.counters
+	s.total = satAdd(s.total, n)
+	if !s.cfg.Conservative {
+		c[i0], c[i1], c[i2], c[i3] = satAdd(c[i0], n), satAdd(c[i1], n), satAdd(c[i2], n), satAdd(c[i3], n)
+		return min(c[i0], c[i1], c[i2], c[i3])
+	}
+	target := satAdd(min(c[i0], c[i1], c[i2], c[i3]), n)
+	c[i0] = max(c[i0], target)
+	c[i1] = max(c[i1], target)
+	c[i2] = max(c[i2], target)
+	c[i3] = max(c[i3], target)
+	return target
+}
 
 // EstimateHash is Estimate for the key whose Hash is h.
 func (s *CountMin) EstimateHash(h uint64) uint64 { return s.estimateHash(seeded(h, s.cfg.Seed)) }
@@ -184,30 +207,68 @@ func (s *CountMin) addHash(h, n uint64) uint64 {
 	if n == 0 {
 		return s.estimateHash(h)
 	}
+	if s.cfg.Conservative {
+		est, _ := s.addUnder(h, n, ^uint64(0))
+		return satAdd(est, n)
+	}
 	s.total = satAdd(s.total, n)
 	h1, h2 := rowStep(h)
 	w := s.width
 	c := s.counters
-	if !s.cfg.Conservative {
-		est := ^uint64(0)
-		for base := uint32(0); int(base) < len(c); base += w {
-			i := base + reduce(h1, w)
-			v := satAdd(c[i], n)
-			c[i] = v
-			est = min(est, v)
-			h1 += h2
-		}
-		return est
-	}
-	// Conservative update: the key's count is at most min+n, so no counter
-	// needs to go above that; counters already higher hold other keys' weight.
 	est := ^uint64(0)
+	for base := uint32(0); int(base) < len(c); base += w {
+		i := base + reduce(h1, w)
+		v := satAdd(c[i], n)
+		c[i] = v
+		est = min(est, v)
+		h1 += h2
+	}
+	return est
+}
+
+// addUnder is a conservative update of the key hashed to h by n (n > 0),
+// made only if the key's new estimate is at most limit: a TopK's filter
+// check, and with no limit the conservative Add. It returns the key's
+// estimate before the update and whether it was made.
+//
+// The key's count is at most its estimate + n, so no counter needs to go
+// above that; counters already higher hold other keys' weight.
+//
+// Four rows, the default, are written out: a detector's top-K makes this
+// check for every event of a key it does not track. Computing the columns
+// once, with no loop, and storing counters whether or not they change (a
+// branch on random data costs more than a store) takes a fraction of the
+// instructions and none of the branch misses of the row loops, which other
+// depths still use.
+func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
+	c := s.counters
+	if s.cfg.Depth == 4 {
+		i0, i1, i2, i3 := s.cells4(h)
+		est = min(c[i0], c[i1], c[i2], c[i3])
+		target := satAdd(est, n)
+		if target > limit {
+			return est, false
+		}
+		s.total = satAdd(s.total, n)
+		c[i0] = max(c[i0], target)
+		c[i1] = max(c[i1], target)
+		c[i2] = max(c[i2], target)
+		c[i3] = max(c[i3], target)
+		return est, true
+	}
+	h1, h2 := rowStep(h)
+	w := s.width
+	est = ^uint64(0)
 	g := h1
 	for base := uint32(0); int(base) < len(c); base += w {
 		est = min(est, c[base+reduce(g, w)])
 		g += h2
 	}
 	target := satAdd(est, n)
+	if target > limit {
+		return est, false
+	}
+	s.total = satAdd(s.total, n)
 	for base := uint32(0); int(base) < len(c); base += w {
 		i := base + reduce(h1, w)
 		if c[i] < target {
@@ -215,30 +276,27 @@ func (s *CountMin) addHash(h, n uint64) uint64 {
 		}
 		h1 += h2
 	}
-	return target
+	return est, true
 }
 
-// raiseTo is the second half of a conservative update of the key hashed to
-// h: every counter of the key below target is raised to target. The caller
-// computed target as the key's current estimate plus the weight added.
-func (s *CountMin) raiseTo(h, n, target uint64) {
-	s.total = satAdd(s.total, n)
-	h1, h2 := rowStep(h)
-	w := s.width
-	c := s.counters
-	for base := uint32(0); int(base) < len(c); base += w {
-		i := base + reduce(h1, w)
-		if c[i] < target {
-			c[i] = target
-		}
-		h1 += h2
-	}
+// cells4 returns the counters of the key hashed to h in a sketch of four
+// rows: the columns the row loops visit (h1 + r·h2 wraps in 32 bits there
+// too), one per row. rowStep and reduce are written out so that it inlines.
+func (s *CountMin) cells4(h uint64) (i0, i1, i2, i3 uint32) {
+	w := uint64(s.width)
+	h1, h2 := uint32(h), uint32(h>>32)|1
+	return uint32(uint64(h1) * w >> 32), uint32(w + uint64(h1+h2)*w>>32),
+		uint32(2*w + uint64(h1+2*h2)*w>>32), uint32(3*w + uint64(h1+3*h2)*w>>32)
 }
 
 func (s *CountMin) estimateHash(h uint64) uint64 {
+	c := s.counters
+	if s.cfg.Depth == 4 {
+		i0, i1, i2, i3 := s.cells4(h)
+		return min(c[i0], c[i1], c[i2], c[i3])
+	}
 	h1, h2 := rowStep(h)
 	w := s.width
-	c := s.counters
 	est := ^uint64(0)
 	for base := uint32(0); int(base) < len(c); base += w {
 		est = min(est, c[base+reduce(h1, w)])

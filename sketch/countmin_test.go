@@ -254,3 +254,66 @@ func TestDefaultMemory(t *testing.T) {
 	require.Equal(t, 64<<10, s.Bytes())
 	require.InDelta(t, 0.00133, s.Config().Epsilon(), 0.00001)
 }
+
+// loopAdd is the row-by-row update the four-row fast path unrolls, kept
+// here as its reference.
+func loopAdd(c []uint64, width uint32, h, n uint64, conservative bool) uint64 {
+	h1, h2 := rowStep(h)
+	if !conservative {
+		est := ^uint64(0)
+		for r := uint32(0); int(r) < len(c)/int(width); r, h1 = r+1, h1+h2 {
+			i := r*width + reduce(h1, width)
+			c[i] = satAdd(c[i], n)
+			est = min(est, c[i])
+		}
+		return est
+	}
+	est := ^uint64(0)
+	for r, g := uint32(0), h1; int(r) < len(c)/int(width); r, g = r+1, g+h2 {
+		est = min(est, c[r*width+reduce(g, width)])
+	}
+	target := satAdd(est, n)
+	for r := uint32(0); int(r) < len(c)/int(width); r, h1 = r+1, h1+h2 {
+		c[r*width+reduce(h1, width)] = max(c[r*width+reduce(h1, width)], target)
+	}
+	return target
+}
+
+// The four-row paths (cells4) touch the counters the row loops touch and
+// leave them, the estimates and the total exactly as the loops do, plain
+// and conservative, at widths from 1 up, with a weight that saturates.
+func TestCountMinFourRowsMatchLoops(t *testing.T) {
+	for _, tc := range []struct {
+		width        int
+		conservative bool
+	}{{1, true}, {7, true}, {64, true}, {4096, true}, {7, false}, {4096, false}} {
+		width := tc.width
+		s := newCMS(t, CountMinConfig{Depth: 4, Width: width, Conservative: tc.conservative})
+		ref := make([]uint64, 4*width)
+		r := rand.New(rand.NewPCG(uint64(width), 3))
+		var total uint64
+		for i, id := range randomStream(9, 20_000, 3_000) {
+			h := Hash(keyOf(id))
+			n := 1 + r.Uint64N(4)
+			if i == 10_000 {
+				n = math.MaxUint64 - 5 // saturates
+			}
+			total = satAdd(total, n)
+			require.Equal(t, loopAdd(ref, uint32(width), h, n, tc.conservative), s.AddHash(h, n), "width %d event %d", width, i)
+			if i%997 == 0 {
+				require.Equal(t, ref, s.counters, "width %d event %d", width, i)
+			}
+		}
+		require.Equal(t, ref, s.counters, "width %d", width)
+		require.Equal(t, total, s.Total())
+		for id := range 3_000 {
+			h := Hash(keyOf(uint64(id)))
+			want := ^uint64(0)
+			h1, h2 := rowStep(h)
+			for row := range uint32(4) {
+				want = min(want, ref[row*uint32(width)+reduce(h1+row*h2, uint32(width))])
+			}
+			require.Equal(t, want, s.EstimateHash(h), "width %d key %d", width, id)
+		}
+	}
+}

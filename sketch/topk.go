@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // DefaultTopKCapacity is the number of keys a TopK tracks when its config
@@ -56,7 +57,8 @@ func (c TopKConfig) Validate() error {
 // [Count − Error, Count]: Count never underestimates, and Count − Error is
 // weight the TopK saw for the key itself since it started tracking it.
 type Item struct {
-	// Key is the access key, copied when the TopK admitted it.
+	// Key is the access key, a copy of its own: it stays valid whatever
+	// the TopK does next.
 	Key string
 	// Count is an upper bound of the key's total weight (events, or bytes
 	// for a TopK fed with AddN).
@@ -113,6 +115,13 @@ type TopK struct {
 	// floor is a bound on untracked keys that merges establish; streaming
 	// keeps the bound in heap[0].upper. See untrackedBound.
 	floor uint64
+	// keys holds, per entry ID, the bytes the key of the entry with that
+	// ID is copied into at admission, reused by the next key to take the
+	// ID (after an eviction or a Reset), so that a stream of new keys does
+	// not allocate. Nothing else points into them: AppendTop copies the keys
+	// it reports. nil where an entry's key is its own string (merged or
+	// decoded).
+	keys [][]byte
 }
 
 // NewTopK builds an empty TopK. It returns an error wrapping
@@ -137,6 +146,7 @@ func newTopK(cfg TopKConfig, filter *CountMin) *TopK {
 		heap:   make([]entry, 0, cfg.Capacity),
 		table:  make([]int32, slots),
 		mask:   uint64(slots - 1),
+		keys:   make([][]byte, cfg.Capacity),
 	}
 }
 
@@ -159,19 +169,31 @@ func (t *TopK) Floor() uint64 { return t.untrackedBound() }
 // the configuration, whatever the number of distinct keys added.
 func (t *TopK) Bytes() int {
 	n := t.filter.Bytes() + cap(t.heap)*topKEntryBytes + len(t.table)*4
+	for _, b := range t.keys {
+		n += cap(b)
+	}
 	for i := range t.heap {
-		n += roundUp8(len(t.heap[i].key))
+		if !t.ownsKey(&t.heap[i]) {
+			n += roundUp8(len(t.heap[i].key))
+		}
 	}
 	return n
 }
 
-// Add counts one occurrence of key. A key is copied when it is admitted, so
-// the TopK never keeps the caller's string, which may share memory with a
-// whole decoded batch, alive.
-func (t *TopK) Add(key string) { t.add(key, hashString(key, t.cfg.Sketch.Seed), 1) }
+// ownsKey reports whether e's key lives in t.keys.
+func (t *TopK) ownsKey(e *entry) bool {
+	b := t.keys[e.id]
+	return cap(b) > 0 && len(e.key) > 0 && unsafe.StringData(e.key) == unsafe.SliceData(b)
+}
+
+// Add counts one occurrence of key. A key is copied when it is admitted
+// (into memory its entry ID keeps for the next key to take it, so a stream
+// of new keys does not allocate), so the TopK never keeps the caller's
+// string, which may share memory with a whole decoded batch, alive.
+func (t *TopK) Add(key string) { t.add(key, Hash(key), 1) }
 
 // AddN adds weight n (for example response bytes) to key; see Add.
-func (t *TopK) AddN(key string, n uint64) { t.add(key, hashString(key, t.cfg.Sketch.Seed), n) }
+func (t *TopK) AddN(key string, n uint64) { t.add(key, Hash(key), n) }
 
 // AddHash adds weight n to key, whose Hash is h, for a caller that has
 // already hashed the key. It returns the ID of key's entry if key is
@@ -184,12 +206,13 @@ func (t *TopK) AddN(key string, n uint64) { t.add(key, hashString(key, t.cfg.Ske
 // is true. Top reports each key's ID. Merge and UnmarshalBinary renumber
 // the entries.
 func (t *TopK) AddHash(key string, h, n uint64) (id int32, admitted bool) {
-	return t.add(key, seeded(h, t.cfg.Sketch.Seed), n)
+	return t.add(key, h, n)
 }
 
-// add adds weight n to key, whose hash with the filter's seed is h, and
-// reports as AddHash does.
+// add adds weight n to key, whose Hash is h, and reports as AddHash does.
+// AddHash inlines, so an add is one call.
 func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
+	h = seeded(h, t.cfg.Sketch.Seed)
 	if n == 0 {
 		if i := t.find(key, h); i >= 0 {
 			return t.heap[i].id, false
@@ -197,33 +220,42 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 		return -1, false
 	}
 	t.total = satAdd(t.total, n)
-	if i := t.find(key, h); i >= 0 {
-		e := &t.heap[i]
-		e.lower = satAdd(e.lower, n)
-		e.upper = satAdd(e.upper, n)
-		id = e.id
-		t.down(i)
-		return id, false
+	// find, by hand: a call would cost more than the probe.
+	for s := h & t.mask; ; s = (s + 1) & t.mask {
+		v := t.table[s]
+		if v == 0 {
+			break
+		}
+		if e := &t.heap[v-1]; e.h == h && sameString(e.key, key) {
+			e.lower = satAdd(e.lower, n)
+			e.upper = satAdd(e.upper, n)
+			id = e.id
+			if i := int(v - 1); 2*i+1 < len(t.heap) {
+				t.down(i) // heavy keys sink to the leaves, where there is nothing to do
+			}
+			return id, false
+		}
 	}
 	// The key's weight so far is all in the filter, and at most the bound
 	// on untracked keys.
-	prior := t.untrackedBound()
-	var est uint64
-	if prior > 0 {
-		est = t.filter.estimateHash(h)
-		prior = min(prior, est)
-	}
 	if len(t.heap) < cap(t.heap) {
+		prior := t.untrackedBound() // the floor a merge left, or 0
+		if prior > 0 {
+			prior = min(prior, t.filter.estimateHash(h))
+		}
 		id = int32(len(t.heap))
 		t.admit(len(t.heap), key, h, satAdd(prior, n), n, id)
 		return id, true
 	}
-	if satAdd(prior, n) <= t.heap[0].upper {
-		// Not admitted: the weight stays with the filter (a conservative
-		// update, reusing the estimate just read).
-		t.filter.raiseTo(h, n, satAdd(est, n))
+	// Full: the key is admitted if min(its estimate, the bound) + n tops
+	// the smallest tracked count; the bound is at least that count, so
+	// that is when its estimate + n does. If not, the weight stays with the
+	// filter (a conservative update, on the counters just read).
+	est, kept := t.filter.addUnder(h, n, t.heap[0].upper)
+	if kept {
 		return -1, false
 	}
+	prior := min(t.untrackedBound(), est)
 	ev := &t.heap[0]
 	id = ev.id
 	t.filter.addHash(ev.h, ev.lower)
@@ -235,7 +267,13 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 // admit stores key at heap index i (i == len(t.heap) appends) with entry
 // ID id and restores heap order.
 func (t *TopK) admit(i int, key string, h, upper, lower uint64, id int32) {
-	e := entry{key: strings.Clone(key), h: h, upper: upper, lower: lower, id: id}
+	b := t.keys[id]
+	if cap(b) < len(key) {
+		b = make([]byte, 0, roundUp8(len(key)))
+	}
+	b = append(b[:0], key...)
+	t.keys[id] = b
+	e := entry{key: unsafe.String(unsafe.SliceData(b), len(b)), h: h, upper: upper, lower: lower, id: id}
 	if i == len(t.heap) {
 		t.heap = append(t.heap, e)
 		t.place(i)
@@ -288,12 +326,14 @@ func (t *TopK) AppendTop(dst []Item, n int) []Item {
 	})
 	for _, i := range idx[:min(max(n, 0), len(idx))] {
 		e := &t.heap[i]
-		dst = append(dst, Item{Key: e.key, Count: e.upper, Error: e.upper - e.lower, ID: e.id})
+		// A copy: the entry's bytes go to the next key that takes its ID.
+		dst = append(dst, Item{Key: strings.Clone(e.key), Count: e.upper, Error: e.upper - e.lower, ID: e.id})
 	}
 	return dst
 }
 
-// Reset forgets every key and zeroes the filter, keeping the allocations.
+// Reset forgets every key and zeroes the filter, keeping the allocations
+// (the keys' bytes too, for the keys admitted next).
 func (t *TopK) Reset() {
 	clear(t.heap) // drop the key strings
 	t.heap = t.heap[:0]
@@ -312,7 +352,7 @@ func (t *TopK) find(key string, h uint64) int {
 		if v == 0 {
 			return -1
 		}
-		if e := &t.heap[v-1]; e.h == h && e.key == key {
+		if e := &t.heap[v-1]; e.h == h && sameString(e.key, key) {
 			return int(v - 1)
 		}
 	}
@@ -489,6 +529,12 @@ func (t *TopK) Merge(other *TopK) error {
 		}
 		cands = cands[:cap(t.heap)]
 	}
+	// The entries are renumbered, and some keys live in the other TopK's
+	// memory: every key gets its own string.
+	for i := range cands {
+		cands[i].key = strings.Clone(cands[i].key)
+	}
+	clear(t.keys)
 	clear(t.heap)
 	t.heap = append(t.heap[:0], cands...)
 	t.floor = floor

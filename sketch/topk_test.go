@@ -3,6 +3,7 @@ package sketch
 import (
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -250,6 +251,98 @@ func TestTopKSteadyStateDoesNotAllocate(t *testing.T) {
 		i++
 	})
 	require.Zero(t, allocs)
+}
+
+// A flood of new keys, most admitted in place of an evicted one, allocates
+// nothing once every entry ID holds room for a key: each admission copies
+// its key into the memory of the ID it takes.
+func TestTopKNewKeysDoNotAllocate(t *testing.T) {
+	tk := newTK(t, TopKConfig{Capacity: 64, Sketch: CountMinConfig{Width: 16}})
+	next := uint64(0)
+	add := func() (admitted bool) {
+		next++
+		_, admitted = tk.AddHash(keyOf(next), Hash(keyOf(next)), 1)
+		return admitted
+	}
+	admissions := 0
+	for range 10_000 {
+		if add() {
+			admissions++
+		}
+	}
+	require.Greater(t, admissions, 1000, "a narrow filter admits most new keys")
+	keys := make([]string, 20_000)
+	for i := range keys {
+		keys[i] = keyOf(next + uint64(i) + 1) // same length as the warm-up's
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(10_000, func() {
+		tk.AddHash(keys[i], Hash(keys[i]), 1)
+		i++
+	})
+	require.Zero(t, allocs)
+}
+
+// Keys reported by Top, and a merged TopK's keys, are copies: evictions,
+// Reset and the other TopK's later admissions, which reuse entries'
+// memory, do not change them.
+func TestTopKKeysOutliveEntries(t *testing.T) {
+	a := newTK(t, TopKConfig{Capacity: 8, Sketch: CountMinConfig{Width: 16}})
+	b := newTK(t, TopKConfig{Capacity: 8, Sketch: CountMinConfig{Width: 16}})
+	for i := range uint64(8) {
+		for range i + 1 {
+			a.Add(keyOf(i))
+			b.Add(keyOf(100 + i))
+		}
+	}
+	top := a.Top(8)
+	want := make([]string, len(top))
+	for i, it := range top {
+		want[i] = strings.Clone(it.Key)
+	}
+	require.NoError(t, a.Merge(b))
+	merged := a.Top(8)
+	wantMerged := make([]string, len(merged))
+	for i, it := range merged {
+		wantMerged[i] = strings.Clone(it.Key)
+	}
+	b.Reset()
+	for i := range uint64(5000) {
+		b.Add(keyOf(1000 + i))
+	}
+	for i, it := range top {
+		require.Equal(t, want[i], it.Key, "reported key %d", i)
+	}
+	got := a.Top(8)
+	for i := range got {
+		require.Equal(t, wantMerged[i], got[i].Key, "merged key %d after the other TopK's admissions", i)
+		require.Equal(t, wantMerged[i], merged[i].Key)
+	}
+	a.Reset()
+	for i := range uint64(5000) {
+		a.Add(keyOf(9000 + i))
+	}
+	for i := range merged {
+		require.Equal(t, wantMerged[i], merged[i].Key, "reported key %d after Reset and new admissions", i)
+	}
+
+	// Reported from entries whose keys live in the TopK's own memory, which
+	// keys of the same length then reuse.
+	c := newTK(t, TopKConfig{Capacity: 8, Sketch: CountMinConfig{Width: 16}})
+	for i := range uint64(8) {
+		c.Add(keyOf(10_000 + i))
+	}
+	reported := c.Top(8)
+	for i := range uint64(5000) {
+		c.Add(keyOf(20_000 + i)) // evictions: new keys take the IDs
+	}
+	c.Reset()
+	for i := range uint64(8) {
+		c.Add(keyOf(30_000 + i))
+	}
+	for _, it := range reported {
+		require.Equal(t, keyOf(10_000+uint64(it.ID)), it.Key, "reported key of ID %d after its ID's memory was reused", it.ID)
+	}
 }
 
 // TestMemoryDoesNotGrowWithDistinctKeys feeds 10× more distinct keys and
