@@ -44,8 +44,8 @@ type mergeRunner struct {
 	// loop-owned, and the revoke callback's while it runs (the loop is
 	// then between AllowRebalance and its next poll)
 	m          Merger
-	next       int64 // offset after the last summary read; -1 before any
-	endAt      int64 // -1 until endInput
+	next       int64         // offset after the last summary read; -1 before any
+	endAt      int64         // -1 until endInput
 	pending    map[int64]int // window start → acknowledgements outstanding
 	outbox     []chReport    // reports ClickHouse had no room for yet
 	paused     bool

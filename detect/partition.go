@@ -81,8 +81,8 @@ type partWorker struct {
 	next      int64 // offset after the last record handled; -1 before any
 	evs       []schemas.AccessEvent
 	acks      []ack
-	dlq       []dlqEntry              // dead letters not yet acknowledged, in offset order
-	hot       map[string]int          // hot-key event ID → sinks yet to acknowledge it
+	dlq       []dlqEntry               // dead letters not yet acknowledged, in offset order
+	hot       map[string]int           // hot-key event ID → sinks yet to acknowledge it
 	archive   *parquet.PartitionWriter // nil without an archive
 	hotArch   *parquet.HotKeyWriter
 	hotUnsync []string // hot-key IDs appended to the archive since its last flush
@@ -171,7 +171,7 @@ func (w *partWorker) takeBatch() []*kgo.Record {
 	return b
 }
 
-func (w *partWorker) lastCommit() *CommitPoint      { return w.committed.Load() }
+func (w *partWorker) lastCommit() *CommitPoint     { return w.committed.Load() }
 func (w *partWorker) setLastCommit(cp CommitPoint) { w.committed.Store(&cp) }
 
 func (w *partWorker) isFinished() bool {

@@ -96,4 +96,3 @@ func TestBadRecordsAreDeadLettered(t *testing.T) {
 		})
 	}
 }
-
