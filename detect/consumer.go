@@ -31,47 +31,60 @@ func (s *Service) poll(ctx context.Context) error {
 			return nil
 		case <-s.failed:
 			return s.failErr
-		case <-s.finished:
-			// Every partition ended and published its final commit
-			// point; commit them while we still own them.
-			s.commit(ctx, nil)
-			return nil
 		default:
 		}
-		pctx, cancel := context.WithTimeout(ctx, pollTick)
-		fs := s.cons.PollRecords(pctx, s.cfg.MaxPollRecords)
-		cancel()
-		if fs.IsClientClosed() {
+		if s.turn(ctx, &lastCommit) {
 			return nil
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return
-			}
-			// franz-go retries what it can; what reaches us (an
-			// authorisation failure, a deleted topic) needs a person.
-			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
-		})
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 {
-				return
-			}
-			s.mu.Lock()
-			w := s.parts[tp{p.Topic, p.Partition}]
-			s.mu.Unlock()
-			if w == nil {
-				return // not ours (any more); BlockRebalanceOnPoll makes this rare
-			}
-			last := p.Records[len(p.Records)-1].Offset
-			w.mLag.Set(float64(max(0, p.HighWatermark-last-1)))
-			w.enqueue(p.Records)
-		})
-		if now := s.now(); now.Sub(lastCommit) >= s.cfg.CommitInterval {
-			s.commit(ctx, nil)
-			lastCommit = now
-		}
-		s.cons.AllowRebalance()
 	}
+}
+
+// turn is one poll and what follows it, up to AllowRebalance, which it
+// always calls (see mergeRunner.turn). It reports whether to stop: the
+// client is closed, or an ExitAtEnd run is done.
+func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
+	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	fs := s.cons.PollRecords(pctx, s.cfg.MaxPollRecords)
+	cancel()
+	defer s.cons.AllowRebalance()
+	if fs.IsClientClosed() {
+		return true
+	}
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		// franz-go retries what it can; what reaches us (an
+		// authorisation failure, a deleted topic) needs a person.
+		s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+	})
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		s.mu.Lock()
+		w := s.parts[tp{p.Topic, p.Partition}]
+		s.mu.Unlock()
+		if w == nil {
+			return // not ours (any more); BlockRebalanceOnPoll makes this rare
+		}
+		last := p.Records[len(p.Records)-1].Offset
+		w.mLag.Set(float64(max(0, p.HighWatermark-last-1)))
+		w.enqueue(p.Records)
+	})
+	select {
+	case <-s.finished:
+		// Every partition ended and published its final commit point:
+		// commit them while we still own them.
+		s.commit(ctx, nil)
+		return true
+	default:
+	}
+	if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
+		s.commit(ctx, nil)
+		*lastCommit = now
+	}
+	return false
 }
 
 // onAssigned starts a worker per new partition. Where it starts is not

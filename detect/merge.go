@@ -55,6 +55,9 @@ type mergeRunner struct {
 	acks       []ack
 	committed  CommitPoint
 	nowMs      func() int64
+	// runCtx is run's: it ends on a stop, which cancels the produce
+	// calls waiting for buffer space; their refusals are not failures.
+	runCtx context.Context
 }
 
 type chReport struct {
@@ -180,6 +183,7 @@ func (mr *mergeRunner) drop() {
 // the input is reported. Leaving the group (Close) commits as a revoke.
 func (mr *mergeRunner) run(ctx context.Context) error {
 	s := mr.s
+	mr.runCtx = ctx
 	defer mr.cl.Close()
 	lastCommit := s.now()
 	for {
@@ -198,34 +202,45 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 				return err
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, pollTick)
-		fs := mr.cl.PollRecords(pctx, s.cfg.MaxPollRecords)
-		cancel()
-		if fs.IsClientClosed() {
-			return nil
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				s.log.Error("fetch", "topic", t, "partition", p, "err", err)
-			}
-		})
-		if err := mr.ensureMerger(); err != nil {
-			s.fail(err)
+		if stop, err := mr.turn(ctx, &lastCommit); stop || err != nil {
 			return err
 		}
-		if mr.m != nil {
-			fs.EachRecord(mr.add)
-			mr.emit(ctx, mr.m.Ready(mr.nowMs()))
-			mr.retryClickHouse(ctx)
-			mr.applyAcks()
-			mr.flushArchive(ctx, false)
-			if now := s.now(); now.Sub(lastCommit) >= s.cfg.CommitInterval {
-				mr.commit(ctx)
-				lastCommit = now
-			}
-		}
-		mr.cl.AllowRebalance()
 	}
+}
+
+// turn is one poll and what follows it, up to AllowRebalance, which it
+// always calls: a loop leaving without it would hold every rebalance,
+// its own group leave included, for ever.
+func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
+	s := mr.s
+	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	fs := mr.cl.PollRecords(pctx, s.cfg.MaxPollRecords)
+	cancel()
+	defer mr.cl.AllowRebalance()
+	if fs.IsClientClosed() || ctx.Err() != nil {
+		return true, nil
+	}
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+		}
+	})
+	if err := mr.ensureMerger(); err != nil {
+		s.fail(err)
+		return true, err
+	}
+	if mr.m != nil {
+		fs.EachRecord(mr.add)
+		mr.emit(ctx, mr.m.Ready(mr.nowMs()))
+		mr.retryClickHouse(ctx)
+		mr.applyAcks()
+		mr.flushArchive(ctx, false)
+		if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
+			mr.commit(ctx)
+			*lastCommit = now
+		}
+	}
+	return false, nil
 }
 
 // ensureMerger builds the merger once the group gave us the partition and
@@ -383,7 +398,9 @@ func (mr *mergeRunner) applyAcks() {
 	mr.acks = mr.inbox.take(mr.acks)
 	for _, a := range mr.acks {
 		if a.err != nil {
-			mr.s.fail(fmt.Errorf("detect: merger: a report was refused for good: %w", a.err))
+			if mr.runCtx == nil || mr.runCtx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: merger: a report was refused for good: %w", a.err))
+			}
 			continue
 		}
 		mr.ackReport(a.startMs)
