@@ -46,8 +46,9 @@ type WindowReport struct {
 	// Late counts events reported late in this window by the partitions
 	// (cluster scope only; late events are not attributed to apps).
 	Late uint64 `json:"late"`
-	// Distinct estimates the number of distinct keys (HyperLogLog, about
-	// 1% standard error).
+	// Distinct estimates the number of distinct key strings (HyperLogLog,
+	// about 1% standard error); in the cluster report a key string two apps
+	// use counts once.
 	Distinct uint64 `json:"distinct"`
 	// Keyed reports that every partition's input was keyed by access key,
 	// so Top is the exact union of the partitions' tops; otherwise counts
@@ -59,18 +60,25 @@ type WindowReport struct {
 	Missing []string `json:"missing,omitempty"`
 	// Top are the heaviest keys by events, heaviest first, with Share.
 	Top []KeyCount `json:"top"`
-	// TopBytes are the heaviest keys by bytes (big keys).
+	// Floor bounds every key not in Top: its true count in the window is
+	// at most Floor. A key with more events than Floor is always in Top.
+	Floor uint64 `json:"floor"`
+	// TopBytes are the heaviest keys by bytes (big keys). It and the
+	// rankings below cover the keys some partition listed (in its Top or
+	// Big), by figures that are lower bounds (see KeyCount); keys without
+	// the figure are left out.
 	TopBytes []KeyCount `json:"top_bytes,omitempty"`
-	// TopReads and TopWrites rank the tracked keys by reads and by writes.
+	// TopReads and TopWrites rank the listed keys by reads and by writes.
 	TopReads  []KeyCount `json:"top_reads,omitempty"`
 	TopWrites []KeyCount `json:"top_writes,omitempty"`
-	// TopLatency ranks the tracked keys by summed latency (cost), when the
+	// TopLatency ranks the listed keys by summed latency (cost), when the
 	// log records latency.
 	TopLatency []KeyCount `json:"top_latency,omitempty"`
 	// Skew describes how unevenly the load fell.
 	Skew Skew `json:"skew"`
 	// Advice suggests a mitigation for each key in Top whose rate crossed
-	// the hot threshold in this window.
+	// its hot threshold in this window and whose events were classified as
+	// reads or writes, in Top's order.
 	Advice []KeyAdvice `json:"advice,omitempty"`
 }
 
@@ -109,18 +117,33 @@ type PartitionLoad struct {
 type NodeLoad struct {
 	// Node is the configured node name, or "shard-N" for equal ranges.
 	Node string `json:"node"`
-	// FirstSlot and LastSlot bound the node's slot range (inclusive).
-	FirstSlot uint16  `json:"first_slot"`
-	LastSlot  uint16  `json:"last_slot"`
-	Events    uint64  `json:"events"`
-	Share     float64 `json:"share"`
+	// FirstSlot and LastSlot are the lowest and highest slot the node
+	// serves (inclusive). A node given several ranges lists them in Ranges;
+	// then not every slot between FirstSlot and LastSlot is the node's.
+	FirstSlot uint16      `json:"first_slot"`
+	LastSlot  uint16      `json:"last_slot"`
+	Ranges    []SlotRange `json:"ranges,omitempty"`
+	Events    uint64      `json:"events"`
+	Share     float64     `json:"share"`
+}
+
+// SlotRange is a range of Redis Cluster hash slots, First to Last
+// inclusive.
+type SlotRange struct {
+	First uint16 `json:"first"`
+	Last  uint16 `json:"last"`
 }
 
 // KeyAdvice is a suggested mitigation for one hot key of a report.
 type KeyAdvice struct {
-	App  string  `json:"app"`
-	Key  string  `json:"key"`
+	App string `json:"app"`
+	Key string `json:"key"`
+	// Rate is the key's rate in events per second over the report window,
+	// from the lower bound of its count (Count − Error), so a key is
+	// advised on only when it surely crossed its threshold.
 	Rate float64 `json:"rate"`
+	// Threshold is the rate, events per second, the key crossed.
+	Threshold float64 `json:"threshold"`
 	// ReadShare is reads / (reads + writes) for the key in the window.
 	ReadShare  float64    `json:"read_share"`
 	Mitigation Mitigation `json:"mitigation"`

@@ -18,10 +18,6 @@ import (
 	chschema "github.com/keyheat/keyheat/schemas/clickhouse"
 )
 
-// envPython names the Python interpreter that has chdb, as printed by
-// `scripts/pydeps.sh up`.
-const envPython = "KEYHEAT_TEST_PYTHON"
-
 type chdbStep struct {
 	SQL    string            `json:"sql"`
 	Params map[string]string `json:"params,omitempty"`
@@ -37,7 +33,7 @@ type chdbResult struct {
 // returns the engine's version and each step's result.
 func runChdb(ctx context.Context, t *testing.T, steps []chdbStep) (string, []chdbResult) {
 	t.Helper()
-	python := testenv.Require(t, envPython)
+	python := testenv.Python(t, "chdb")
 	in, err := json.Marshal(map[string]any{"steps": steps})
 	require.NoError(t, err)
 	cmd := exec.CommandContext(ctx, python, "testdata/chdb_run.py")

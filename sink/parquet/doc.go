@@ -35,7 +35,7 @@
 // Options.RowGroupRows rows. Readers outside keyheat need nothing but the
 // tree: DuckDB's read_parquet('ROOT/kind=events/**/*.parquet',
 // hive_partitioning = true) or pyarrow.dataset with partitioning "hive"
-// (see scripts/pydeps-parquet.sh and tools_test.go).
+// (tools_test.go checks both; scripts/pydeps.sh installs them).
 //
 // # Segments
 //

@@ -3,11 +3,8 @@ package parquet_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,49 +14,11 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// EnvPython names the Python interpreter that has DuckDB and pyarrow, as
-// printed by scripts/pydeps-parquet.sh.
-const EnvPython = "KEYHEAT_TEST_PYTHON"
-
-// toolsPython returns an interpreter that imports duckdb and pyarrow:
-// KEYHEAT_TEST_PYTHON, else the environment scripts/pydeps-parquet.sh
-// creates by default, else python3. When none does, the test is skipped,
-// or fails under CI=true: CI runs the script, so missing packages there
-// are a broken setup, not a reason to pass without checking.
+// toolsPython returns an interpreter that imports duckdb and pyarrow (see
+// testenv.Python).
 func toolsPython(t *testing.T) string {
 	t.Helper()
-	var candidates []string
-	if p := os.Getenv(EnvPython); p != "" {
-		candidates = append(candidates, p)
-	} else {
-		cache := os.Getenv("KEYHEAT_CACHE")
-		if cache == "" {
-			if c, err := os.UserCacheDir(); err == nil {
-				cache = filepath.Join(c, "keyheat")
-			}
-		}
-		if v := os.Getenv("KEYHEAT_PYENV"); v != "" {
-			candidates = append(candidates, filepath.Join(v, "bin", "python"))
-		}
-		if cache != "" {
-			// scripts/pydeps-parquet.sh's environment, and scripts/pydeps.sh's.
-			candidates = append(candidates, filepath.Join(cache, "pyenv", "bin", "python"),
-				filepath.Join(cache, "pyvenv", "bin", "python"))
-		}
-		candidates = append(candidates, "python3")
-	}
-	for _, py := range candidates {
-		if err := exec.Command(py, "-c", "import duckdb, pyarrow.dataset").Run(); err == nil {
-			return py
-		}
-	}
-	msg := fmt.Sprintf("no Python with duckdb and pyarrow (tried %s): run `eval \"$(scripts/pydeps-parquet.sh)\"` first",
-		strings.Join(candidates, ", "))
-	if testenv.InCI() {
-		t.Fatalf("%s (CI=true, so not skipping)", msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testenv.Python(t, "duckdb", "pyarrow.dataset")
 }
 
 // toolsScript reads the archive with DuckDB and pyarrow and prints what

@@ -1,0 +1,521 @@
+package pipeline
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sketch"
+)
+
+// MergerConfig configures a Merger: its options and what it runs with.
+type MergerConfig struct {
+	MergerOptions
+	// Window is the report window's length, the same on every partition;
+	// a summary of another length is refused.
+	Window time.Duration
+	// Lateness is the partitions' allowed lateness. With Window and
+	// ExtraWait it makes the deadline: a window is reported without its
+	// missing partitions Window + Lateness + ExtraWait of wall-clock time
+	// after its first summary arrived.
+	Lateness time.Duration
+	// Topics are the events topics expected from the start, with their
+	// partition counts, as the service knows them from its subscription.
+	// Without them a topic is expected from its first summary on, so a
+	// window could complete before a slower topic's first summary arrives.
+	// Summaries may name more topics and raise the counts.
+	Topics map[string]int32
+	// Threshold gives each key's hot threshold for the reports' advice;
+	// nil gives no advice.
+	Threshold ThresholdFunc
+	// DoneThroughMs resumes after a restart: windows ending at or before it
+	// were reported and acknowledged by an earlier run (its DoneThroughMs,
+	// kept with the committed offset), so their summaries, which the
+	// restart reads again, are dropped rather than reported a second time.
+	// 0 on a first start.
+	DoneThroughMs int64
+	// Registerer receives the merger's metrics (MergerStats); nil
+	// registers none.
+	Registerer prometheus.Registerer
+	// Logger reports conflicting duplicates; nil discards.
+	Logger *slog.Logger
+}
+
+// MergedWindow is one report window's output: the cluster report first,
+// then one report per app, by app name.
+type MergedWindow struct {
+	StartMs int64
+	EndMs   int64
+	Reports []schemas.WindowReport
+}
+
+// Merger turns the partitions' window summaries into window reports. It
+// holds the summaries of each window until every expected partition has
+// reported it, then merges them; windows are reported in order, each once.
+//
+// Which partitions are expected: partitions 0..Partitions−1 of every topic
+// in MergerConfig.Topics or named by any summary, Partitions being the
+// largest count configured or carried by a summary of that topic. A
+// partition has nothing more to say about a window W once it reported W,
+// or reported a later window without W, or marked an earlier window Final.
+// The second rule relies on a partition emitting its windows in order onto
+// the single-partition windows topic, so its summaries arrive in that
+// order (a re-sent duplicate may come any time later): a partition that
+// skipped W had no events in W (it started later, or --from skipped them).
+// A topic neither configured nor named by a summary read since the merger
+// started is not expected.
+//
+// A window still incomplete Window + Lateness + ExtraWait after its first
+// summary arrived (wall clock, passed in) is reported Partial with its
+// missing partitions named, and so is every earlier window with it, to
+// keep the order. When more than MaxPendingWindows windows are held, the
+// oldest is reported at once, Partial if partitions are missing. A summary
+// arriving for a window already reported is counted (MergerStats.Late) and
+// dropped; no report is issued twice.
+//
+// Memory: a held summary costs about its decoded size: ~100 bytes plus the
+// key per listed key, 16 bytes per non-zero slot (up to 256 KiB per app),
+// its distinct sketch (up to 2^precision bytes) and, when not keyed, its
+// Count-Min sketch (depth × width × 8 bytes, 64 KiB by default). The
+// merger holds at most MaxPendingWindows × partitions of them.
+//
+// The merger is pure: no I/O, no goroutines, no clock. The same summaries,
+// interleaved across partitions in any way and with duplicates, give
+// byte-identical reports, as long as no window was released by its
+// deadline or the cap. A Merger is not safe for concurrent use.
+type Merger struct {
+	cfg        MergerConfig
+	windowMs   int64
+	deadlineMs int64
+	layout     *nodeLayout
+	log        *slog.Logger
+	stats      *MergerStats
+
+	topics  map[string]*topicState
+	pending map[int64]*pendingWindow // by StartMs
+	order   []int64                  // StartMs of pending windows, ascending
+	queued  []MergedWindow           // released by the cap, returned by the next Ready
+
+	emittedThroughMs int64 // end of the last window reported, by this run or before
+	unacked          []emittedWindow
+	doneThroughMs    int64    // end of the acknowledged prefix of reported windows
+	nextOffset       int64    // highest offset added + 1; -1 before any
+	hllPrecision     int      // of every Distinct sketch; 0 until the first
+	slotScratch      []uint64 // events per slot while merging; all 0 between uses
+}
+
+type topicState struct {
+	partitions int32
+	parts      map[int32]*partProgress
+}
+
+// partProgress is what the merger knows of one partition's progress.
+type partProgress struct {
+	lastStartMs int64 // the latest window it reported
+	lastFinal   bool  // and whether that summary was Final
+}
+
+// doneWith reports whether the partition will not report window startMs
+// (or already did).
+func (p *partProgress) doneWith(startMs int64) bool {
+	return p.lastStartMs > startMs || (p.lastFinal && p.lastStartMs < startMs)
+}
+
+type mergePart struct {
+	topic     string
+	partition int32
+}
+
+type pendingWindow struct {
+	startMs     int64
+	firstSeenMs int64 // wall clock at its first summary
+	minOffset   int64 // lowest input offset of its summaries
+	parts       map[mergePart]*heldSummary
+}
+
+// heldSummary is a held PartitionWindow with its sketches decoded (and the
+// encoded bytes dropped, so a pending summary holds one copy of each).
+type heldSummary struct {
+	w    *schemas.PartitionWindow
+	apps []decodedApp // parallel to w.Apps
+}
+
+type decodedApp struct {
+	distinct *sketch.Cardinality // nil when the app window carried none
+	cms      *sketch.CountMin    // nil when the app window carried none
+}
+
+type emittedWindow struct {
+	startMs   int64
+	minOffset int64
+	acked     bool
+}
+
+// NewMerger validates cfg and returns an empty Merger.
+func NewMerger(cfg MergerConfig) (*Merger, error) {
+	if err := cfg.MergerOptions.Validate(); err != nil {
+		return nil, fmt.Errorf("merger options: %w", err)
+	}
+	if cfg.Window < time.Millisecond || cfg.Window%time.Millisecond != 0 {
+		return nil, fmt.Errorf("merger: window %v, want a positive whole number of milliseconds", cfg.Window)
+	}
+	if cfg.Lateness < 0 {
+		return nil, fmt.Errorf("merger: lateness %v, want 0 or more", cfg.Lateness)
+	}
+	layout, err := cfg.RedisCluster.layout()
+	if err != nil {
+		return nil, fmt.Errorf("merger options: redis_cluster.%w", err) // unreachable: Validate checked it
+	}
+	m := &Merger{
+		cfg:              cfg,
+		windowMs:         cfg.Window.Milliseconds(),
+		deadlineMs:       (cfg.Window + cfg.Lateness + cfg.ExtraWait).Milliseconds(),
+		layout:           layout,
+		log:              cfg.Logger,
+		stats:            &MergerStats{},
+		topics:           map[string]*topicState{},
+		pending:          map[int64]*pendingWindow{},
+		emittedThroughMs: cfg.DoneThroughMs,
+		doneThroughMs:    cfg.DoneThroughMs,
+		nextOffset:       -1,
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	for topic, n := range cfg.Topics {
+		if topic == "" || n < 1 || n > MaxMergePartitions {
+			return nil, fmt.Errorf("merger: topic %q with %d partitions, want a name and 1..%d partitions", topic, n, MaxMergePartitions)
+		}
+		m.topics[topic] = &topicState{partitions: n, parts: map[int32]*partProgress{}}
+	}
+	if err := m.stats.register(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Stats returns the merger's running totals.
+func (m *Merger) Stats() *MergerStats { return m.stats }
+
+// Add hands the merger one summary, read at offset of the windows topic at
+// wall-clock time nowMs (replays pass any constant: the deadline then
+// never passes). The merger keeps w; the caller must not change it
+// afterwards.
+//
+// A summary whose ID was seen before for a pending window is dropped,
+// counted as a duplicate, or as a conflict when its content other than
+// WatermarkMs differs (the first is kept). Add returns an error, and keeps
+// nothing, only for a summary that cannot be merged: inconsistent fields,
+// a window length other than the merger's, undecodable sketches. The
+// caller logs it and goes on; such a summary does not hold back
+// CommitOffset.
+func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
+	s, err := m.decode(w)
+	if err != nil {
+		m.stats.Invalid.Add(1)
+		return err
+	}
+	m.nextOffset = max(m.nextOffset, offset+1)
+	m.track(w)
+	switch {
+	case w.EndMs <= m.cfg.DoneThroughMs:
+		m.stats.Resumed.Add(1)
+		return nil
+	case w.EndMs <= m.emittedThroughMs:
+		m.stats.Late.Add(1)
+		return nil
+	}
+	p := m.pending[w.StartMs]
+	if p == nil {
+		p = &pendingWindow{startMs: w.StartMs, firstSeenMs: nowMs, minOffset: offset, parts: map[mergePart]*heldSummary{}}
+		m.pending[w.StartMs] = p
+		i, _ := slices.BinarySearch(m.order, w.StartMs)
+		m.order = slices.Insert(m.order, i, w.StartMs)
+	}
+	k := mergePart{w.Topic, w.Partition}
+	if held := p.parts[k]; held != nil {
+		// The watermark is not part of the content: a live partition that
+		// re-emits a window after a restart may have closed it at another
+		// wall-clock moment, and no report shows it.
+		again := *s.w
+		again.WatermarkMs = held.w.WatermarkMs
+		if reflect.DeepEqual(held, &heldSummary{w: &again, apps: s.apps}) {
+			m.stats.Duplicates.Add(1)
+		} else {
+			m.stats.Conflicts.Add(1)
+			m.log.Warn("partition window summary re-sent with other content; keeping the first",
+				"id", w.ID, "first_offset", p.minOffset, "offset", offset)
+		}
+		return nil
+	}
+	p.parts[k] = s
+	p.minOffset = min(p.minOffset, offset)
+	m.stats.Accepted.Add(1)
+	for len(m.order) > m.cfg.MaxPendingWindows {
+		m.queued = append(m.queued, m.emitOldest(&m.stats.Capped))
+	}
+	m.stats.Pending.Store(int64(len(m.order)))
+	return nil
+}
+
+// track learns topics, partition counts and progress from w.
+func (m *Merger) track(w *schemas.PartitionWindow) {
+	t := m.topics[w.Topic]
+	if t == nil {
+		t = &topicState{parts: map[int32]*partProgress{}}
+		m.topics[w.Topic] = t
+	}
+	t.partitions = max(t.partitions, w.Partitions)
+	ps := t.parts[w.Partition]
+	if ps == nil {
+		t.parts[w.Partition] = &partProgress{lastStartMs: w.StartMs, lastFinal: w.Final}
+		return
+	}
+	if w.StartMs > ps.lastStartMs {
+		ps.lastStartMs, ps.lastFinal = w.StartMs, w.Final
+	} else if w.StartMs == ps.lastStartMs {
+		ps.lastFinal = ps.lastFinal || w.Final
+	}
+}
+
+// Ready returns the windows that can be reported at wall-clock time nowMs,
+// oldest first: complete ones, ones whose deadline passed, and ones the cap
+// released since the last call. Each window is returned once.
+func (m *Merger) Ready(nowMs int64) []MergedWindow {
+	out := m.queued
+	m.queued = nil
+	// A window's effective deadline is the earliest of its own and every
+	// later window's: reporting a later window first would break the order.
+	deadlines := make([]int64, len(m.order))
+	dl := int64(1<<63 - 1)
+	for i := len(m.order) - 1; i >= 0; i-- {
+		dl = min(dl, m.pending[m.order[i]].firstSeenMs+m.deadlineMs)
+		deadlines[i] = dl
+	}
+	for i := 0; len(m.order) > 0; i++ {
+		if m.complete(m.pending[m.order[0]]) {
+			out = append(out, m.emitOldest(&m.stats.Complete))
+			continue
+		}
+		if nowMs < deadlines[i] {
+			break
+		}
+		out = append(out, m.emitOldest(&m.stats.Deadline))
+	}
+	m.stats.Pending.Store(int64(len(m.order)))
+	return out
+}
+
+// Finish reports every pending window, oldest first, Partial where
+// partitions are missing: the end of the input (a replay, --exit-at-end).
+func (m *Merger) Finish() []MergedWindow {
+	out := m.queued
+	m.queued = nil
+	for len(m.order) > 0 {
+		how := &m.stats.Finished
+		if m.complete(m.pending[m.order[0]]) {
+			how = &m.stats.Complete
+		}
+		out = append(out, m.emitOldest(how))
+	}
+	m.stats.Pending.Store(0)
+	return out
+}
+
+// emitOldest merges and removes the oldest pending window, counting it in
+// how.
+func (m *Merger) emitOldest(how *atomic.Int64) MergedWindow {
+	p := m.pending[m.order[0]]
+	missing := m.missing(p)
+	mw := m.merge(p, missing)
+	delete(m.pending, p.startMs)
+	m.order = m.order[1:]
+	m.emittedThroughMs = p.startMs + m.windowMs
+	m.unacked = append(m.unacked, emittedWindow{startMs: p.startMs, minOffset: p.minOffset})
+	how.Add(1)
+	if len(missing) > 0 {
+		m.stats.Partial.Add(1)
+	}
+	return mw
+}
+
+// complete reports whether every expected partition is done with p.
+func (m *Merger) complete(p *pendingWindow) bool {
+	for topic, t := range m.topics {
+		for part := int32(0); part < t.partitions; part++ {
+			if !m.doneWith(p, topic, t, part) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// missing names the expected partitions that have not reported p and may
+// still, as "topic/partition", by topic then partition.
+func (m *Merger) missing(p *pendingWindow) []string {
+	var out []string
+	for _, topic := range m.sortedTopics() {
+		t := m.topics[topic]
+		for part := int32(0); part < t.partitions; part++ {
+			if !m.doneWith(p, topic, t, part) {
+				out = append(out, topic+"/"+strconv.Itoa(int(part)))
+			}
+		}
+	}
+	return out
+}
+
+// doneWith reports whether partition part of topic reported p or will not.
+func (m *Merger) doneWith(p *pendingWindow, topic string, t *topicState, part int32) bool {
+	if p.parts[mergePart{topic, part}] != nil {
+		return true
+	}
+	ps := t.parts[part]
+	return ps != nil && ps.doneWith(p.startMs)
+}
+
+func (m *Merger) sortedTopics() []string {
+	ts := make([]string, 0, len(m.topics))
+	for t := range m.topics {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// Acked records that every report of the window starting at startMs was
+// written (acknowledged by Kafka). Unknown or repeated windows are ignored.
+func (m *Merger) Acked(startMs int64) {
+	for i := range m.unacked {
+		if m.unacked[i].startMs == startMs {
+			m.unacked[i].acked = true
+		}
+	}
+	for len(m.unacked) > 0 && m.unacked[0].acked {
+		m.doneThroughMs = m.unacked[0].startMs + m.windowMs
+		m.unacked = m.unacked[1:]
+	}
+}
+
+// DoneThroughMs is the end of the last window such that it and every window
+// before it was reported and acknowledged. Keep it with the committed
+// offset and pass it back as MergerConfig.DoneThroughMs on a restart.
+func (m *Merger) DoneThroughMs() int64 { return m.doneThroughMs }
+
+// CommitOffset is the offset of the windows topic a restart must read
+// from: the lowest offset of a summary whose window is not yet reported and
+// acknowledged, or, when there is none, the offset after the last one
+// added. ok is false before anything was added.
+func (m *Merger) CommitOffset() (offset int64, ok bool) {
+	if m.nextOffset < 0 {
+		return 0, false
+	}
+	offset = m.nextOffset
+	for _, p := range m.pending {
+		offset = min(offset, p.minOffset)
+	}
+	for _, e := range m.unacked {
+		offset = min(offset, e.minOffset)
+	}
+	return offset, true
+}
+
+// decode checks w and decodes its sketches into a summary that holds no
+// encoded sketch bytes.
+func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
+	if w == nil {
+		return nil, errors.New("merge: nil partition window")
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("merge partition window %s: "+format, append([]any{w.ID}, args...)...)
+	}
+	switch {
+	case w.Topic == "":
+		return nil, bad("no topic")
+	case w.Partitions < 1 || w.Partitions > MaxMergePartitions || w.Partition < 0 || w.Partition >= w.Partitions:
+		return nil, bad("partition %d of %d, want 0 ≤ partition < partitions ≤ %d", w.Partition, w.Partitions, MaxMergePartitions)
+	case w.EndMs <= w.StartMs:
+		return nil, bad("end %d is not after start %d", w.EndMs, w.StartMs)
+	case w.ID != schemas.PartitionWindowID(w.Topic, w.Partition, w.StartMs):
+		return nil, bad("id does not match topic, partition and start (want %s)",
+			schemas.PartitionWindowID(w.Topic, w.Partition, w.StartMs))
+	case w.EndMs-w.StartMs != m.windowMs || ((w.StartMs%m.windowMs)+m.windowMs)%m.windowMs != 0:
+		return nil, bad("window [%d, %d) is not an aligned window of %d ms; run every detect with the same report window as the merger",
+			w.StartMs, w.EndMs, m.windowMs)
+	}
+	var appEvents uint64
+	for i := range w.Apps {
+		appEvents += w.Apps[i].Events
+	}
+	if appEvents != w.Events {
+		return nil, bad("events %d, but its apps' events add up to %d", w.Events, appEvents)
+	}
+	s := &heldSummary{apps: make([]decodedApp, len(w.Apps))}
+	stripped := *w
+	stripped.Apps = slices.Clone(w.Apps)
+	apps := make(map[string]bool, len(w.Apps))
+	for i := range stripped.Apps {
+		a := &stripped.Apps[i]
+		if apps[a.App] {
+			return nil, bad("app %q listed twice", a.App)
+		}
+		apps[a.App] = true
+		keys := make(map[string]bool, len(a.Top))
+		for _, k := range a.Top {
+			if k.Error > k.Count {
+				return nil, bad("app %q key %q: error %d exceeds count %d", a.App, k.Key, k.Error, k.Count)
+			}
+			if keys[k.Key] {
+				return nil, bad("app %q key %q listed twice in top", a.App, k.Key)
+			}
+			keys[k.Key] = true
+		}
+		for _, sc := range a.Slots {
+			if sc.Slot >= RedisClusterSlots {
+				return nil, bad("app %q: slot %d out of range", a.App, sc.Slot)
+			}
+		}
+		if len(a.Distinct) > 0 {
+			c := new(sketch.Cardinality)
+			if err := c.UnmarshalBinary(a.Distinct); err != nil {
+				return nil, bad("app %q distinct: %w", a.App, err)
+			}
+			p := bits.TrailingZeros(uint(c.Bytes()))
+			if m.hllPrecision != 0 && p != m.hllPrecision {
+				return nil, bad("app %q distinct sketch has precision %d, earlier summaries %d; run every detect with the same cardinality precision",
+					a.App, p, m.hllPrecision)
+			}
+			m.hllPrecision = p
+			s.apps[i].distinct = c
+		}
+		if len(a.Sketch) > 0 {
+			c := new(sketch.CountMin)
+			if err := c.UnmarshalBinary(a.Sketch); err != nil {
+				return nil, bad("app %q sketch: %w", a.App, err)
+			}
+			s.apps[i].cms = c
+		}
+		a.Distinct, a.Sketch = nil, nil
+	}
+	s.w = &stripped
+	return s, nil
+}
+
+// comparePart orders summaries by topic, then partition.
+func comparePart(a, b *heldSummary) int {
+	if c := cmp.Compare(a.w.Topic, b.w.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.w.Partition, b.w.Partition)
+}

@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MergerStats are a Merger's running totals. The Merger's goroutine
+// writes them; anyone may read them (they are atomics), and NewMerger
+// exports them to Prometheus as counter and gauge functions, so there is
+// one source of truth.
+type MergerStats struct {
+	// What became of the summaries given to Add.
+	Accepted   atomic.Int64 // held for a window not yet reported
+	Duplicates atomic.Int64 // same ID as a held summary, same content: dropped
+	Conflicts  atomic.Int64 // same ID as a held summary, other content: dropped, the first kept
+	Late       atomic.Int64 // for a window this merger already reported: dropped
+	Resumed    atomic.Int64 // for a window an earlier run reported (MergerConfig.DoneThroughMs): dropped
+	Invalid    atomic.Int64 // refused by Add with an error
+	// Windows reported, by what released them.
+	Complete atomic.Int64 // every expected partition had reported
+	Deadline atomic.Int64 // the wait for missing partitions ran out
+	Capped   atomic.Int64 // MaxPendingWindows was exceeded
+	Finished atomic.Int64 // Finish (end of input)
+	// Partial counts windows reported with partitions missing, whatever
+	// released them.
+	Partial atomic.Int64
+	// Pending is the number of windows held now.
+	Pending atomic.Int64
+}
+
+// register exports s to reg; nil reg registers nothing.
+func (s *MergerStats) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	counter := func(name, help string, v *atomic.Int64, labels prometheus.Labels) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "keyheat", Subsystem: "merge", Name: name, Help: help, ConstLabels: labels,
+		}, func() float64 { return float64(v.Load()) })
+	}
+	summaries := func(result string, v *atomic.Int64) prometheus.Collector {
+		return counter("summaries_total", "Partition window summaries given to the merger, by what became of them.",
+			v, prometheus.Labels{"result": result})
+	}
+	windows := func(how string, v *atomic.Int64) prometheus.Collector {
+		return counter("windows_total", "Windows reported, by what released them.", v, prometheus.Labels{"released_by": how})
+	}
+	cs := []prometheus.Collector{
+		summaries("accepted", &s.Accepted), summaries("duplicate", &s.Duplicates),
+		summaries("conflict", &s.Conflicts), summaries("late", &s.Late),
+		summaries("resumed", &s.Resumed), summaries("invalid", &s.Invalid),
+		windows("complete", &s.Complete), windows("deadline", &s.Deadline),
+		windows("cap", &s.Capped), windows("finish", &s.Finished),
+		counter("partial_windows_total", "Windows reported without hearing from every partition.", &s.Partial, nil),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "keyheat", Subsystem: "merge", Name: "pending_windows",
+			Help: "Windows held waiting for partition summaries.",
+		}, func() float64 { return float64(s.Pending.Load()) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register merger metrics: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,527 @@
+package pipeline
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sketch"
+)
+
+// This file merges one window's summaries into its reports. Every step
+// walks the summaries in topic and partition order and ends in a sort with
+// a total order, so no map iteration order reaches a report.
+//
+// Count bounds. A partition's top lists a key with [Count − Error, Count]
+// around its true count there, and bounds every key it does not list by
+// its Floor. Per topic:
+//
+//   - keyed by access key: a key lives on one partition. Listed there, its
+//     bounds are that partition's; listed nowhere, it lies in
+//     [0, max of the partitions' Floors].
+//   - not keyed: a key's events are spread, so the bounds add up over the
+//     partitions; one that does not list the key contributes 0 below and
+//     min(its Count-Min estimate, its Floor) above, as sketch.TopK.Merge
+//     does.
+//
+// Topics add up. A key listed nowhere is bounded by the same sums with
+// every partition unlisting, which is the report's Floor (raised to the
+// largest Count cut from Top).
+//
+// A key is its app window's app and the key string. A partition that
+// folded an app into schemas.OtherApp lists that app's keys under
+// OtherApp, so they merge there, and the app's own report covers the
+// partitions that did not fold it: give the partitions an app limit at
+// least as high as the merger's MaxApps.
+
+// reportScope accumulates what one report covers: one app, the folded apps, or
+// the whole cluster.
+type reportScope struct {
+	events, bytes, reads, writes, latencyUs, late uint64
+	partEvents, partBytes                         []uint64 // by load partition
+	slots                                         []schemas.SlotCount
+	distinct                                      *sketch.Cardinality
+	keys                                          []schemas.KeyCount
+	floor                                         uint64
+}
+
+// appWin is one app's window in one summary.
+type appWin struct {
+	s    *heldSummary
+	app  int // index in s.w.Apps
+	load int // index of the summary's partition among the load partitions
+}
+
+func (a appWin) window() *schemas.AppWindow { return &a.s.w.Apps[a.app] }
+
+// keyMerge accumulates one key of one app.
+type keyMerge struct {
+	kc     schemas.KeyCount // Count is the upper bound so far
+	lower  uint64
+	listed []int // indices of the app windows whose Top lists the key
+	spread bool  // an unlisting window contributed a positive upper bound
+	// The figures the key's Top entry in window lastWin added, so a Big
+	// entry of the same window adds only what exceeds them.
+	lastWin int
+	fromTop schemas.KeyCount
+}
+
+// merge turns a pending window into its reports.
+func (m *Merger) merge(p *pendingWindow, missing []string) MergedWindow {
+	sums := make([]*heldSummary, 0, len(p.parts))
+	for _, s := range p.parts {
+		sums = append(sums, s)
+	}
+	slices.SortFunc(sums, comparePart)
+
+	// Topics merged, and whether each was keyed on every partition.
+	var topics []string
+	keyed := map[string]bool{}
+	for _, s := range sums {
+		if _, seen := keyed[s.w.Topic]; !seen {
+			topics = append(topics, s.w.Topic)
+			keyed[s.w.Topic] = true
+		}
+		keyed[s.w.Topic] = keyed[s.w.Topic] && s.w.Keyed
+	}
+	allKeyed := true
+	for _, t := range topics {
+		allKeyed = allKeyed && keyed[t]
+	}
+
+	// The partitions whose load the window shows: those that reported it,
+	// and those that reported a later window without it (no events in it).
+	// Missing ones are unknown; finished ones are no longer there.
+	var loads []mergePart
+	loadIndex := map[mergePart]int{}
+	for _, topic := range m.sortedTopics() {
+		t := m.topics[topic]
+		for part := int32(0); part < t.partitions; part++ {
+			k := mergePart{topic, part}
+			ps := t.parts[part]
+			if p.parts[k] != nil || (ps != nil && ps.lastStartMs > p.startMs) {
+				loadIndex[k] = len(loads)
+				loads = append(loads, k)
+			}
+		}
+	}
+
+	// Each app's windows, in summary order.
+	wins := map[string][]appWin{}
+	for _, s := range sums {
+		for i := range s.w.Apps {
+			name := s.w.Apps[i].App
+			wins[name] = append(wins[name], appWin{s: s, app: i, load: loadIndex[mergePart{s.w.Topic, s.w.Partition}]})
+		}
+	}
+	apps := make([]*reportScope, 0, len(wins))
+	names := make([]string, 0, len(wins))
+	for name := range wins {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	byName := map[string]*reportScope{}
+	for _, name := range names {
+		sc := m.mergeApp(name, wins[name], keyed, len(loads))
+		apps = append(apps, sc)
+		byName[name] = sc
+	}
+
+	cluster := m.combine(apps, len(loads))
+	for _, s := range sums {
+		cluster.late += s.w.Late
+	}
+
+	// Apps beyond MaxApps by events fold into OtherApp with any OtherApp
+	// the partitions sent.
+	ranked := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == schemas.OtherApp })
+	slices.SortStableFunc(ranked, func(a, b string) int { return cmp.Compare(byName[b].events, byName[a].events) })
+	var kept []string
+	var folded []*reportScope
+	for i, n := range ranked {
+		if i < m.cfg.MaxApps {
+			kept = append(kept, n)
+		} else {
+			folded = append(folded, byName[n])
+		}
+	}
+	if sc := byName[schemas.OtherApp]; sc != nil {
+		folded = append(folded, sc)
+	}
+
+	w := reportWindow{startMs: p.startMs, topics: topics, keyed: allKeyed, missing: missing, loads: loads}
+	out := MergedWindow{StartMs: p.startMs, EndMs: p.startMs + m.windowMs}
+	out.Reports = append(out.Reports, m.report(cluster, schemas.ScopeCluster, "", w))
+	reportApps := kept
+	if len(folded) > 0 {
+		byName[schemas.OtherApp] = m.combine(folded, len(loads))
+		reportApps = append(reportApps, schemas.OtherApp)
+	}
+	slices.Sort(reportApps)
+	for _, name := range reportApps {
+		out.Reports = append(out.Reports, m.report(byName[name], schemas.ScopeApp, name, w))
+	}
+	return out
+}
+
+// mergeApp merges one app's windows into its scope with merged key bounds.
+func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLoads int) *reportScope {
+	sc := &reportScope{partEvents: make([]uint64, nLoads), partBytes: make([]uint64, nLoads)}
+	listed := 0
+	for _, aw := range wins {
+		listed += len(aw.window().Top) + len(aw.window().Big)
+	}
+	keys := make(map[string]*keyMerge, listed)
+	get := func(key string) *keyMerge {
+		km := keys[key]
+		if km == nil {
+			km = &keyMerge{kc: schemas.KeyCount{App: name, Key: key}, lastWin: -1}
+			keys[key] = km
+		}
+		return km
+	}
+	slotLists := make([][]schemas.SlotCount, 0, len(wins))
+	for wi, aw := range wins {
+		a := aw.window()
+		sc.events += a.Events
+		sc.bytes += a.Bytes
+		sc.reads += a.Reads
+		sc.writes += a.Writes
+		sc.latencyUs += a.LatencyUs
+		sc.partEvents[aw.load] += a.Events
+		sc.partBytes[aw.load] += a.Bytes
+		slotLists = append(slotLists, a.Slots)
+		if d := aw.s.apps[aw.app].distinct; d != nil {
+			sc.distinct = m.mergeDistinct(sc.distinct, d)
+		}
+		for _, e := range a.Top {
+			km := get(e.Key)
+			km.kc.Count = saturatingAdd(km.kc.Count, e.Count)
+			km.lower = saturatingAdd(km.lower, e.Count-e.Error)
+			km.listed = append(km.listed, wi)
+			addFigures(&km.kc, e)
+			km.lastWin, km.fromTop = wi, e
+		}
+		for _, e := range a.Big {
+			km := get(e.Key)
+			if km.lastWin == wi {
+				// Both entries bound the same events from below: keep the
+				// larger figure.
+				e.Bytes -= min(e.Bytes, km.fromTop.Bytes)
+				e.Reads -= min(e.Reads, km.fromTop.Reads)
+				e.Writes -= min(e.Writes, km.fromTop.Writes)
+				e.LatencyUs -= min(e.LatencyUs, km.fromTop.LatencyUs)
+			}
+			addFigures(&km.kc, e)
+		}
+	}
+	sc.slots = m.sumSlots(slotLists)
+
+	// Contributions of the windows that do not list a key, topic by topic
+	// (wins are in topic order).
+	for lo := 0; lo < len(wins); {
+		topic := wins[lo].s.w.Topic
+		hi := lo
+		for hi < len(wins) && wins[hi].s.w.Topic == topic {
+			hi++
+		}
+		if keyed[topic] {
+			var tf uint64
+			for _, aw := range wins[lo:hi] {
+				tf = max(tf, aw.window().Floor)
+			}
+			sc.floor = saturatingAdd(sc.floor, tf)
+			for _, km := range keys {
+				if !listedIn(km.listed, lo, hi) && tf > 0 {
+					km.kc.Count = saturatingAdd(km.kc.Count, tf)
+					km.spread = true
+				}
+			}
+		} else {
+			for wi := lo; wi < hi; wi++ {
+				a, cms := wins[wi].window(), wins[wi].s.apps[wins[wi].app].cms
+				sc.floor = saturatingAdd(sc.floor, a.Floor)
+				for _, km := range keys {
+					if listedIn(km.listed, wi, wi+1) {
+						continue
+					}
+					bound := a.Floor
+					if cms != nil && bound > 0 {
+						bound = min(bound, cms.Estimate(km.kc.Key))
+					}
+					if bound > 0 {
+						km.kc.Count = saturatingAdd(km.kc.Count, bound)
+						km.spread = true
+					}
+				}
+			}
+		}
+		lo = hi
+	}
+
+	sc.keys = make([]schemas.KeyCount, 0, len(keys))
+	for _, km := range keys {
+		kc := km.kc
+		kc.Error = kc.Count - km.lower
+		kc.Partition = -1
+		if len(km.listed) == 1 && !km.spread {
+			kc.Partition = wins[km.listed[0]].s.w.Partition
+		}
+		sc.keys = append(sc.keys, kc)
+	}
+	return sc
+}
+
+// listedIn reports whether the ascending indices hold one in [lo, hi).
+func listedIn(listed []int, lo, hi int) bool {
+	i, _ := slices.BinarySearch(listed, lo)
+	return i < len(listed) && listed[i] < hi
+}
+
+// addFigures adds e's lower-bound figures to kc.
+func addFigures(kc *schemas.KeyCount, e schemas.KeyCount) {
+	kc.Bytes = saturatingAdd(kc.Bytes, e.Bytes)
+	kc.Reads = saturatingAdd(kc.Reads, e.Reads)
+	kc.Writes = saturatingAdd(kc.Writes, e.Writes)
+	kc.LatencyUs = saturatingAdd(kc.LatencyUs, e.LatencyUs)
+}
+
+// combine merges scopes of distinct apps (their keys never collide) into
+// one: totals and loads add, distinct sketches merge, floors take the
+// largest (each bounds its own app's keys).
+func (m *Merger) combine(parts []*reportScope, nLoads int) *reportScope {
+	sc := &reportScope{partEvents: make([]uint64, nLoads), partBytes: make([]uint64, nLoads)}
+	slotLists := make([][]schemas.SlotCount, 0, len(parts))
+	for _, p := range parts {
+		sc.events += p.events
+		sc.bytes += p.bytes
+		sc.reads += p.reads
+		sc.writes += p.writes
+		sc.latencyUs += p.latencyUs
+		sc.late += p.late
+		for i := range nLoads {
+			sc.partEvents[i] += p.partEvents[i]
+			sc.partBytes[i] += p.partBytes[i]
+		}
+		slotLists = append(slotLists, p.slots)
+		if p.distinct != nil {
+			sc.distinct = m.mergeDistinct(sc.distinct, p.distinct)
+		}
+		sc.keys = append(sc.keys, p.keys...)
+		sc.floor = max(sc.floor, p.floor)
+	}
+	sc.slots = m.sumSlots(slotLists)
+	return sc
+}
+
+// mergeDistinct merges d into acc, a fresh sketch when acc is nil (so the
+// summaries' own sketches stay as they were).
+func (m *Merger) mergeDistinct(acc, d *sketch.Cardinality) *sketch.Cardinality {
+	if acc == nil {
+		var err error
+		acc, err = sketch.NewCardinality(sketch.CardinalityConfig{Precision: uint8(m.hllPrecision), Sparse: true})
+		if err != nil {
+			return nil // unreachable: the precision came from a decoded sketch
+		}
+	}
+	// Merge fails only on differing precisions, which Add refuses.
+	_ = acc.Merge(d)
+	return acc
+}
+
+// sumSlots adds slot lists (each sorted by slot) into one sorted list,
+// counting in the merger's dense scratch array of every slot.
+func (m *Merger) sumSlots(lists [][]schemas.SlotCount) []schemas.SlotCount {
+	if m.slotScratch == nil {
+		m.slotScratch = make([]uint64, RedisClusterSlots)
+	}
+	n := 0
+	for _, l := range lists {
+		for _, sc := range l {
+			if m.slotScratch[sc.Slot] == 0 && sc.Events > 0 {
+				n++
+			}
+			m.slotScratch[sc.Slot] += sc.Events
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]schemas.SlotCount, 0, n)
+	for slot, events := range m.slotScratch {
+		if events > 0 {
+			out = append(out, schemas.SlotCount{Slot: uint16(slot), Events: events})
+			m.slotScratch[slot] = 0
+		}
+	}
+	return out
+}
+
+// reportWindow is what every report of one window shares.
+type reportWindow struct {
+	startMs int64
+	topics  []string
+	keyed   bool
+	missing []string
+	loads   []mergePart
+}
+
+// report builds the report of one scope.
+func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) schemas.WindowReport {
+	r := schemas.WindowReport{
+		Version: schemas.ReportVersion, ID: schemas.WindowReportID(scopeName, app, w.startMs),
+		Scope: scopeName, App: app, StartMs: w.startMs, EndMs: w.startMs + m.windowMs,
+		Topics: w.topics, Events: sc.events, Bytes: sc.bytes, Reads: sc.reads, Writes: sc.writes,
+		LatencyUs: sc.latencyUs, Late: sc.late, Keyed: w.keyed, Partial: len(w.missing) > 0, Missing: w.missing,
+	}
+	if sc.distinct != nil {
+		r.Distinct = sc.distinct.Estimate()
+	}
+	for i := range sc.keys {
+		sc.keys[i].Share = shareOf(sc.keys[i].Count, sc.events)
+	}
+
+	// Top by events; the largest count cut raises the floor.
+	top := selectTop(sc.keys, m.cfg.TopN+1, func(a, b *schemas.KeyCount) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Count-b.Error, a.Count-a.Error); c != 0 {
+			return c
+		}
+		return compareAppKey(a, b)
+	})
+	r.Floor = sc.floor
+	if len(top) > m.cfg.TopN {
+		r.Floor = max(r.Floor, top[m.cfg.TopN].Count)
+		top = top[:m.cfg.TopN]
+	}
+	r.Top = top
+	r.TopBytes = m.rank(sc.keys, byBytes)
+	r.TopReads = m.rank(sc.keys, byReads)
+	r.TopWrites = m.rank(sc.keys, byWrites)
+	r.TopLatency = m.rank(sc.keys, byLatency)
+
+	loads := make([]schemas.PartitionLoad, len(w.loads))
+	for i, k := range w.loads {
+		loads[i] = schemas.PartitionLoad{Topic: k.topic, Partition: k.partition, Events: sc.partEvents[i], Bytes: sc.partBytes[i]}
+	}
+	partitionSkew(&r.Skew, loads)
+	keySkew(&r.Skew, r.Top, sc.events)
+	slotSkew(&r.Skew, sc.slots, m.layout, m.cfg.HotSlots)
+	r.Advice = m.cfg.Advice.advise(r.Top, m.windowMs, m.cfg.Threshold)
+	return r
+}
+
+// keyFigure names the per-key figure a secondary ranking sorts by.
+type keyFigure int
+
+const (
+	byBytes keyFigure = iota
+	byReads
+	byWrites
+	byLatency
+)
+
+func (f keyFigure) of(k *schemas.KeyCount) uint64 {
+	switch f {
+	case byBytes:
+		return k.Bytes
+	case byReads:
+		return k.Reads
+	case byWrites:
+		return k.Writes
+	default:
+		return k.LatencyUs
+	}
+}
+
+// rank returns up to TopN keys with a non-zero figure f, largest first,
+// ties by count, then app and key; nil when no key has the figure.
+func (m *Merger) rank(keys []schemas.KeyCount, f keyFigure) []schemas.KeyCount {
+	out := selectTop(keys, m.cfg.TopN, func(a, b *schemas.KeyCount) int {
+		// Keys without the figure rank last, and are dropped below.
+		if c := cmp.Compare(f.of(b), f.of(a)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return compareAppKey(a, b)
+	})
+	for len(out) > 0 && f.of(&out[len(out)-1]) == 0 {
+		out = out[:len(out)-1]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// selectTop returns the first n keys in the order of compare (a total
+// order), sorted, as a new slice that is never nil. It keeps the n best
+// seen so far in a heap whose root is the worst of them, so a window of
+// many candidates costs about one comparison per key rather than a sort.
+func selectTop(keys []schemas.KeyCount, n int, compare func(a, b *schemas.KeyCount) int) []schemas.KeyCount {
+	n = min(n, len(keys))
+	h := make([]int32, 0, n)
+	// worse reports whether heap entry i ranks after heap entry j.
+	worse := func(i, j int) bool { return compare(&keys[h[i]], &keys[h[j]]) > 0 }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			w := l
+			if r := l + 1; r < len(h) && worse(r, l) {
+				w = r
+			}
+			if !worse(w, i) {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for i := range keys {
+		switch {
+		case len(h) < n:
+			h = append(h, int32(i))
+			for j := len(h) - 1; j > 0; {
+				p := (j - 1) / 2
+				if !worse(j, p) {
+					break
+				}
+				h[j], h[p] = h[p], h[j]
+				j = p
+			}
+		case n > 0 && compare(&keys[i], &keys[h[0]]) < 0:
+			h[0] = int32(i)
+			down(0)
+		}
+	}
+	slices.SortFunc(h, func(a, b int32) int { return compare(&keys[a], &keys[b]) })
+	out := make([]schemas.KeyCount, len(h))
+	for i, k := range h {
+		out[i] = keys[k]
+	}
+	return out
+}
+
+func compareAppKey(a, b *schemas.KeyCount) int {
+	if c := strings.Compare(a.App, b.App); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Key, b.Key)
+}
+
+// saturatingAdd is a + b, saturating at the largest uint64 instead of wrapping.
+func saturatingAdd(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
