@@ -4,11 +4,10 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// This file names what the service needs from the detection code
-// (package pipeline): a partition core, fed one event at a time, and the
-// merger of the partitions' window summaries. The types mirror
-// pipeline's, field for field, so that the service is wired to it by
-// aliasing them.
+// This file names what the service needs from the partition core of the
+// detection code (package pipeline), fed one event at a time. The types
+// mirror pipeline's, field for field, so that the service is wired to it
+// by aliasing them.
 
 // Source names the events partition a Core counts.
 type Source struct {
@@ -79,34 +78,3 @@ type Core interface {
 
 // NewCoreFunc builds the core of a partition.
 type NewCoreFunc func(src Source, start Start) (Core, error)
-
-// MergedWindow is one report window's output: the cluster report first,
-// then one per app.
-type MergedWindow struct {
-	StartMs int64
-	EndMs   int64
-	Reports []schemas.WindowReport
-}
-
-// Merger turns the partitions' window summaries into window reports. It
-// is owned by the merge group's goroutine.
-type Merger interface {
-	Add(w *schemas.PartitionWindow, offset, nowMs int64) error
-	Ready(nowMs int64) []MergedWindow
-	Finish() []MergedWindow
-	Acked(startMs int64)
-	DoneThroughMs() int64
-	CommitOffset() (offset int64, ok bool)
-}
-
-// MergerStart is what a new merger resumes from.
-type MergerStart struct {
-	// DoneThroughMs is the end of the last window an earlier run reported
-	// and acknowledged (kept in the commit metadata); 0 on a first start.
-	DoneThroughMs int64
-	// Topics are the events topics read, with their partition counts.
-	Topics map[string]int32
-}
-
-// NewMergerFunc builds a merger each time this instance is elected.
-type NewMergerFunc func(start MergerStart) (Merger, error)

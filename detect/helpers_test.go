@@ -19,6 +19,7 @@ import (
 
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -84,10 +85,10 @@ func (e *env) config(t *testing.T) detect.Config {
 		Topics: detect.OutputTopics{Events: e.events, DLQ: e.dlq, Hotkeys: e.hotkeys, Windows: e.windows,
 			Reports: e.reports},
 		CreateTopics: true, Partitions: e.parts, ReplicationFactor: -1,
-		Limits:    schemas.DefaultLimits(),
-		NewCore:   e.cores.newCore,
-		NewMerger: newFakeMerger,
-		Logger:    testLogger(t),
+		Limits:  schemas.DefaultLimits(),
+		NewCore: e.cores.newCore,
+		Merge:   &pipeline.MergerConfig{MergerOptions: pipeline.DefaultMergerOptions(), Window: time.Second},
+		Logger:  testLogger(t),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/parquet"
 )
@@ -43,7 +44,8 @@ type mergeRunner struct {
 
 	// loop-owned, and the revoke callback's while it runs (the loop is
 	// then between AllowRebalance and its next poll)
-	m          Merger
+	m          *pipeline.Merger
+	reg        *unregisterer // the merger's metrics, dropped with it
 	next       int64         // offset after the last summary read; -1 before any
 	endAt      int64         // -1 until endInput
 	pending    map[int64]int // window start → acknowledgements outstanding
@@ -159,6 +161,7 @@ func (mr *mergeRunner) onLost(_ context.Context, _ *kgo.Client, lost map[string]
 // drop forgets the merger's state; the next one resumes from the commit.
 func (mr *mergeRunner) drop() {
 	mr.m = nil
+	mr.reg.unregisterAll()
 	mr.next = -1
 	mr.pending = map[int64]int{}
 	mr.outbox = nil
@@ -264,7 +267,14 @@ func (mr *mergeRunner) ensureMerger() error {
 			done = d
 		}
 	}
-	m, err := mr.s.cfg.NewMerger(MergerStart{DoneThroughMs: done, Topics: mr.s.eventCounts()})
+	cfg := *mr.s.cfg.Merge
+	cfg.DoneThroughMs, cfg.Topics = done, mr.s.eventCounts()
+	mr.reg = newUnregisterer(mr.s.cfg.Registerer)
+	cfg.Registerer = mr.reg.or()
+	if cfg.Logger == nil {
+		cfg.Logger = mr.s.log
+	}
+	m, err := pipeline.NewMerger(cfg)
 	if err != nil {
 		return fmt.Errorf("detect: merger: %w", err)
 	}
@@ -297,7 +307,7 @@ func (mr *mergeRunner) add(r *kgo.Record) {
 // emit publishes the reports of merged windows to the reports topic and
 // the sinks; a window counts acknowledged once every destination has
 // every one of its reports.
-func (mr *mergeRunner) emit(ctx context.Context, mws []MergedWindow) {
+func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 	s := mr.s
 	for _, mw := range mws {
 		start := mw.StartMs

@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/clickhouse"
 	"github.com/keyheat/keyheat/sink/parquet"
@@ -76,9 +77,12 @@ type Config struct {
 	PrintFormat string
 	// NewCore builds a partition's detection core. Required.
 	NewCore NewCoreFunc
-	// NewMerger builds the merger when this instance is elected; nil runs
-	// no merger (another process merges).
-	NewMerger NewMergerFunc
+	// Merge, when set, makes this instance a candidate merger: while the
+	// merge group gives it the windows topic, it merges with a
+	// pipeline.Merger built from Merge, whose Topics, DoneThroughMs and
+	// Registerer the service sets. Nil runs no merger (another process
+	// merges).
+	Merge *pipeline.MergerConfig
 	// ClickHouse, when set, receives hot-key events and window reports;
 	// offsets pass an output only once ClickHouse has it too.
 	ClickHouse ClickHouseSink
@@ -295,7 +299,7 @@ func (s *Service) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mergeDone chan error
-	if s.cfg.NewMerger != nil {
+	if s.cfg.Merge != nil {
 		mr, err := newMergeRunner(s)
 		if err != nil {
 			cons.Close()
