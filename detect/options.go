@@ -22,11 +22,11 @@ type Options struct {
 	// the events partitions among its members.
 	Group string `mapstructure:"group"`
 	// Topics are the events topics to read; empty means the events topic
-	// (kafka.topics.events). With Regex they are regular expressions.
+	// (kafka.topics.events). With RegexTopics they are regular expressions.
 	Topics []string `mapstructure:"topics"`
-	// Regex makes Topics regular expressions matched against every topic
-	// name, so topics created later are picked up.
-	Regex bool `mapstructure:"regex"`
+	// RegexTopics makes Topics regular expressions matched against every
+	// topic name, so topics created later are picked up.
+	RegexTopics bool `mapstructure:"regex_topics"`
 	// From is where a partition the group has no commit for starts:
 	// earliest, latest, or an RFC 3339 time (the first record at or after
 	// it).
@@ -111,7 +111,7 @@ func (o Options) Validate() error {
 		bad("merge_group", "%q is also detect.group; the merger needs a group of its own", o.MergeGroup)
 	}
 	for _, t := range o.Topics {
-		if o.Regex {
+		if o.RegexTopics {
 			if _, err := regexp.Compile(t); err != nil {
 				bad("topics", "%q is not a regular expression: %v", t, err)
 			}
@@ -119,8 +119,8 @@ func (o Options) Validate() error {
 			bad("topics", "%v", err)
 		}
 	}
-	if o.Regex && len(o.Topics) == 0 {
-		bad("regex", "is true but detect.topics names no expression")
+	if o.RegexTopics && len(o.Topics) == 0 {
+		bad("regex_topics", "is true but detect.topics names no expression")
 	}
 	if _, err := o.resetOffset(); err != nil {
 		bad("from", "%v", err)

@@ -362,7 +362,7 @@ func (s *Service) consumerOpts() []kgo.Opt {
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.WithLogger(kslog{s.log}),
 	)
-	if s.cfg.Regex {
+	if s.cfg.RegexTopics {
 		opts = append(opts, kgo.ConsumeRegex())
 	}
 	return opts
@@ -380,7 +380,7 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	t := s.cfg.Topics
 	specs := []topics.Spec{spec(t.DLQ, s.cfg.Partitions, nil), spec(t.Hotkeys, s.cfg.Partitions, map[string]string{"cleanup.policy": "compact"}),
 		spec(t.Windows, 1, nil), spec(t.Reports, s.cfg.Partitions, nil)}
-	if !s.cfg.Regex {
+	if !s.cfg.RegexTopics {
 		for _, e := range s.cfg.eventTopics() {
 			specs = append(specs, spec(e, s.cfg.Partitions, nil))
 		}
@@ -398,7 +398,7 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	if n := len(td[t.Windows].Partitions); n != 1 {
 		return fmt.Errorf("detect: topic %s has %d partitions; it must have exactly one, so that one merger sees every summary in order: delete it and let detect create it", t.Windows, n)
 	}
-	if !s.cfg.Regex {
+	if !s.cfg.RegexTopics {
 		for _, e := range s.cfg.eventTopics() {
 			if _, err := s.partitionCount(ctx, e); err != nil {
 				return err
