@@ -36,3 +36,18 @@ func TestNoAllocOnExistingKey(t *testing.T) {
 		})
 	}
 }
+
+func TestNoAllocOnHashedTouch(t *testing.T) {
+	r := newRing(t, Options{WindowSlots: 11, WindowSlotDuration: slot, Lanes: 5})
+	var win Window
+	w := Weights{1, 1, 100, 1}
+	require.True(t, r.InsertHash(7, "4:shop", "existing", []Weights{w}, t0Ms, &win))
+	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchHash(7, "4:shop", "existing", &w, t0Ms, t0Ms, &win) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { r.WindowHash(7, "4:shop", "existing", t0Ms, &win) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { r.TouchHash(8, "4:shop", "absent", &w, t0Ms, t0Ms, &win) }))
+	i := uint64(100)
+	require.Equal(t, 2.0, testing.AllocsPerRun(100, func() {
+		r.InsertHash(i, "4:shop", "new", []Weights{w}, t0Ms, &win)
+		i++
+	}), "an insert allocates the node and its ns+key")
+}

@@ -66,14 +66,39 @@
 // # Memory bound
 //
 // Each generation holds at most NodeCap nodes, plus keys admitted past the
-// cap (Admit, Options.Admit, and with SampleBits > 0 about 1/2^SampleBits of
-// the new keys seen once full). With rotation two generations live at once,
-// so the bound is about 2 × NodeCap nodes: halve NodeCap for a fixed budget.
-// A node is 64 bytes on 64-bit platforms, plus 8 bytes per window slot
-// rounded up to 4, 8, 16, 32 or 64 slots (128 bytes with the default
-// 8 slots), plus the key's bytes, plus 8 bytes per bucket. A strict cap
-// alone would lock out a key that turns hot after the ring filled; Admit and
-// cold eviction (EvictCold, Options.ColdSweepInterval) are the remedy.
+// cap (Admit, InsertHash, Options.Admit, and with SampleBits > 0 about
+// 1/2^SampleBits of the new keys seen once full). With rotation two
+// generations live at once, so the bound is about 2 × NodeCap nodes: halve
+// NodeCap for a fixed budget. A node is 64 bytes on 64-bit platforms, plus
+// 8 bytes per window counter (WindowSlots × Lanes, plus Lanes running
+// totals when Lanes > 1) rounded up to 4, 8, 16, … 512 counters (128 bytes
+// with the default 8 slots and one lane), plus the key's bytes, plus 8
+// bytes per bucket. A strict cap alone would lock out a key that turns hot
+// after the ring filled; Admit and cold eviction (EvictCold, SweepCold,
+// Options.ColdSweepInterval) are the remedy. An automatic sweep walks
+// every node inline in the one call that reaches its deadline; a caller
+// that cannot afford that pause turns it off and calls SweepCold a few
+// buckets at a time.
+//
+// # Hashed entry points
+//
+// TouchHash, WindowHash and InsertHash serve a caller that counts one key
+// in several structures per event (the pipeline's detector): the caller
+// hashes the key once and passes the hash; the key is given as a namespace
+// and a key (an app and an access key) compared in two parts, so nothing is
+// concatenated per call; a touch adds one weight per lane (events, bytes,
+// reads, writes…) and returns the key's window, every lane's total and its
+// oldest slot, in the same call. InsertHash starts a key with a credit per
+// slot, so a key admitted late can start from what a sketch bounds it had.
+// For them a cold key (lane 0 empty over the window) reads as untracked,
+// so their answers do not depend on when sweeps run. ns+key is the key's
+// identity: a caller whose namespaces could run into its keys ("ab"+"c"
+// and "a"+"bc") makes ns self-delimiting, e.g. with a length prefix. A
+// caller that owns its ring from one goroutine sets Options.SingleWriter:
+// the hashed methods then take no node lock and do no atomic
+// read-modify-write, which were most of their cost. When a full ring must
+// make room for a heavier key, EvictLowest removes the lightest tracked
+// one (Space-Saving's rule).
 //
 // # Keys
 //

@@ -91,7 +91,28 @@ func less(h1 uint64, k1 string, h2 uint64, k2 string) bool {
 	return k1 < k2
 }
 
-// Allocation shapes for windowed nodes: the node and its slots in one
+// layout is where a windowed node keeps its counters: Lanes counters per
+// window slot, slot-major (slot i, lane l at base()+i*lanes+l), preceded
+// by one running total per lane when sums is set. Single-lane rings keep
+// no totals, so their nodes stay as small as they always were; multi-lane
+// rings (the detector's) read every lane on every touch, and a total per
+// lane turns that read from slots × lanes additions into lanes loads.
+type layout struct {
+	slots, lanes int
+	sums         bool
+}
+
+func (l layout) base() int {
+	if l.sums {
+		return l.lanes
+	}
+	return 0
+}
+
+// words is the number of uint64 counters a node of this layout carries.
+func (l layout) words() int { return l.base() + l.slots*l.lanes }
+
+// Allocation shapes for windowed nodes: the node and its counters in one
 // object. The GC keeps the whole object alive through node pointers, and
 // node.win is an interior pointer into the same object.
 type winNode[A any] struct {
@@ -105,23 +126,33 @@ func allocWin[A any]() *node {
 	return &w.n
 }
 
-// newNode allocates a node for key with room for slots window counters.
-// Its window starts empty.
-func newNode(hash uint64, key string, slots int) *node {
+// maxWords is the largest counter area a node can have (see
+// Options.Validate).
+const maxWords = 512
+
+// newNode allocates a node for key with room for lay's counters (none
+// when lay.slots is 0). Its window starts empty.
+func newNode(hash uint64, key string, lay layout) *node {
 	var n *node
-	switch {
-	case slots == 0:
+	switch w := lay.words(); {
+	case lay.slots == 0:
 		n = new(node)
-	case slots <= 4:
+	case w <= 4:
 		n = allocWin[[4]uint64]()
-	case slots <= 8:
+	case w <= 8:
 		n = allocWin[[8]uint64]()
-	case slots <= 16:
+	case w <= 16:
 		n = allocWin[[16]uint64]()
-	case slots <= 32:
+	case w <= 32:
 		n = allocWin[[32]uint64]()
+	case w <= 64:
+		n = allocWin[[64]uint64]()
+	case w <= 128:
+		n = allocWin[[128]uint64]()
+	case w <= 256:
+		n = allocWin[[256]uint64]()
 	default:
-		n = allocWin[[MaxWindowSlots]uint64]()
+		n = allocWin[[maxWords]uint64]()
 	}
 	n.hash = hash
 	n.key = key
@@ -129,8 +160,8 @@ func newNode(hash uint64, key string, slots int) *node {
 	return n
 }
 
-// slots returns the window counters. Caller holds n.mu.
-func (n *node) slots(s int) []uint64 { return unsafe.Slice(n.win, s) }
+// area returns the node's counters. Caller holds n.mu.
+func (n *node) area(lay layout) []uint64 { return unsafe.Slice(n.win, lay.words()) }
 
 func floorMod(e int64, s int) int {
 	m := int(e % int64(s))
@@ -140,54 +171,121 @@ func floorMod(e int64, s int) int {
 	return m
 }
 
-// winAdd adds d to the slot of epoch e. Caller holds n.mu. It returns false
-// when e is older than the window the node holds (a very late event), in
-// which case nothing is added to the window.
-func (n *node) winAdd(e int64, d uint64, s int) bool {
-	sl := n.slots(s)
-	switch {
+// slide moves the window forward so that its newest slot is epoch e,
+// clearing the slots of the epochs it passes over. It does nothing when e
+// is not newer than the node's newest slot. Caller holds n.mu.
+func (n *node) slide(e int64, lay layout) {
+	if e <= n.epoch {
+		return
+	}
+	a := n.area(lay)
 	// Epoch differences are compared as uint64: with a 1ms slot, a gap
 	// between times near MinInt64 and MaxInt64 overflows int64, and the
 	// wrapped, negative difference sent the loop below through ~2^64
 	// epochs. The true difference is below 2^64, so its uint64 is exact.
-	case e > n.epoch:
-		// Slide forward: clear the slots of the epochs we skip over.
-		if n.epoch == emptyEpoch || uint64(e-n.epoch) >= uint64(s) {
-			clear(sl)
-		} else {
-			for i := n.epoch + 1; i <= e; i++ {
-				sl[floorMod(i, s)] = 0
+	if n.epoch == emptyEpoch || uint64(e-n.epoch) >= uint64(lay.slots) {
+		clear(a)
+		n.epoch = e
+		return
+	}
+	base, L := lay.base(), lay.lanes
+	for i := n.epoch + 1; i <= e; i++ {
+		row := a[base+floorMod(i, lay.slots)*L:][:L]
+		if lay.sums {
+			for l, v := range row {
+				a[l] = subTotal(a[l], v)
 			}
 		}
-		n.epoch = e
-	case uint64(n.epoch-e) >= uint64(s): // e <= n.epoch here
+		clear(row)
+	}
+	if lay.sums {
+		for l := range L {
+			if a[l] == maxCount {
+				a[l] = n.laneTotal(a, lay, l) // a saturated total cannot be decremented
+			}
+		}
+	}
+	n.epoch = e
+}
+
+// subTotal removes a slot's count v from a running total t; a saturated
+// total stays saturated until slide recomputes it.
+func subTotal(t, v uint64) uint64 {
+	if t == maxCount {
+		return t
+	}
+	return t - v
+}
+
+// laneTotal sums lane l over the slots the node holds.
+func (n *node) laneTotal(a []uint64, lay layout, l int) uint64 {
+	var t uint64
+	for i := range lay.slots {
+		t = satAdd(t, a[lay.base()+i*lay.lanes+l])
+	}
+	return t
+}
+
+// winAdd adds d to lane 0 of the slot of epoch e. Caller holds n.mu. It
+// returns false when e is older than the window the node holds (a very late
+// event), in which case nothing is added to the window.
+func (n *node) winAdd(e int64, d uint64, lay layout) bool {
+	if e > n.epoch {
+		n.slide(e, lay)
+	} else if uint64(n.epoch-e) >= uint64(lay.slots) {
 		return false
 	}
-	i := floorMod(e, s)
-	sl[i] = satAdd(sl[i], d)
+	// The plain Touch path: one counter, addressed directly (the index is
+	// below words() by construction), no slice header, no bounds check.
+	c := (*uint64)(unsafe.Add(unsafe.Pointer(n.win), 8*(lay.base()+floorMod(e, lay.slots)*lay.lanes)))
+	*c = satAdd(*c, d)
+	if lay.sums {
+		*n.win = satAdd(*n.win, d)
+	}
 	return true
 }
 
-// winTotal returns the touches in the window (e-s, e]. Caller holds n.mu.
-// Slots newer than e (events "from the future" relative to a late reader)
-// are not counted, so a read at time t answers "as of t".
-func (n *node) winTotal(e int64, s int) uint64 {
+// winAddLanes adds w to the lanes of the slot of epoch e, reporting false
+// as winAdd does. Caller holds n.mu.
+func (n *node) winAddLanes(e int64, w *Weights, lay layout) bool {
+	n.slide(e, lay)
+	if uint64(n.epoch-e) >= uint64(lay.slots) {
+		return false
+	}
+	a := n.area(lay)
+	row := a[lay.base()+floorMod(e, lay.slots)*lay.lanes:][:lay.lanes]
+	for l := range row {
+		row[l] = satAdd(row[l], w[l])
+		if lay.sums {
+			a[l] = satAdd(a[l], w[l])
+		}
+	}
+	return true
+}
+
+// winTotal returns lane 0's touches in the window (e-s, e]. Caller holds
+// n.mu. Slots newer than e (events "from the future" relative to a late
+// reader) are not counted, so a read at time t answers "as of t".
+func (n *node) winTotal(e int64, lay layout) uint64 { return n.laneWindow(e, lay, 0) }
+
+// laneWindow is winTotal for lane l.
+func (n *node) laneWindow(e int64, lay layout, l int) uint64 {
+	s := lay.slots
 	hi := min(e, n.epoch)
 	lo := max(e, n.epoch) - int64(s) + 1
 	if hi < lo {
 		return 0
 	}
-	sl := n.slots(s)
+	a := n.area(lay)
 	if hi-lo+1 == int64(s) {
-		var t uint64
-		for _, v := range sl {
-			t = satAdd(t, v)
+		if lay.sums {
+			return a[l]
 		}
-		return t
+		return n.laneTotal(a, lay, l)
 	}
 	var t uint64
 	for i := lo; i <= hi; i++ {
-		t = satAdd(t, sl[floorMod(i, s)])
+		t = satAdd(t, a[lay.base()+floorMod(i, s)*lay.lanes+l])
 	}
 	return t
 }

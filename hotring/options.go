@@ -15,6 +15,8 @@ const (
 	MaxWindowSlots = 64
 	// MaxSampleBits is the largest accepted Options.SampleBits.
 	MaxSampleBits = 32
+	// MaxLanes is the largest accepted Options.Lanes.
+	MaxLanes = 8
 )
 
 // Options configures a Ring. The zero value of every field except Bits
@@ -75,6 +77,23 @@ type Options struct {
 	// crosses the deadline. 0 disables automatic sweeps; EvictCold is
 	// always available.
 	ColdSweepInterval time.Duration
+
+	// Lanes is the number of weights counted per key and window slot, for
+	// callers that count several things per access at once (events,
+	// bytes, reads, writes) through TouchHash. Lane 0 is the count every
+	// other method reports and the one that decides whether a key is cold.
+	// 0 means 1. More than one lane needs a window, and keeps a running
+	// total per lane so that TouchHash reads every lane in O(Lanes);
+	// Lanes × (WindowSlots + 1) must not exceed 512.
+	Lanes int
+
+	// SingleWriter promises that the ring is used from one goroutine at a
+	// time (a pipeline partition owns its rings). TouchHash, WindowHash and
+	// InsertHash then take no per-node lock and do no atomic
+	// read-modify-write: on the detector's per-event path those were most
+	// of a touch's cost. Other methods still lock as usual. Breaking the
+	// promise corrupts counts; the race detector reports it.
+	SingleWriter bool
 
 	// Admit, when set, is asked about a new key that the cap (or sampling)
 	// would refuse; returning true admits the key anyway. It runs only on
@@ -152,6 +171,12 @@ func (o Options) Validate() error {
 		return invalid("NodeCap = %d, want >= 0", o.NodeCap)
 	case o.SampleBits < 0 || o.SampleBits > MaxSampleBits:
 		return invalid("SampleBits = %d, want 0 to %d", o.SampleBits, MaxSampleBits)
+	case o.Lanes < 0 || o.Lanes > MaxLanes:
+		return invalid("Lanes = %d, want 0 (one lane) to %d", o.Lanes, MaxLanes)
+	case o.Lanes > 1 && !o.windowed():
+		return invalid("Lanes = %d without a window: lanes count per window slot; set WindowSlots and WindowSlotDuration, or Lanes <= 1", o.Lanes)
+	case o.layout().words() > maxWords:
+		return invalid("Lanes = %d with %d window slots needs %d counters per key, over %d; use fewer slots or lanes", o.Lanes, o.WindowSlots, o.layout().words(), maxWords)
 	case o.SampleBits > 0 && o.NodeCap == 0:
 		return invalid("SampleBits = %d has no effect without NodeCap; set NodeCap or SampleBits = 0", o.SampleBits)
 	case o.RotationInterval > 0 && o.windowed() && o.RotationInterval.Milliseconds() < o.windowMs():
@@ -173,6 +198,12 @@ func validMs(name string, d time.Duration) error {
 }
 
 func (o Options) windowed() bool { return o.WindowSlots > 0 }
+
+// layout is the counter layout of the options' nodes.
+func (o Options) layout() layout {
+	lanes := max(o.Lanes, 1)
+	return layout{slots: o.WindowSlots, lanes: lanes, sums: lanes > 1}
+}
 
 // windowMs is the window's length in milliseconds. It cannot overflow:
 // WindowSlots <= 64 and a Duration holds fewer than 2^44 ms.

@@ -12,8 +12,9 @@ import (
 const emptyEpoch = math.MinInt64
 
 // Ring tracks how often each key is touched and answers which keys are hot.
-// It is safe for concurrent use; lookups and counting never take a lock
-// shared by the whole ring. It starts no goroutines: rotation, decay and
+// It is safe for concurrent use (unless Options.SingleWriter says it will
+// not be used so); lookups and counting never take a lock shared by the
+// whole ring. It starts no goroutines: rotation, decay and
 // cold sweeps run inline in whichever call first observes that they are due.
 //
 // Every method that depends on time takes it as nowMs, in milliseconds
@@ -23,11 +24,11 @@ const emptyEpoch = math.MinInt64
 type Ring struct {
 	opts     Options
 	windowed bool
-	slots    int
-	slotMs   int64 // WindowSlotDuration
-	rotMs    int64 // RotationInterval; 0 = off
-	decayMs  int64 // DecayInterval; 0 = off
-	sweepMs  int64 // ColdSweepInterval; 0 = off
+	lay      layout // window counters; lay.slots is 0 without a window
+	slotMs   int64  // WindowSlotDuration
+	rotMs    int64  // RotationInterval; 0 = off
+	decayMs  int64  // DecayInterval; 0 = off
+	sweepMs  int64  // ColdSweepInterval; 0 = off
 	maxNodes int64
 	sample   uint // SampleBits
 	admit    func(string) bool
@@ -45,6 +46,13 @@ type Ring struct {
 	nextRot   int64
 	nextDecay int64
 	nextSweep int64
+
+	// sweepCursor is the next bucket SweepCold visits (modulo the table).
+	sweepCursor atomic.Uint64
+	// single is Options.SingleWriter; singleTouches counts the hashed
+	// methods' touches then, without atomics.
+	single        bool
+	singleTouches uint64
 
 	touches, clamped, refused, sampledOut striped
 	forced, evicted, removed, rotations   atomic.Uint64
@@ -83,7 +91,7 @@ func New(opts Options) (*Ring, error) {
 	r := &Ring{
 		opts:     opts,
 		windowed: opts.windowed(),
-		slots:    opts.WindowSlots,
+		lay:      opts.layout(),
 		slotMs:   opts.WindowSlotDuration.Milliseconds(),
 		rotMs:    opts.RotationInterval.Milliseconds(),
 		decayMs:  opts.DecayInterval.Milliseconds(),
@@ -91,6 +99,7 @@ func New(opts Options) (*Ring, error) {
 		maxNodes: int64(opts.NodeCap),
 		sample:   uint(opts.SampleBits),
 		admit:    opts.Admit,
+		single:   opts.SingleWriter,
 	}
 	if r.rotMs > 0 || r.decayMs > 0 || r.sweepMs > 0 {
 		r.nextMaint.Store(math.MinInt64) // first call initializes the schedule
@@ -178,7 +187,7 @@ func (r *Ring) add(n *node, d uint64, e int64) bool {
 	// deadBit under it too, and Validate rules out decay), so
 	// load-then-store is safe.
 	n.count.Store(satAdd(n.count.Load(), d))
-	n.winAdd(e, d, r.slots)
+	n.winAdd(e, d, r.lay)
 	n.unlock()
 	return true
 }
@@ -205,7 +214,7 @@ func (r *Ring) insert(t *table, h uint64, key string, force bool) (n *node, inse
 		}
 		t.nodes.Add(1)
 	}
-	n, inserted = t.findOrInsert(newNode(h, key, r.slots))
+	n, inserted = t.findOrInsert(newNode(h, key, r.lay))
 	if !inserted {
 		t.nodes.Add(-1) // another goroutine inserted key first
 	}
@@ -259,7 +268,7 @@ func (r *Ring) score(n *node, e int64) uint64 {
 	n.lock()
 	var s uint64
 	if !n.dead() {
-		s = n.winTotal(e, r.slots)
+		s = n.winTotal(e, r.lay)
 	}
 	n.unlock()
 	return s
@@ -361,12 +370,12 @@ func (r *Ring) clamp(n *node, limit, w uint64, e int64) (count uint64, limited, 
 	if n.dead() {
 		return 0, false, false
 	}
-	cur := satAdd(n.winTotal(e, r.slots), w)
+	cur := satAdd(n.winTotal(e, r.lay), w)
 	if cur >= limit {
 		return cur, true, true
 	}
 	n.count.Store(satAdd(n.count.Load(), 1)) // under n.mu, as in add
-	if !n.winAdd(e, 1, r.slots) {
+	if !n.winAdd(e, 1, r.lay) {
 		return cur, false, true // too late for the window: counted for life only
 	}
 	return satAdd(cur, 1), false, true
@@ -415,7 +424,7 @@ func (r *Ring) kill(t *table, n *node, onlyCold bool, e int64) bool {
 		// winTotal(e) leaves out, and the touches have already returned
 		// true. Checked under n.mu, atomically with setting deadBit, so a
 		// touch either lands before (and keeps the node) or retries after.
-		if n.dead() || (onlyCold && n.winTotal(max(e, n.epoch), r.slots) != 0) {
+		if n.dead() || (onlyCold && n.winTotal(max(e, n.epoch), r.lay) != 0) {
 			n.unlock()
 			return false
 		}

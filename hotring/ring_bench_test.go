@@ -214,3 +214,34 @@ func BenchmarkTouchFullRing(b *testing.B) {
 		})
 	}
 }
+
+// TouchHash on tracked keys with the detector's layout (11 slots, 5 lanes,
+// a namespace), one goroutine: the per-event cost of an exactly tracked
+// key, with and without running lane totals (Lanes 1 sums by walking),
+// with and without SingleWriter.
+func BenchmarkTouchHash(b *testing.B) {
+	for _, lanes := range []int{1, 5} {
+		for _, size := range []int{1_000, 10_000} {
+			for _, single := range []bool{false, true} {
+				b.Run(fmt.Sprintf("lanes=%d/keys=%d/single=%v", lanes, size, single), func(b *testing.B) {
+					r := newRing(b, Options{WindowSlots: 11, WindowSlotDuration: 100 * time.Millisecond, Lanes: lanes, NodeCap: 2 * size, SingleWriter: single})
+					keys := benchKeys(size)
+					hs := make([]uint64, size)
+					var win Window
+					w := Weights{1, 1, 120, 1}
+					for i, k := range keys {
+						hs[i] = nsHash("4:shop", k)
+						r.InsertHash(hs[i], "4:shop", k, []Weights{w}, t0Ms, &win)
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						nowMs := t0Ms + int64(i)/1000
+						j := i % size
+						r.TouchHash(hs[j], "4:shop", keys[j], &w, nowMs, nowMs, &win)
+					}
+				})
+			}
+		}
+	}
+}

@@ -42,7 +42,7 @@ func (r *Ring) Stats() Stats {
 	g := r.gens.Load()
 	s := Stats{
 		Nodes:         int(g.active.nodes.Load()),
-		Touches:       r.touches.load(),
+		Touches:       r.touches.load() + r.singleTouches,
 		Clamped:       r.clamped.load(),
 		RefusedByCap:  r.refused.load(),
 		SampledOut:    r.sampledOut.load(),

@@ -2,6 +2,7 @@ package hotring
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -82,6 +83,53 @@ func (t *table) lookup(h uint64, key string) *node {
 		}
 	}
 	return nil
+}
+
+// lookupNS is lookup for the key ns+key, without building ns+key: the
+// hashed methods' lookup. Lock-free.
+func (t *table) lookupNS(h uint64, ns, key string) *node {
+	for n := t.bucket(h).Load(); n != nil; n = n.succ() {
+		if n.hash < h {
+			continue
+		}
+		if n.hash > h {
+			return nil
+		}
+		if eqNS(n.key, ns, key) {
+			if n.dead() {
+				continue // as in lookup
+			}
+			return n
+		}
+		if cmpNS(n.key, ns, key) > 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// eqNS reports whether s == ns+key. Lookups usually end on an equal hash
+// and an equal key, so this comes first: two length checks and
+// comparisons that stop at the first differing byte, where cmpNS orders.
+func eqNS(s, ns, key string) bool {
+	return len(s) == len(ns)+len(key) && s[:len(ns)] == ns && s[len(ns):] == key
+}
+
+// cmpNS compares s with ns+key, as strings.Compare(s, ns+key) would.
+func cmpNS(s, ns, key string) int {
+	if len(ns) == 0 {
+		return strings.Compare(s, key)
+	}
+	if len(s) < len(ns) {
+		if c := strings.Compare(s, ns[:len(s)]); c != 0 {
+			return c
+		}
+		return -1 // s is a proper prefix of ns+key
+	}
+	if c := strings.Compare(s[:len(ns)], ns); c != 0 {
+		return c
+	}
+	return strings.Compare(s[len(ns):], key)
 }
 
 // findOrInsert returns the live node for nn's key, splicing nn in if there

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +12,6 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sketch"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata from the current output")
 
 // plannedKey is a key of a golden scenario: count events per window, the
 // first writes of them writes, each of bytes bytes and latencyUs µs.

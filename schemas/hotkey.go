@@ -74,11 +74,17 @@ type HotKeyEvent struct {
 	// Rate is the key's rate in events per second over the rule's window at
 	// the moment of detection (Type hot) or of cooling (Type cooled).
 	Rate float64 `json:"rate"`
-	// Threshold is the rule's rate threshold, events per second.
+	// Threshold is the rule's rate threshold, events per second; 0 when the
+	// rule sets only a bytes threshold.
 	Threshold float64 `json:"threshold"`
 	// Count is the number of events of the key inside the rule's window at
 	// that moment.
 	Count uint64 `json:"count"`
+	// BytesRate is the key's bytes per second over the rule's window, and
+	// BytesThreshold the rule's bytes-per-second threshold (0 when it sets
+	// none). A key is hot when it reaches either threshold its rule sets.
+	BytesRate      float64 `json:"bytes_rate,omitempty"`
+	BytesThreshold float64 `json:"bytes_threshold,omitempty"`
 	// WindowMs is the length of the rule's sliding window.
 	WindowMs int64 `json:"window_ms"`
 	// Topic and Partition say where the key was seen. When the events topic
@@ -95,7 +101,12 @@ type HotKeyEvent struct {
 	// replay of the same input.
 	DetectedMs int64 `json:"detected_ms"`
 	// Reads, Writes and Bytes split the key's events in the rule's window:
-	// reads and writes by the event's operation, bytes summed.
+	// reads and writes by the event's operation, bytes summed. Count and
+	// Bytes count the events the rule counts (its ops) and are upper
+	// bounds: a key's events from before exact tracking began are credited
+	// with a sketch's estimate. Reads and Writes count every read and write
+	// of the key since exact tracking began, so they are lower bounds; they
+	// decide the Mitigation.
 	Reads  uint64 `json:"reads"`
 	Writes uint64 `json:"writes"`
 	Bytes  uint64 `json:"bytes"`

@@ -44,6 +44,9 @@ type KeyCount struct {
 	Partition int32 `json:"partition"`
 	// Share is Count divided by the scope's events; set in reports only.
 	Share float64 `json:"share,omitempty"`
+	// BytesError bounds Bytes the way Error bounds Count, in lists ranked
+	// by bytes (AppWindow.Big): Bytes − BytesError ≤ true bytes ≤ Bytes.
+	BytesError uint64 `json:"bytes_error,omitempty"`
 }
 
 // AppWindow is one app's part of a partition's window.
@@ -57,11 +60,17 @@ type AppWindow struct {
 	Reads     uint64 `json:"reads"`
 	Writes    uint64 `json:"writes"`
 	LatencyUs uint64 `json:"latency_us"`
-	// Top lists the heaviest keys by events, heaviest first (ties by key).
+	// Top lists the heaviest keys by events, heaviest first: by Count, then
+	// by Count − Error, then by key.
 	Top []KeyCount `json:"top"`
-	// Big lists the heaviest keys by bytes (big keys), heaviest first.
+	// Big lists the heaviest keys by bytes (big keys), heaviest first,
+	// ordered as Top by Bytes and BytesError. There Bytes and BytesError are the ranked figure and
+	// its bound; Count, Reads, Writes and LatencyUs are summed over the
+	// key's events that carried bytes since it was tracked (lower bounds,
+	// Error 0).
 	Big []KeyCount `json:"big,omitempty"`
 	// Floor bounds every key not in Top: its true count is at most Floor.
+	// Whitelisted keys are never listed and not bounded by it.
 	Floor uint64 `json:"floor"`
 	// Distinct is the app's distinct-key sketch (sketch.Cardinality's
 	// binary encoding), merged across partitions into the report's estimate.

@@ -67,6 +67,9 @@ func NewCardinality(cfg CardinalityConfig) (*Cardinality, error) {
 // Add records key.
 func (c *Cardinality) Add(key string) { c.hll.InsertHash(hashString(key, 0)) }
 
+// AddHash records the key whose Hash is h.
+func (c *Cardinality) AddHash(h uint64) { c.hll.InsertHash(h) }
+
 // Estimate is the estimated number of distinct keys added.
 func (c *Cardinality) Estimate() uint64 { return c.hll.Estimate() }
 

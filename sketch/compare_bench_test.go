@@ -22,12 +22,12 @@ func (t *TopK) addSpaceSaving(key string) {
 		return
 	}
 	if len(t.heap) < cap(t.heap) {
-		t.admit(len(t.heap), key, h, 1, 1)
+		t.admit(len(t.heap), key, h, 1, 1, int32(len(t.heap)))
 		return
 	}
 	m := t.heap[0].upper
 	t.unplace(uint64(t.heap[0].slot))
-	t.admit(0, key, h, m+1, 1)
+	t.admit(0, key, h, m+1, 1, t.heap[0].id)
 }
 
 // addCMSHeap is the classic Count-Min + min-heap top-K: every event goes into
@@ -43,14 +43,14 @@ func (t *TopK) addCMSHeap(key string) {
 		return
 	}
 	if len(t.heap) < cap(t.heap) {
-		t.admit(len(t.heap), key, h, est, 1)
+		t.admit(len(t.heap), key, h, est, 1, int32(len(t.heap)))
 		return
 	}
 	if est <= t.heap[0].upper {
 		return
 	}
 	t.unplace(uint64(t.heap[0].slot))
-	t.admit(0, key, h, est, 1)
+	t.admit(0, key, h, est, 1, t.heap[0].id)
 }
 
 var topKAlgorithms = []struct {

@@ -171,6 +171,14 @@ func (s *CountMin) add(h, n uint64) {
 // Estimate returns an upper bound of the total weight added for key.
 func (s *CountMin) Estimate(key string) uint64 { return s.estimateHash(hashString(key, s.cfg.Seed)) }
 
+// AddHash adds weight n to the key whose Hash is h and returns the key's
+// estimate after the add: AddN and Estimate in one pass over the counters,
+// for a caller that has already hashed the key.
+func (s *CountMin) AddHash(h, n uint64) uint64 { return s.addHash(seeded(h, s.cfg.Seed), n) }
+
+// EstimateHash is Estimate for the key whose Hash is h.
+func (s *CountMin) EstimateHash(h uint64) uint64 { return s.estimateHash(seeded(h, s.cfg.Seed)) }
+
 // addHash adds n to the key hashed to h and returns the key's new estimate.
 func (s *CountMin) addHash(h, n uint64) uint64 {
 	if n == 0 {

@@ -23,6 +23,16 @@
 // its partition's single goroutine, which keeps the hot paths lock-free and
 // allocation-free.
 //
+// # Hashing once
+//
+// Every structure derives a key's positions from one 64-bit xxh3 hash of
+// the key (Hash). A caller that counts the same key in several structures
+// hashes it once and passes the hash to CountMin.AddHash and EstimateHash,
+// TopK.AddHash and Cardinality.AddHash; the results are exactly those of
+// the methods that take the key. TopK.AddHash also returns the tracked
+// key's entry ID, stable while the key stays tracked, so the caller can
+// keep side figures per tracked key (bytes, latency) in a plain array.
+//
 // # Count-Min sketch
 //
 // Depth rows × Width uint64 counters in one flat array; the row columns come

@@ -2,15 +2,24 @@ package sketch
 
 import "github.com/zeebo/xxh3"
 
+// Hash returns the 64-bit hash from which every structure in this package
+// derives a key's positions: xxh3 of the key. A caller that counts one key
+// in several structures (a detector: a Count-Min, a top-K and a distinct
+// count per event) hashes it once with Hash and passes the result to their
+// ...Hash methods, which then agree exactly with the methods that take the
+// key.
+func Hash(key string) uint64 { return xxh3.HashString(key) }
+
 // hashString returns one 64-bit hash per key. Every structure in the package
 // derives all of its indexes from this single value, so a key is hashed once
 // per Add no matter how many rows a sketch has.
-//
-// A non-zero seed is folded in with a full 64-bit finalizer: two sketches with
-// different seeds then place keys independently (apart from full 64-bit xxh3
-// collisions, which are negligible).
-func hashString(s string, seed uint64) uint64 {
-	h := xxh3.HashString(s)
+func hashString(s string, seed uint64) uint64 { return seeded(xxh3.HashString(s), seed) }
+
+// seeded folds a non-zero seed into a key's Hash with a full 64-bit
+// finalizer: two sketches with different seeds then place keys
+// independently (apart from full 64-bit xxh3 collisions, which are
+// negligible).
+func seeded(h, seed uint64) uint64 {
 	if seed != 0 {
 		h = mix64(h ^ seed)
 	}

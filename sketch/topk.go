@@ -64,6 +64,8 @@ type Item struct {
 	// Error is how much of Count may not be the key's own: the true total
 	// is at least Count − Error.
 	Error uint64
+	// ID is the key's entry ID, as AddHash returned it (see AddHash).
+	ID int32
 }
 
 // entry is one tracked key. The heap orders entries by upper, so the
@@ -74,6 +76,7 @@ type entry struct {
 	upper uint64 // ≥ true count: bound at admission + weight since
 	lower uint64 // ≤ true count: weight since admission, held here and not in the filter
 	slot  int32  // this entry's index in table
+	id    int32  // stable while tracked; see AddHash
 }
 
 // TopK keeps the Capacity heaviest keys of a weighted stream with per-key
@@ -170,18 +173,37 @@ func (t *TopK) Add(key string) { t.add(key, hashString(key, t.cfg.Sketch.Seed), 
 // AddN adds weight n (for example response bytes) to key; see Add.
 func (t *TopK) AddN(key string, n uint64) { t.add(key, hashString(key, t.cfg.Sketch.Seed), n) }
 
-// add adds weight n to key, whose hash with the filter's seed is h.
-func (t *TopK) add(key string, h, n uint64) {
+// AddHash adds weight n to key, whose Hash is h, for a caller that has
+// already hashed the key. It returns the ID of key's entry if key is
+// tracked after the add, else -1, and whether this add admitted key.
+//
+// An ID lies in [0, Capacity) and names the entry for as long as the key
+// stays tracked: a key admitted in place of an evicted one takes over the
+// evicted key's ID, so a caller can keep figures of its own per tracked key
+// (bytes, latency) in an array indexed by ID, resetting them when admitted
+// is true. Top reports each key's ID. Merge and UnmarshalBinary renumber
+// the entries.
+func (t *TopK) AddHash(key string, h, n uint64) (id int32, admitted bool) {
+	return t.add(key, seeded(h, t.cfg.Sketch.Seed), n)
+}
+
+// add adds weight n to key, whose hash with the filter's seed is h, and
+// reports as AddHash does.
+func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 	if n == 0 {
-		return
+		if i := t.find(key, h); i >= 0 {
+			return t.heap[i].id, false
+		}
+		return -1, false
 	}
 	t.total = satAdd(t.total, n)
 	if i := t.find(key, h); i >= 0 {
 		e := &t.heap[i]
 		e.lower = satAdd(e.lower, n)
 		e.upper = satAdd(e.upper, n)
+		id = e.id
 		t.down(i)
-		return
+		return id, false
 	}
 	// The key's weight so far is all in the filter, and at most the bound
 	// on untracked keys.
@@ -192,25 +214,28 @@ func (t *TopK) add(key string, h, n uint64) {
 		prior = min(prior, est)
 	}
 	if len(t.heap) < cap(t.heap) {
-		t.admit(len(t.heap), key, h, satAdd(prior, n), n)
-		return
+		id = int32(len(t.heap))
+		t.admit(len(t.heap), key, h, satAdd(prior, n), n, id)
+		return id, true
 	}
 	if satAdd(prior, n) <= t.heap[0].upper {
 		// Not admitted: the weight stays with the filter (a conservative
 		// update, reusing the estimate just read).
 		t.filter.raiseTo(h, n, satAdd(est, n))
-		return
+		return -1, false
 	}
 	ev := &t.heap[0]
+	id = ev.id
 	t.filter.addHash(ev.h, ev.lower)
 	t.unplace(uint64(ev.slot))
-	t.admit(0, key, h, satAdd(prior, n), n)
+	t.admit(0, key, h, satAdd(prior, n), n, id)
+	return id, true
 }
 
-// admit stores key at heap index i (i == len(t.heap) appends) and restores
-// heap order.
-func (t *TopK) admit(i int, key string, h, upper, lower uint64) {
-	e := entry{key: strings.Clone(key), h: h, upper: upper, lower: lower}
+// admit stores key at heap index i (i == len(t.heap) appends) with entry
+// ID id and restores heap order.
+func (t *TopK) admit(i int, key string, h, upper, lower uint64, id int32) {
+	e := entry{key: strings.Clone(key), h: h, upper: upper, lower: lower, id: id}
 	if i == len(t.heap) {
 		t.heap = append(t.heap, e)
 		t.place(i)
@@ -263,7 +288,7 @@ func (t *TopK) AppendTop(dst []Item, n int) []Item {
 	})
 	for _, i := range idx[:min(max(n, 0), len(idx))] {
 		e := &t.heap[i]
-		dst = append(dst, Item{Key: e.key, Count: e.upper, Error: e.upper - e.lower})
+		dst = append(dst, Item{Key: e.key, Count: e.upper, Error: e.upper - e.lower, ID: e.id})
 	}
 	return dst
 }
@@ -380,7 +405,8 @@ func (t *TopK) down(i int) {
 	}
 }
 
-// rebuild re-creates table and heap order from t.heap's entries.
+// rebuild re-creates table and heap order from t.heap's entries, and
+// numbers them afresh.
 func (t *TopK) rebuild() {
 	clear(t.table)
 	for i := range t.heap {
@@ -388,6 +414,11 @@ func (t *TopK) rebuild() {
 	}
 	for i := len(t.heap)/2 - 1; i >= 0; i-- {
 		t.down(i)
+	}
+	// Numbered in heap order, the order the encoding writes, so a decoded
+	// TopK reports the IDs of the one encoded.
+	for i := range t.heap {
+		t.heap[i].id = int32(i)
 	}
 }
 

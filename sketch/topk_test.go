@@ -93,10 +93,10 @@ func TestTopKExactWhileNotFull(t *testing.T) {
 	}
 	top := tk.Top(3)
 	require.Equal(t, []Item{
-		{Key: "tenant-7:user:49", Count: 50},
-		{Key: "tenant-7:user:48", Count: 49},
-		{Key: "tenant-7:user:47", Count: 48},
-	}, top, "a TopK that never filled counts exactly, even with a 1-counter filter")
+		{Key: "tenant-7:user:49", Count: 50, ID: 49},
+		{Key: "tenant-7:user:48", Count: 49, ID: 48},
+		{Key: "tenant-7:user:47", Count: 48, ID: 47},
+	}, top, "a TopK that never filled counts exactly, even with a 1-counter filter; IDs in admission order")
 	require.Zero(t, tk.Floor())
 	up, lo := tk.Estimate("never seen")
 	require.Zero(t, up)

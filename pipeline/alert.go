@@ -1,0 +1,329 @@
+package pipeline
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/keyheat/keyheat/hotring"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// alertState is what the detector remembers about a key that is hot, is
+// cooling down, or was published cooled less than Suppress ago. Keys with
+// no state are not hot.
+type alertState struct {
+	hr       uint64
+	next     *alertState // same hr, another key (a 64-bit collision)
+	ns       string
+	app, key string
+	keyHash  uint64 // xxh3 of key, for HotKeyEvent.KeyHash
+	rule     string // the rule it is hot under
+	hot      bool
+	belowMs  int64 // first time seen below threshold while hot; noTime while above
+	cooledMs int64 // when it was published cooled; noTime if never
+	deferred bool  // crossed again less than Suppress after cooling
+}
+
+// noTime marks an unset time; the same value as schemas.NoTimeMs.
+const noTime = schemas.NoTimeMs
+
+// level is a key's window as one alert decision sees it.
+type level struct {
+	events, bytes  uint64 // over (now − W, now]
+	evFrac, byFrac float64
+	reads, writes  uint64
+	above          bool
+}
+
+// above reports whether a key whose ring window is win reaches rule x's
+// thresholds over (now − W, now]: the one question asked of every event of
+// a tracked key, so it computes no more than it needs.
+func (g *group) above(x *rule, win *hotring.Window, nowMs int64) bool {
+	if x.needEvents > 0 {
+		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs); hi > 0 || lo >= x.needEvents {
+			return true
+		}
+	}
+	if x.needBytes > 0 {
+		if hi, lo := g.windowCount(win.Sum[laneBytes], win.Oldest[laneBytes], nowMs); hi > 0 || lo >= x.needBytes {
+			return true
+		}
+	}
+	return false
+}
+
+// measure turns a ring window into the key's counts over (now − W, now]
+// and whether they reach rule x's thresholds.
+func (g *group) measure(x *rule, win *hotring.Window, nowMs int64) level {
+	var lv level
+	eh, el := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs)
+	bh, bl := g.windowCount(win.Sum[laneBytes], win.Oldest[laneBytes], nowMs)
+	lv.above = x != nil && g.above(x, win, nowMs)
+	d := uint64(g.slotMs)
+	var r uint64
+	lv.events, r = bits.Div64(eh, el, d) // eh < d: the count itself fits in 64 bits
+	lv.evFrac = float64(lv.events) + float64(r)/float64(d)
+	lv.bytes, r = bits.Div64(bh, bl, d)
+	lv.byFrac = float64(lv.bytes) + float64(r)/float64(d)
+	rh, rl := g.windowCount(win.Sum[laneReads], win.Oldest[laneReads], nowMs)
+	lv.reads, _ = bits.Div64(rh, rl, d)
+	wh, wl := g.windowCount(win.Sum[laneWrites], win.Oldest[laneWrites], nowMs)
+	lv.writes, _ = bits.Div64(wh, wl, d)
+	return lv
+}
+
+// observe updates the alert state of a key just counted (or admitted) by
+// the ring, whose window is win. A key crossing its threshold is published
+// hot at once.
+func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uint64, win *hotring.Window, tsMs int64, out *Output) {
+	nowMs := p.maxTs
+	above := g.above(x, win, nowMs)
+	if (!above || !x.alert) && g.alertBits[alertBucket(hr)] == 0 {
+		return // the common case: not crossing, and no state to update
+	}
+	st := g.lookup(hr, ad.ns, key)
+	if !above || !x.alert {
+		// Below, or under a rule that only watches (since a reload): an
+		// episode already published still ends with "cooled".
+		if st != nil && above {
+			st.belowMs = noTime
+			return
+		}
+		if st != nil {
+			if st.hot && st.belowMs == noTime {
+				st.belowMs = nowMs
+			}
+			st.deferred = false
+		}
+		return
+	}
+	switch {
+	case st == nil:
+		if g.alerts.len() >= 2*p.o.Detect.RingNodes {
+			p.stats.AlertsDropped++
+			return
+		}
+		st = &alertState{hr: hr, ns: ad.ns, app: ad.app, key: cloneString(key), keyHash: h,
+			belowMs: noTime, cooledMs: noTime}
+		g.insert(st)
+		p.hot(g, x, st, g.measure(x, win, nowMs), tsMs, out)
+	case st.hot:
+		st.belowMs = noTime
+		st.rule = x.name
+	case nowMs >= st.cooledMs+p.o.Detect.Suppress.Milliseconds():
+		p.hot(g, x, st, g.measure(x, win, nowMs), tsMs, out)
+	default:
+		st.deferred = true
+		st.rule = x.name
+	}
+}
+
+// tickAlerts re-reads the window of every key with alert state, in a fixed
+// order: a hot key below its threshold for CoolDown is published cooled, a
+// deferred one still hot after Suppress is published hot, and state that
+// matters no more is dropped.
+func (p *Partition) tickAlerts(g *group, out *Output) {
+	if g.alerts.len() == 0 {
+		return
+	}
+	nowMs := p.maxTs
+	sts := g.alerts.all(p.det.sts[:0])
+	defer func() { clear(sts); p.det.sts = sts[:0] }()
+	slices.SortFunc(sts, func(a, b *alertState) int {
+		return cmp.Or(cmp.Compare(a.rule, b.rule), cmp.Compare(a.app, b.app), cmp.Compare(a.key, b.key))
+	})
+	suppressMs, coolMs := p.o.Detect.Suppress.Milliseconds(), p.o.Detect.CoolDown.Milliseconds()
+	for _, st := range sts {
+		x := g.rules[st.rule]
+		var win hotring.Window
+		if !g.ring.WindowHash(st.hr, st.ns, st.key, nowMs, &win) {
+			win = hotring.Window{} // untracked: it passed no gate for a window, so it is below
+		}
+		lv := g.measure(x, &win, nowMs)
+		switch {
+		case st.hot && lv.above:
+			st.belowMs = noTime
+		case st.hot:
+			if st.belowMs == noTime {
+				st.belowMs = nowMs
+			}
+			if nowMs-st.belowMs >= coolMs {
+				p.cooled(g, x, st, lv, st.belowMs+coolMs, out)
+			}
+		case st.deferred && !lv.above:
+			st.deferred = false
+		case st.deferred && nowMs >= st.cooledMs+suppressMs && x != nil && x.alert:
+			p.hot(g, x, st, lv, nowMs, out)
+		}
+		if !st.hot && !st.deferred && nowMs >= st.cooledMs+suppressMs {
+			g.remove(st)
+		}
+	}
+}
+
+func (p *Partition) hot(g *group, x *rule, st *alertState, lv level, onsetMs int64, out *Output) {
+	st.hot, st.deferred, st.belowMs, st.rule = true, false, noTime, x.name
+	ev := p.hotKeyEvent(g, x, st, schemas.HotKeyHot, lv, onsetMs)
+	ev.Mitigation = p.mitigation(lv, g.windowMs)
+	p.publish(ev, out)
+}
+
+func (p *Partition) cooled(g *group, x *rule, st *alertState, lv level, onsetMs int64, out *Output) {
+	st.hot, st.cooledMs = false, onsetMs
+	p.publish(p.hotKeyEvent(g, x, st, schemas.HotKeyCooled, lv, onsetMs), out)
+}
+
+func (p *Partition) hotKeyEvent(g *group, x *rule, st *alertState, typ string, lv level, onsetMs int64) schemas.HotKeyEvent {
+	ws := float64(g.windowMs) / 1000
+	ev := schemas.HotKeyEvent{
+		Version: schemas.HotKeyVersion,
+		ID:      schemas.HotKeyID(p.src.Topic, p.src.Partition, st.rule, typ, st.app, st.key, onsetMs),
+		Type:    typ, App: st.app, Key: st.key, KeyHash: string(hexHash(nil, st.keyHash)), Rule: st.rule,
+		Rate: lv.evFrac / ws, Count: lv.events, WindowMs: g.windowMs,
+		BytesRate: lv.byFrac / ws,
+		Topic:     p.src.Topic, Partition: p.src.Partition, OnsetMs: onsetMs,
+		Reads: lv.reads, Writes: lv.writes, Bytes: lv.bytes,
+	}
+	if x != nil {
+		ev.Threshold, ev.BytesThreshold = x.rate, x.bytes
+	}
+	return ev
+}
+
+// mitigation advises a local cache for a key read at least as often as
+// written, else splitting it into the next power of two of its write rate
+// over DetectOptions.SplitCapacity (at least 2).
+func (p *Partition) mitigation(lv level, windowMs int64) *schemas.Mitigation {
+	if lv.reads >= lv.writes {
+		return &schemas.Mitigation{Kind: schemas.MitigationLocalCache}
+	}
+	perKey := float64(lv.writes) / (float64(windowMs) / 1000) / p.o.Detect.SplitCapacity
+	split := 2
+	for float64(split) < perKey && split < math.MaxInt32/2 {
+		split *= 2
+	}
+	return &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: split}
+}
+
+// publish hands ev out, except during warm-up, where the crashed run
+// already published it (see doc.go); either way the commit point keeps it
+// until it is acknowledged.
+func (p *Partition) publish(ev schemas.HotKeyEvent, out *Output) {
+	if !p.windowMode {
+		p.stats.AlertsWarmUp++
+		return
+	}
+	out.HotKeys = append(out.HotKeys, ev)
+	p.commit.alert(ev.ID, p.curOffset, p.curMaxTsBefore)
+	if ev.Type == schemas.HotKeyHot {
+		p.stats.Hot++
+	} else {
+		p.stats.Cooled++
+	}
+}
+
+func alertBucket(hr uint64) uint64 { return hr >> (64 - 12) }
+
+// alertTable holds a group's alert states: open addressing on the ring
+// hash (already uniform), linear probing, at most half full. Hot keys look
+// their state up on every event, so this is on the hot path; a Go map
+// costs about three times as much here.
+type alertTable struct {
+	slots []*alertState
+	n     int
+}
+
+func (t *alertTable) len() int { return t.n }
+
+func (t *alertTable) get(hr uint64, ns, key string) *alertState {
+	if t.n == 0 {
+		return nil
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := hr & mask; ; i = (i + 1) & mask {
+		st := t.slots[i]
+		if st == nil {
+			return nil
+		}
+		if st.hr == hr && st.key == key && st.ns == ns {
+			return st
+		}
+	}
+}
+
+func (t *alertTable) put(st *alertState) {
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		t.slots = make([]*alertState, max(64, 2*len(old)))
+		t.n = 0
+		for _, o := range old {
+			if o != nil {
+				t.put(o)
+			}
+		}
+	}
+	mask := uint64(len(t.slots) - 1)
+	i := st.hr & mask
+	for t.slots[i] != nil {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = st
+	t.n++
+}
+
+// del removes st, shifting later members of its probe run back so that
+// lookups never stop early at the hole.
+func (t *alertTable) del(st *alertState) {
+	mask := uint64(len(t.slots) - 1)
+	i := st.hr & mask
+	for t.slots[i] != st {
+		i = (i + 1) & mask
+	}
+	t.n--
+	for {
+		t.slots[i] = nil
+		j := i
+		for {
+			j = (j + 1) & mask
+			o := t.slots[j]
+			if o == nil {
+				return
+			}
+			home := o.hr & mask
+			// o may move to the hole at i unless its home lies cyclically in (i, j].
+			if (i <= j && (home <= i || home > j)) || (i > j && home <= i && home > j) {
+				t.slots[i] = o
+				i = j
+				break
+			}
+		}
+	}
+}
+
+func (t *alertTable) all(dst []*alertState) []*alertState {
+	for _, st := range t.slots {
+		if st != nil {
+			dst = append(dst, st)
+		}
+	}
+	return dst
+}
+
+func (g *group) lookup(hr uint64, ns, key string) *alertState {
+	if g.alertBits[alertBucket(hr)] == 0 {
+		return nil
+	}
+	return g.alerts.get(hr, ns, key)
+}
+
+func (g *group) insert(st *alertState) {
+	g.alertBits[alertBucket(st.hr)]++
+	g.alerts.put(st)
+}
+
+func (g *group) remove(st *alertState) {
+	g.alertBits[alertBucket(st.hr)]--
+	g.alerts.del(st)
+}

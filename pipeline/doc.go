@@ -1,0 +1,159 @@
+// Package pipeline is what keyheat computes from a stream of access
+// events, independent of where the stream comes from: per partition of the
+// events topic, report windows and their summaries, hot-key detection and
+// the commit point (Partition); across partitions, the merged reports.
+// It does no I/O, reads no clock and starts no goroutine: the live
+// service, a replay of an archive and a test feed the same code the same
+// events and get the same output. Kafka, producers, commits and metrics
+// belong to detect; the formats it emits belong to schemas.
+//
+// # A partition, event by event
+//
+// A Partition is fed its partition's events in offset order
+// (Process). Each event, its key cut to MaxKeyBytes if longer (prefix, "…"
+// and a hash of the whole key), goes through:
+//
+//  1. the clock: the partition's newest event time; the watermark trails
+//     it by Lateness. A new watermark closes the report windows it passed
+//     and a new detection slot runs a detection tick;
+//  2. the report window of its event time, unless that window is closed
+//     (the event is late: counted in the Late of the oldest open window,
+//     nowhere else);
+//  3. the whitelist (listed keys are never reported, but still count in
+//     totals, slots and distinct keys) and the rules: the first rule, in
+//     order, whose app and key patterns match watches the key;
+//  4. detection, for a watched key, in the group of its rule's window.
+//
+// The key is hashed once (xxh3, sketch.Hash) and every structure below
+// takes that hash.
+//
+// # Report windows
+//
+// Windows are tumbling, aligned to multiples of Window since the epoch.
+// Every window from the partition's first one up to the watermark is
+// emitted, in order, empty ones included, as a schemas.PartitionWindow:
+// per app (at most MaxApps, the rest under schemas.OtherApp) exact totals
+// of events, bytes, reads, writes and latency; the top keys from a
+// filtered Space-Saving top-K (sketch.TopK: Count − Error ≤ true ≤ Count,
+// exact when Error is 0, every unlisted key at most Floor) with the bytes,
+// reads, writes and latency of their tracked events; the big keys by
+// bytes, tracked the same way; a HyperLogLog of distinct keys; events per
+// Redis Cluster slot (Slot); and, when the topic is not keyed by access
+// key, the app's Count-Min sketch. End closes every window and marks the
+// last Final. Idle, called with the wall clock, advances a quiet live
+// partition's clock to it after IdleTimeout so its windows still close;
+// output it causes depends on when it was called.
+//
+// # Detection
+//
+// Rules give a sliding window W, cut into Slots slots of d = W/Slots, and
+// thresholds in events/s and/or bytes/s over it (events of the rule's ops
+// only). Per distinct W the detector keeps:
+//
+//   - one Count-Min sketch per slot, Slots+1 of them (conservative update),
+//     which every counted event goes into. For any key and slot, the
+//     slot's estimate bounds from above what the key had in that slot;
+//   - a HotRing (package hotring) counting admitted keys exactly, per
+//     slot, in five lanes: gate passes, counted events, bytes, reads,
+//     writes.
+//
+// An event passes its key's gate when its slot's estimate reaches Gate ×
+// the rule's rate × d. A key whose count over a window reaches the
+// threshold has, in some slot, at least Slots/(Slots+1) of its rate × d,
+// so with Gate at most that every key that crosses its threshold passes the
+// gate before it does. A key that passes and is not tracked is admitted to
+// the ring credited, slot by slot, with the sketches' estimates: its count
+// never falls below the truth, and is exact once the credited slots have
+// left the window. A key that has passed no gate for a whole window reads
+// as untracked (the ring's "cold") and is freed by incremental sweeps.
+// Admission is bounded (see DetectOptions.RingNodes): past 2 × RingNodes
+// keys only a key whose estimate reaches its threshold gets in, in place
+// of the tracked key with the smallest count (Space-Saving's rule), so a
+// key that turns hot after the ring filled still gets a node while keys
+// that merely pass the gate cannot churn it.
+//
+// This replaces the "current and previous window" Count-Min pair of the
+// first design: a pair bounds a key's count over up to two windows, which
+// is fine for a gate but cannot say in which slots the key's events fell,
+// so crediting a key at admission from it either over-counts by up to a
+// window or under-counts. One sketch per slot costs (Slots+1)/2 times the
+// memory and the same per event.
+//
+// A key's count as of now covers exactly (now − W, now]: the Slots newest
+// slots whole and the part of the oldest slot still inside, pro rata
+// (events are assumed spread evenly within that one slot). A watched key
+// is published hot at the first of its events at which that count reaches
+// a threshold: for a key that stays at or above its threshold for a slot
+// after crossing, no later than one slot after its true crossing, with the
+// rate it crossed at. Credits make the count an upper bound, so a key can
+// be published early by what its slots' estimates exceed its true counts
+// (at most e/SketchWidth of a slot's events per slot, with probability
+// 1 − e^-SketchDepth), and only in the window after its admission. A key
+// that crosses and falls back within one slot can be missed when its
+// events are not spread evenly within the oldest slot.
+//
+// Alert state: a published key stays hot (no repeats) until its count has
+// stayed below its thresholds for CoolDown of event time, then is published
+// cooled; checked on its events and at every slot. A key that crosses again
+// less than Suppress after cooling is published at the end of Suppress if
+// still hot then, never if it cooled meanwhile. Hot events advise a local
+// cache for a key read at least as often as written, else splitting it
+// into the next power of two of its write rate over SplitCapacity.
+//
+// SetRules replaces rules between events: a window that stays keeps its
+// sketches, ring and alert state; a new window starts empty; keys hot under
+// a window no rule uses any more are published cooled after the cool-down.
+//
+// # Commit point and restarts
+//
+// Every window and hot-key event handed out claims the commit point until
+// detect acknowledges it (Acked, AckedHotKey): a window with the lowest
+// offset of an event counted or attributed to it (or, with none, of the
+// event whose processing closed it), a hot-key event with the offset of
+// the event that caused it. The resume offset C is the lowest claim of
+// anything not acknowledged, windows still open included, or the next
+// offset. Windows close in order and every event of an open window is at
+// an offset ≥ C, so re-reading from C rebuilds them.
+//
+// What the partition commits is an offset at most C: the latest point at
+// least 3 × (longest rule window) + CoolDown + Suppress of event time
+// before C. Events from there to C only warm detection up; the metadata
+// (schemas.CommitMeta) carries C, the partition's clock before the
+// committed offset, and the first window not acknowledged. A partition
+// restarted from a commit point (NewPartition with Start{Offset, Metadata})
+// guarantees:
+//
+//   - windows: every window not acknowledged at the commit is emitted again
+//     byte for byte as the crashed run emitted (or would have emitted) it;
+//     none acknowledged is emitted again;
+//   - hot keys: every hot-key event the crashed run published (or would
+//     have published) at or after offset C is published again with the
+//     same ID and content, and none before C. A key hot before C is known
+//     to be hot and is not published hot again; its "cooled" comes with
+//     the ID the crashed run would have used.
+//
+// These hold because the detector's state depends only on the last 2W +
+// CoolDown + Suppress of event time: every event goes into the sketches
+// whether its key is tracked or not, whether a key is tracked depends only
+// on its gate passes in the last window, and an admitted key's count only
+// on its window. They need the same options and rules as the crashed run,
+// no Idle call inside the re-read span, and a ring that never refused or
+// evicted a key for space there (Stats.RingRefused, RingEvicted). Committing a lower
+// offset than the commit point, with its metadata, is safe; a higher one
+// is not.
+//
+// # Memory
+//
+// A partition's memory is bounded by its options, not by the number of
+// distinct keys: Options.MemoryBound gives the bound and its formula.
+// Windows and hot-key events handed out but never acknowledged are kept,
+// a few dozen bytes each, until acknowledged.
+//
+// # Determinism
+//
+// The same events in the same order give byte-identical output: hashing is
+// unseeded, every structure is fed in event order, windows, apps and keys
+// are emitted sorted, alert ticks visit keys in (rule, app, key) order, and
+// no map order or wall clock leaks in (Idle aside). TestGolden keeps a
+// reviewed copy in testdata/.
+package pipeline

@@ -1,0 +1,184 @@
+package pipeline
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sketch"
+)
+
+// benchKeys returns n keys drawn from Zipf 1.1 over 1M ids, the skew of a
+// cache access log, laid back to back in one buffer as a decoded batch's
+// keys are, and the ids they were drawn as.
+func benchKeys(n int) ([]string, []uint64) {
+	r := rand.New(rand.NewPCG(7, 7))
+	z := rand.NewZipf(r, 1.1, 1, 1_000_000-1)
+	buf := make([]byte, 0, n*20)
+	ends := make([]int, n)
+	ids := make([]uint64, n)
+	for i := range ends {
+		ids[i] = z.Uint64()
+		buf = strconv.AppendUint(append(buf, "tenant-7:user:"...), ids[i], 10)
+		ends[i] = len(buf)
+	}
+	all := string(buf)
+	keys := make([]string, n)
+	start := 0
+	for i, end := range ends {
+		keys[i] = all[start:end]
+		start = end
+	}
+	return keys, ids
+}
+
+// benchLoop feeds one event per iteration to step: the keys of benchKeys
+// in order, round and round, one app, 9 reads to 1 write, event time
+// advancing 1 ms every perMs events (so perMs × 1000 is the partition's
+// rate in events/s). The event is one struct refilled each time, as a
+// decoder refills its event; what the loop costs on its own is a few ns
+// (BenchmarkBenchLoop). A first pass over every key, before the timer,
+// fills every structure: what is timed is the steady state.
+func benchLoop(b *testing.B, perMs int, step func(e *schemas.AccessEvent, off int64)) {
+	keys, ids := benchKeys(1 << 20)
+	mask := len(keys) - 1
+	e := schemas.AccessEvent{App: "shop", LatencyUs: 80}
+	var off int64
+	one := func(i int) {
+		j := i & mask
+		e.Key = keys[j]
+		e.Op = "GET"
+		if ids[j]%10 == 3 {
+			e.Op = "SET"
+		}
+		e.Bytes = 100 + int64(ids[j]%400)
+		e.TimeMs = t0Ms + int64(i/perMs)
+		step(&e, off)
+		off++
+	}
+	for i := range keys {
+		one(i)
+	}
+	b.ReportAllocs()
+	i := len(keys)
+	for b.Loop() {
+		one(i)
+		i++
+	}
+}
+
+// BenchmarkBenchLoop is benchLoop's own cost, to read the others against.
+func BenchmarkBenchLoop(b *testing.B) {
+	var s int
+	benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) { s += len(e.Key) })
+	_ = s
+}
+
+// BenchmarkDetectCore is the detection core on one partition: rules, the
+// slot Count-Min sketches, the gated HotRing, and the window's top-K, one
+// xxh3 hash per event shared by all. At 1M events/s about 150 keys pass the
+// default gate (500/s in a slot) and take ~57 % of the events, so the ring
+// is on the path of most events; at 100k/s about 15 keys and ~37 %.
+func BenchmarkDetectCore(b *testing.B) {
+	for _, perMs := range []int{1000, 100} {
+		b.Run(fmt.Sprintf("rate=%dk/s", perMs), func(b *testing.B) {
+			o := DefaultOptions()
+			p, err := NewPartition(o, testSource, Start{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			top, _ := sketch.NewTopK(sketch.TopKConfig{Capacity: o.Summary.TopCapacity, Sketch: sketch.CountMinConfig{Width: o.Summary.TopWidth}})
+			var out Output
+			windowEnd := int64(0)
+			benchLoop(b, perMs, func(e *schemas.AccessEvent, off int64) {
+				if e.TimeMs > p.maxTs {
+					p.maxTs, p.started = e.TimeMs, true
+					p.det.tick(&out)
+				}
+				if e.TimeMs >= windowEnd { // a report window closes
+					top.Reset()
+					windowEnd = (e.TimeMs/1000 + 1) * 1000
+				}
+				p.curOffset = off
+				h := sketch.Hash(e.Key)
+				ad := p.det.app(e.App)
+				cls := p.classify(e.Op)
+				if x, g := ad.match(e.Key); x != nil {
+					p.det.process(ad, x, g, e, e.Key, h, cls, &out)
+				}
+				top.AddHash(e.Key, h, 1)
+				out.Reset()
+			})
+		})
+	}
+}
+
+// BenchmarkProcess is everything Partition.Process does per event: the
+// detection core plus the window summaries (totals, top and big keys with
+// their side sums, distinct keys, Redis slots) and the clock, windows
+// emitted and acknowledged as they close.
+func BenchmarkProcess(b *testing.B) {
+	for _, keyed := range []bool{true, false} {
+		for _, perMs := range []int{1000, 100} {
+			b.Run(fmt.Sprintf("keyed=%v/rate=%dk/s", keyed, perMs), func(b *testing.B) {
+				src := testSource
+				src.Keyed = keyed
+				p, err := NewPartition(DefaultOptions(), src, Start{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var out Output
+				benchLoop(b, perMs, func(e *schemas.AccessEvent, off int64) {
+					p.Process(e, off, &out)
+					for _, w := range out.Windows {
+						p.Acked(w.StartMs)
+					}
+					for _, h := range out.HotKeys {
+						p.AckedHotKey(h.ID)
+					}
+					out.Reset()
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkDetectParts takes BenchmarkDetectCore apart on the same stream
+// (rate 1M/s): the hash alone, the hash with the slot sketch update, the
+// hash with the top-K, and the core without its top-K, to read where the
+// time goes against BenchmarkBenchLoop.
+func BenchmarkDetectParts(b *testing.B) {
+	o := DefaultOptions()
+	b.Run("hash", func(b *testing.B) {
+		var s uint64
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) { s += sketch.Hash(e.Key) })
+		_ = s
+	})
+	b.Run("hash+sketch", func(b *testing.B) {
+		c, _ := sketch.NewCountMin(sketch.CountMinConfig{Depth: o.Detect.SketchDepth, Width: o.Detect.SketchWidth, Conservative: true})
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) { c.AddHash(sketch.Hash(e.Key), 1) })
+	})
+	b.Run("hash+topk", func(b *testing.B) {
+		top, _ := sketch.NewTopK(sketch.TopKConfig{Capacity: o.Summary.TopCapacity, Sketch: sketch.CountMinConfig{Width: o.Summary.TopWidth}})
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) { top.AddHash(e.Key, sketch.Hash(e.Key), 1) })
+	})
+	b.Run("core-without-topk", func(b *testing.B) {
+		p, _ := NewPartition(o, testSource, Start{})
+		var out Output
+		benchLoop(b, 1000, func(e *schemas.AccessEvent, _ int64) {
+			if e.TimeMs > p.maxTs {
+				p.maxTs, p.started = e.TimeMs, true
+				p.det.tick(&out)
+			}
+			h := sketch.Hash(e.Key)
+			ad := p.det.app(e.App)
+			cls := p.classify(e.Op)
+			if x, g := ad.match(e.Key); x != nil {
+				p.det.process(ad, x, g, e, e.Key, h, cls, &out)
+			}
+			out.Reset()
+		})
+	})
+}
