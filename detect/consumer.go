@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/keyheat/keyheat/pipeline"
 )
 
 // pollTick bounds one poll, so commits and the end-of-input check run
@@ -346,7 +348,7 @@ func (s *Service) commit(ctx context.Context, ws []*partWorker) {
 				if w == nil {
 					continue
 				}
-				cp := CommitPoint{Offset: offsets[k.topic][k.partition].Offset, Metadata: metas[k]}
+				cp := pipeline.CommitPoint{Offset: offsets[k.topic][k.partition].Offset, Metadata: metas[k]}
 				w.setLastCommit(cp)
 				w.mCommitted.Set(float64(cp.Offset))
 				s.m.commits.WithLabelValues("detect", "ok").Inc()

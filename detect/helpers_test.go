@@ -40,12 +40,11 @@ type env struct {
 	events, dlq, hotkeys, windows, reports string
 	group, mergeGroup                      string
 	parts                                  int32
-	cores                                  *cores
 }
 
 func newEnv(t *testing.T, seeds []string, parts int32) *env {
 	t.Helper()
-	e := &env{seeds: seeds, parts: parts, cores: &cores{}}
+	e := &env{seeds: seeds, parts: parts}
 	e.events = testenv.NewTopic(t, seeds, parts)
 	// The outputs are created by the service itself, with names unique
 	// to the test; deleted at the end.
@@ -72,7 +71,7 @@ func (e *env) admin(t *testing.T) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
-// config is a service config for e: fake core and merger, every topic
+// config is a service config for e: testPipeline, a merger, every topic
 // created with e.parts partitions.
 func (e *env) config(t *testing.T) detect.Config {
 	opts := detect.DefaultOptions()
@@ -85,11 +84,54 @@ func (e *env) config(t *testing.T) detect.Config {
 		Topics: detect.OutputTopics{Events: e.events, DLQ: e.dlq, Hotkeys: e.hotkeys, Windows: e.windows,
 			Reports: e.reports},
 		CreateTopics: true, Partitions: e.parts, ReplicationFactor: -1,
-		Limits:  schemas.DefaultLimits(),
-		NewCore: e.cores.newCore,
-		Merge:   &pipeline.MergerConfig{MergerOptions: pipeline.DefaultMergerOptions(), Window: time.Second},
-		Logger:  testLogger(t),
+		Limits:   schemas.DefaultLimits(),
+		Pipeline: testPipeline(),
+		Merge:    &pipeline.MergerConfig{MergerOptions: pipeline.DefaultMergerOptions(), Window: time.Second},
+		Logger:   testLogger(t),
 	}
+}
+
+// testPipeline is the detection the tests run: 1 s report windows, no
+// lateness, one rule calling a key hot at 2 events within 10 ms, and no
+// wall-clock idling (so a live run's output depends only on its input,
+// and a test can compute what it commits).
+func testPipeline() pipeline.Options {
+	o := pipeline.DefaultOptions()
+	o.Lateness = 0
+	o.IdleTimeout = time.Hour
+	o.Detect.Suppress, o.Detect.CoolDown = 0, 0
+	o.Rules = []pipeline.Rule{{Name: "t", Key: "*", Window: 10 * time.Millisecond, Rate: 200}}
+	return o
+}
+
+// oracle runs evs (events at their offsets, in order) through a
+// partition core as the service should, every output acknowledged, and
+// returns its commit point: what the service must commit once it has
+// handled the same records and heard every acknowledgement.
+func oracle(t *testing.T, src pipeline.Source, start pipeline.Start, end bool, evs ...at) pipeline.CommitPoint {
+	t.Helper()
+	p, err := pipeline.NewPartition(testPipeline(), src, start)
+	require.NoError(t, err)
+	var out pipeline.Output
+	for _, e := range evs {
+		p.Process(&e.e, e.off, &out)
+	}
+	if end {
+		p.End(&out)
+	}
+	for _, w := range out.Windows {
+		p.Acked(w.StartMs)
+	}
+	for _, h := range out.HotKeys {
+		p.AckedHotKey(h.ID)
+	}
+	return p.CommitPoint()
+}
+
+// at is an event at an offset.
+type at struct {
+	e   schemas.AccessEvent
+	off int64
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -134,9 +176,13 @@ func (r *running) stop(t *testing.T) error {
 	}
 }
 
+func accessEvent(key string, tsMs int64) schemas.AccessEvent {
+	return schemas.AccessEvent{TimeMs: tsMs, Key: key, App: "a", Op: "GET"}
+}
+
 // event builds a JSON event record for partition p.
 func event(topic string, p int32, key string, tsMs int64) *kgo.Record {
-	e := schemas.AccessEvent{TimeMs: tsMs, Key: key, App: "a", Op: "GET"}
+	e := accessEvent(key, tsMs)
 	return &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)}
 }
 

@@ -55,7 +55,7 @@ type mergeRunner struct {
 	archUnsync []int64 // starts of reports appended since the last flush
 	lastFlush  time.Time
 	acks       []ack
-	committed  CommitPoint
+	committed  pipeline.CommitPoint
 	nowMs      func() int64
 	// runCtx is run's: it ends on a stop, which cancels the produce
 	// calls waiting for buffer space; their refusals are not failures.
@@ -69,7 +69,7 @@ type chReport struct {
 
 func newMergeRunner(s *Service) (*mergeRunner, error) {
 	mr := &mergeRunner{s: s, inbox: newInbox(), next: -1, endAt: -1, pending: map[int64]int{},
-		endCh: make(chan int64, 1), committed: CommitPoint{Offset: -1}}
+		endCh: make(chan int64, 1), committed: pipeline.CommitPoint{Offset: -1}}
 	mr.nowMs = func() int64 { return s.now().UnixMilli() }
 	if s.cfg.ExitAtEnd {
 		// The input is what it is: deadlines on the wall clock would make
@@ -169,7 +169,7 @@ func (mr *mergeRunner) drop() {
 		mr.paused = false
 		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
 	}
-	mr.committed = CommitPoint{Offset: -1}
+	mr.committed = pipeline.CommitPoint{Offset: -1}
 	if mr.arch != nil {
 		if err := mr.arch.Close(); err != nil {
 			mr.s.log.Warn("close report archive", "err", err)
@@ -269,6 +269,9 @@ func (mr *mergeRunner) ensureMerger() error {
 	}
 	cfg := *mr.s.cfg.Merge
 	cfg.DoneThroughMs, cfg.Topics = done, mr.s.eventCounts()
+	if cfg.Threshold == nil {
+		cfg.Threshold = mr.s.threshold
+	}
 	mr.reg = newUnregisterer(mr.s.cfg.Registerer)
 	cfg.Registerer = mr.reg.or()
 	if cfg.Logger == nil {
@@ -280,7 +283,7 @@ func (mr *mergeRunner) ensureMerger() error {
 	}
 	mr.m, mr.next = m, st.first
 	if st.committed >= 0 {
-		mr.committed = CommitPoint{Offset: st.committed, Metadata: st.meta}
+		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}
 	}
 	if a := mr.s.cfg.Archive; a != nil {
 		rw, err := a.Reports("merger")
@@ -463,7 +466,7 @@ func (mr *mergeRunner) commit(ctx context.Context) {
 	if !ok {
 		return
 	}
-	cp := CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs())}
+	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs())}
 	if cp == mr.committed || off < mr.committed.Offset {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/parquet"
 )
@@ -66,8 +67,8 @@ type partWorker struct {
 	start    startInfo
 	hasStart bool
 
-	point      atomic.Pointer[CommitPoint] // the commit point, as published
-	committed  atomic.Pointer[CommitPoint] // the last one committed
+	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
+	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
 	finishedCh chan struct{}               // ExitAtEnd: closed once ended and acknowledged
 
 	mRecords, mEvents, mLate prometheus.Counter
@@ -76,8 +77,8 @@ type partWorker struct {
 	// worker-owned
 	st        startInfo
 	started   bool // st is set
-	core      Core
-	out       Output
+	core      *pipeline.Partition
+	out       pipeline.Output
 	next      int64 // offset after the last record handled; -1 before any
 	evs       []schemas.AccessEvent
 	acks      []ack
@@ -90,7 +91,7 @@ type partWorker struct {
 	keyed     bool
 	mismatch  bool // a keyed mismatch was logged
 	rulesGen  uint64
-	prevStats CoreStats
+	prevStats pipeline.Stats
 	ended     bool // End was called (ExitAtEnd)
 }
 
@@ -171,8 +172,8 @@ func (w *partWorker) takeBatch() []*kgo.Record {
 	return b
 }
 
-func (w *partWorker) lastCommit() *CommitPoint     { return w.committed.Load() }
-func (w *partWorker) setLastCommit(cp CommitPoint) { w.committed.Store(&cp) }
+func (w *partWorker) lastCommit() *pipeline.CommitPoint     { return w.committed.Load() }
+func (w *partWorker) setLastCommit(cp pipeline.CommitPoint) { w.committed.Store(&cp) }
 
 func (w *partWorker) isFinished() bool {
 	select {
@@ -357,27 +358,28 @@ func (w *partWorker) newCore(firstOffset int64, recordKey []byte, eventKey strin
 
 func (w *partWorker) buildCore(firstOffset int64) error {
 	s := w.s
-	src := Source{Topic: w.tp.topic, Partition: w.tp.partition, Partitions: w.parts, Keyed: w.keyed}
-	start := Start{Offset: firstOffset}
+	src := pipeline.Source{Topic: w.tp.topic, Partition: w.tp.partition, Partitions: w.parts, Keyed: w.keyed}
+	start := pipeline.Start{Offset: firstOffset}
 	if w.st.committed >= 0 {
-		start = Start{Offset: w.st.committed, Metadata: w.st.meta}
+		start = pipeline.Start{Offset: w.st.committed, Metadata: w.st.meta}
 	}
-	core, err := s.cfg.NewCore(src, start)
+	core, err := pipeline.NewPartition(s.cfg.Pipeline, src, start)
 	if err != nil && start.Metadata != "" {
 		// Not ours (another consumer committed here), or from another
 		// version or window length: start from the offset alone.
 		s.log.Warn("commit metadata not usable; windows open at the committed offset are emitted again from partial counts",
 			"topic", w.tp.topic, "partition", w.tp.partition, "metadata", start.Metadata, "err", err)
 		start.Metadata = ""
-		core, err = s.cfg.NewCore(src, start)
+		core, err = pipeline.NewPartition(s.cfg.Pipeline, src, start)
 	}
 	if err != nil {
 		return fmt.Errorf("detect: partition %s/%d: %w", w.tp.topic, w.tp.partition, err)
 	}
 	w.core = core
-	if r := s.rules.Load(); r != nil {
-		if err := core.SetRules(r); err != nil {
-			s.log.Error("reloaded rules refused; the partition keeps its configured ones", "topic", w.tp.topic, "partition", w.tp.partition, "err", err)
+	if s.rulesGen.Load() > 0 {
+		// Rules reloaded since start: the core compiled the configured ones.
+		if err := core.SetRules(s.rules.Load()); err != nil {
+			return fmt.Errorf("detect: partition %s/%d: reloaded rules: %w", w.tp.topic, w.tp.partition, err)
 		}
 	}
 	w.prevStats = core.Stats()
@@ -671,14 +673,14 @@ func (w *partWorker) checkEnd() {
 // oldest dead letter not acknowledged and by the archive's durable
 // offset.
 func (w *partWorker) publish() {
-	var p CommitPoint
+	var p pipeline.CommitPoint
 	switch {
 	case w.core != nil:
 		p = w.core.CommitPoint()
 	case w.next >= 0:
 		// Only records without events so far: the committed metadata
 		// still describes everything before next.
-		p = CommitPoint{Offset: w.next, Metadata: w.st.meta}
+		p = pipeline.CommitPoint{Offset: w.next, Metadata: w.st.meta}
 	default:
 		return
 	}
@@ -695,7 +697,7 @@ func (w *partWorker) publish() {
 }
 
 // countStats adds what the core counted since before to the metrics.
-func (w *partWorker) countStats(before CoreStats) {
+func (w *partWorker) countStats(before pipeline.Stats) {
 	if w.core == nil {
 		return
 	}
@@ -710,6 +712,7 @@ func (w *partWorker) countStats(before CoreStats) {
 		{"truncated_keys", now.TruncatedKeys, before.TruncatedKeys}, {"whitelisted", now.Whitelisted, before.Whitelisted},
 		{"apps_folded", now.AppsFolded, before.AppsFolded}, {"alerts_warm_up", now.AlertsWarmUp, before.AlertsWarmUp},
 		{"ring_admitted", now.RingAdmitted, before.RingAdmitted}, {"ring_refused", now.RingRefused, before.RingRefused},
+		{"ring_evicted", now.RingEvicted, before.RingEvicted},
 		{"alerts_dropped", now.AlertsDropped, before.AlertsDropped},
 	} {
 		if d.now > d.bf {
@@ -719,7 +722,7 @@ func (w *partWorker) countStats(before CoreStats) {
 	w.prevStats = now
 }
 
-func (w *partWorker) coreStats() CoreStats {
+func (w *partWorker) coreStats() pipeline.Stats {
 	if w.core == nil {
 		return w.prevStats
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -75,13 +76,15 @@ type Config struct {
 	// it is produced, formatted as PrintFormat (PrintText or PrintJSON).
 	Print       io.Writer
 	PrintFormat string
-	// NewCore builds a partition's detection core. Required.
-	NewCore NewCoreFunc
+	// Pipeline configures each partition's detection core
+	// (pipeline.NewPartition); its rules can be replaced while running
+	// (Reload). The report window must be the merger's.
+	Pipeline pipeline.Options
 	// Merge, when set, makes this instance a candidate merger: while the
 	// merge group gives it the windows topic, it merges with a
 	// pipeline.Merger built from Merge, whose Topics, DoneThroughMs and
-	// Registerer the service sets. Nil runs no merger (another process
-	// merges).
+	// Registerer the service sets, and whose Threshold, when nil, follows
+	// the rules in force. Nil runs no merger (another process merges).
 	Merge *pipeline.MergerConfig
 	// ClickHouse, when set, receives hot-key events and window reports;
 	// offsets pass an output only once ClickHouse has it too.
@@ -113,8 +116,11 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("events topic: %w", err))
 		}
 	}
-	if c.NewCore == nil {
-		errs = append(errs, errors.New("NewCore must be set"))
+	if err := c.Pipeline.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Merge != nil && c.Merge.Window != c.Pipeline.Window {
+		errs = append(errs, fmt.Errorf("merger window %v differs from the partitions' %v", c.Merge.Window, c.Pipeline.Window))
 	}
 	if c.CreateTopics && (c.Partitions < 1 || c.ReplicationFactor == 0 || c.ReplicationFactor < -1) {
 		errs = append(errs, errors.New("partitions must be at least 1 and replication factor -1 or at least 1 to create topics"))
@@ -163,8 +169,8 @@ type Service struct {
 	cons *kgo.Client // the detect group's consumer, set by Run
 	adm  *kadm.Client
 
-	rules    atomic.Pointer[Rules]
-	rulesGen atomic.Uint64
+	rules    atomic.Pointer[pipeline.Rules] // in force
+	rulesGen atomic.Uint64                 // reloads so far
 
 	// mu guards parts and counts. The poll loop and the group callbacks
 	// exclude each other already (kgo.BlockRebalanceOnPoll) except the
@@ -219,6 +225,12 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("detect: register metrics: %w", err)
 	}
 	s.m = m
+	rules, err := pipeline.NewRules(cfg.Pipeline)
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	s.rules.Store(rules)
+	s.m.rulesLoaded.Set(float64(s.now().Unix()))
 	opts := append([]kgo.Opt{
 		// Idempotent (franz-go's default), so a retried batch is never
 		// written twice and order per partition holds: the merger relies
@@ -239,14 +251,32 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// SetRules swaps r into every partition's core, between two events, and
-// into every core created later; counts survive (see Core.SetRules). A
-// core refusing r logs why and keeps its rules.
-func (s *Service) SetRules(r *Rules) {
+// Reload replaces the rules, whitelist and operation lists with those of
+// o, which must equal the running options in everything else (sizes,
+// windows: those need a restart). Every partition swaps them in between
+// two events, keeping its counts (see pipeline.Partition.SetRules), and
+// the merger's advice follows them. On an error nothing changes.
+func (s *Service) Reload(o pipeline.Options) error {
+	want, got := s.cfg.Pipeline, o
+	want.RuleSet, got.RuleSet = pipeline.RuleSet{}, pipeline.RuleSet{}
+	if !reflect.DeepEqual(want, got) {
+		s.m.reloads.WithLabelValues("refused").Inc()
+		return errors.New("only rules, whitelist, read_ops and write_ops reload while running; restart for the other pipeline settings")
+	}
+	r, err := pipeline.NewRules(o)
+	if err != nil {
+		s.m.reloads.WithLabelValues("refused").Inc()
+		return err
+	}
 	s.rules.Store(r)
 	s.rulesGen.Add(1)
+	s.m.reloads.WithLabelValues("applied").Inc()
 	s.m.rulesLoaded.Set(float64(s.now().Unix()))
+	return nil
 }
+
+// threshold is the merger's advice threshold: the rules in force.
+func (s *Service) threshold(app, key string) (float64, bool) { return s.rules.Load().Threshold(app, key) }
 
 // Ready reports whether the service works as it should: nil once it
 // joined its group, while no sink is retrying; an error saying what is
