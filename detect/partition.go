@@ -69,7 +69,7 @@ type partWorker struct {
 
 	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
 	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
-	finishedCh chan struct{}               // ExitAtEnd: closed once ended and acknowledged
+	finishedCh chan struct{}                        // ExitAtEnd: closed once ended and acknowledged
 
 	mRecords, mEvents, mLate prometheus.Counter
 	mLag, mCommitted, mPause prometheus.Gauge

@@ -170,7 +170,7 @@ type Service struct {
 	adm  *kadm.Client
 
 	rules    atomic.Pointer[pipeline.Rules] // in force
-	rulesGen atomic.Uint64                 // reloads so far
+	rulesGen atomic.Uint64                  // reloads so far
 
 	// mu guards parts and counts. The poll loop and the group callbacks
 	// exclude each other already (kgo.BlockRebalanceOnPoll) except the
@@ -276,7 +276,9 @@ func (s *Service) Reload(o pipeline.Options) error {
 }
 
 // threshold is the merger's advice threshold: the rules in force.
-func (s *Service) threshold(app, key string) (float64, bool) { return s.rules.Load().Threshold(app, key) }
+func (s *Service) threshold(app, key string) (float64, bool) {
+	return s.rules.Load().Threshold(app, key)
+}
 
 // Ready reports whether the service works as it should: nil once it
 // joined its group, while no sink is retrying; an error saying what is
