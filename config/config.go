@@ -26,6 +26,7 @@ type Config struct {
 	Events     Events                 `mapstructure:"events"`
 	Ingest     Ingest                 `mapstructure:"ingest" cmd:"ingest"`
 	Detect     detect.Options         `mapstructure:"detect" cmd:"detect"`
+	Pipeline   pipeline.Options       `mapstructure:"pipeline" cmd:"detect"`
 	Merge      pipeline.MergerOptions `mapstructure:"merge" cmd:"detect"`
 	ClickHouse clickhouse.Options     `mapstructure:"clickhouse" cmd:"detect"`
 	Archive    parquet.Options        `mapstructure:"archive" cmd:"detect"`
@@ -163,6 +164,7 @@ func Defaults() Config {
 			Topic:    ingest.DefaultTopicOptions(),
 		},
 		Detect:     detect.DefaultOptions(),
+		Pipeline:   pipeline.DefaultOptions(),
 		Merge:      pipeline.DefaultMergerOptions(),
 		ClickHouse: clickhouse.DefaultOptions(),
 		Archive:    parquet.DefaultOptions(),

@@ -254,6 +254,10 @@ func sampleValue(key string) string {
 		"merge.redis_cluster.nodes":  "n1,n2",
 		"clickhouse.retry_min":       "200ms",
 		"archive.zstd":               "best",
+		"pipeline.detect.slots":      "20",
+		"pipeline.detect.gate":       "0.6",
+		"pipeline.rules":             `[{name: api, key: "user:*", app: shop, window: 2s, rate: 50, ops: reads, alert: false}]`,
+		"pipeline.whitelist":         `[{key: "health:*"}]`,
 	}
 	if v, ok := special[key]; ok {
 		return v

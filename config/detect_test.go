@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/pipeline"
@@ -48,6 +49,9 @@ func TestValidateDetectNamesEveryProblem(t *testing.T) {
 		{"archive zstd", func(c *Config) { c.Archive.Root = "/var/lib/keyheat"; c.Archive.Zstd = "max" }, []string{`archive.zstd: "max", want fastest, default, better or best`}},
 		{"archive segment", func(c *Config) { c.Archive.Root = "/var/lib/keyheat"; c.Archive.SegmentBytes = 1 }, []string{"archive.segment_bytes: 1, want at least 1024"}},
 		{"archive off ignores its keys", func(c *Config) { c.Archive.Zstd = "max" }, nil},
+		{"slots", func(c *Config) { c.Pipeline.Detect.Slots = 0 }, []string{"pipeline.detect.slots: 0, want 1 to 64"}},
+		{"rule without rate", func(c *Config) { c.Pipeline.Rules[0].Rate = 0 }, []string{"pipeline.rules: rules[0] (default): set rate"}},
+		{"report window", func(c *Config) { c.Pipeline.Window = 0 }, []string{"pipeline.window: 0s, want a positive whole number"}},
 	}
 	runValidateCases(t, CmdDetect, tests)
 }
@@ -77,4 +81,35 @@ func TestListOfSectionsFromText(t *testing.T) {
 
 	require.Equal(t, "[]", flowYAML([]pipeline.NodeSlots(nil)))
 	require.Equal(t, "[{first: 1, last: 2, node: a}]", flowYAML([]pipeline.NodeSlots{{Node: "a", First: 1, Last: 2}}))
+}
+
+// TestRulesFromFile: rules are a list of sections in the file, with
+// durations and an optional alert flag; a flag takes them as YAML text.
+func TestRulesFromFile(t *testing.T) {
+	file := writeFile(t, `pipeline:
+  rules:
+    - {name: api, key: "user:*", app: shop, window: 2s, rate: 50, ops: reads}
+    - name: quiet
+      key: "*"
+      window: 500ms
+      bytes_rate: 1000000
+      alert: false
+  whitelist: [{key: "health:*"}]
+`)
+	cfg, err := Load(CmdDetect, Source{File: file, Environ: []string{}})
+	require.NoError(t, err)
+	no := false
+	require.Equal(t, []pipeline.Rule{
+		{Name: "api", Key: "user:*", App: "shop", Window: 2 * time.Second, Rate: 50, Ops: "reads"},
+		{Name: "quiet", Key: "*", Window: 500 * time.Millisecond, BytesRate: 1e6, Alert: &no},
+	}, cfg.Pipeline.Rules)
+	require.Equal(t, []pipeline.KeyMatch{{Key: "health:*"}}, cfg.Pipeline.Whitelist)
+
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	AddFlags(fs, CmdDetect)
+	require.Equal(t, `[{key: '*', name: default, ops: all, rate: 1000, window: 1s}]`, fs.Lookup("pipeline.rules").DefValue)
+	require.NoError(t, fs.Parse([]string{`--pipeline.rules=[{name: x, key: "a:*", window: 1s, rate: 5}]`}))
+	cfg, err = Load(CmdDetect, Source{Flags: fs, Environ: []string{}})
+	require.NoError(t, err)
+	require.Equal(t, []pipeline.Rule{{Name: "x", Key: "a:*", Window: time.Second, Rate: 5}}, cfg.Pipeline.Rules)
 }

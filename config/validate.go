@@ -82,6 +82,9 @@ func (c *Config) Validate(cmd Command) error {
 	if cmd.Reads("detect") {
 		validateDetect(&p, &c.Detect, &c.Kafka.Topics)
 	}
+	if cmd.Reads("pipeline") {
+		p.addPrefixed("pipeline", c.Pipeline.Validate())
+	}
 	if cmd.Reads("merge") {
 		p.addPrefixed("merge", c.Merge.Validate())
 	}
@@ -271,6 +274,12 @@ func (p *problems) addPrefixed(section string, err error) {
 		name := msg
 		if i := strings.IndexAny(msg, ": ="); i >= 0 {
 			name = msg[:i]
+		}
+		if i := strings.IndexByte(name, '['); i > 0 {
+			// An element of a list ("rules[2] (hot-api): …"): the list's
+			// key, the whole message as the problem.
+			p.add(section+"."+name[:i], "%s", msg)
+			continue
 		}
 		key := section + "." + name
 		if name != "" && (slices.Contains(AllKeys(), key) || isSection(key)) {
