@@ -239,6 +239,7 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 	if w.ended {
 		return // ExitAtEnd: past the end; the partition is paused
 	}
+	w.checkRules() // rules reloaded since the last batch apply to this one
 	s := w.s
 	nowMs := s.now().UnixMilli()
 	before := w.coreStats()

@@ -213,3 +213,5 @@ func ctx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
+
+func regexpOf(expr string) *regexp.Regexp { return regexp.MustCompile(expr) }
