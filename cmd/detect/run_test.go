@@ -197,11 +197,13 @@ func TestRulesReload(t *testing.T) {
 	p.waitErr(`msg="partitions assigned"`, time.Minute)
 
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-	produceEvents(t, seeds, e.events, 300, base, 1, 1, 1) // "hot" 300 times in 300 ms
-	p.waitOut(`REPORT cluster events=300`, time.Minute)
+	// "hot" 1100 times in 1.1 s: not hot at a million a second; the first
+	// window's report shows it was read.
+	produceEvents(t, seeds, e.events, 1100, base, 1, 1, 1)
+	p.waitOut(`REPORT cluster events=1000 `, time.Minute)
 	save(rules("100"))
 	p.waitErr(`msg="rules reloaded".*rules=1`, time.Minute)
-	produceEvents(t, seeds, e.events, 300, base+2000, 1, 1, 1)
+	produceEvents(t, seeds, e.events, 300, base+3000, 1, 1, 1)
 	p.waitOut(`HOT +app "hot" rate=100\.0/s threshold=100/s rule=r`, time.Minute)
 
 	save([]byte("pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: -1}]\n"))
