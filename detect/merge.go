@@ -86,6 +86,7 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(s.cfg.SessionTimeout),
 		kgo.OnPartitionsAssigned(mr.onAssigned),
 		kgo.OnOffsetsFetched(mr.onFetched),
 		kgo.OnPartitionsRevoked(mr.onRevoked),

@@ -53,6 +53,10 @@ type Options struct {
 	// MergeGroup is the consumer group electing the merger: the member
 	// that owns the windows topic's single partition merges.
 	MergeGroup string `mapstructure:"merge_group"`
+	// SessionTimeout is how long the groups wait for a member that stopped
+	// heartbeating (a crash, a network split) before giving its partitions
+	// to the others: how long a crashed instance's partitions stall.
+	SessionTimeout time.Duration `mapstructure:"session_timeout"`
 }
 
 // Keyed values.
@@ -84,6 +88,7 @@ func DefaultOptions() Options {
 		CommitInterval: time.Second,
 		FlushTimeout:   30 * time.Second,
 		MergeGroup:     "keyheat-merge",
+		SessionTimeout: 45 * time.Second,
 	}
 }
 
@@ -150,6 +155,11 @@ func (o Options) Validate() error {
 	}
 	if o.FlushTimeout <= 0 {
 		bad("flush_timeout", "must be positive, e.g. 30s")
+	}
+	if o.SessionTimeout < time.Second {
+		// Brokers refuse less than group.min.session.timeout.ms (6 s by
+		// default) anyway; below a second heartbeats cannot keep up.
+		bad("session_timeout", "%v: want at least 1s (brokers accept 6s to 30m by default)", o.SessionTimeout)
 	}
 	return errors.Join(errs...)
 }

@@ -388,6 +388,7 @@ func (s *Service) consumerOpts() []kgo.Opt {
 		kgo.KeepControlRecords(),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(s.cfg.SessionTimeout),
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnOffsetsFetched(s.onFetched),
 		kgo.OnPartitionsRevoked(s.onRevoked),

@@ -56,7 +56,7 @@ func (e *runEnv) flags(extra ...string) []string {
 		"--kafka.topics.events=" + e.events, "--kafka.topics.dlq=" + e.dlq, "--kafka.topics.hotkeys=" + e.hotkeys,
 		"--kafka.topics.windows=" + e.windows, "--kafka.topics.reports=" + e.reports,
 		"--detect.group=" + e.group, "--detect.merge_group=" + e.mergeGroup,
-		"--detect.commit_interval=100ms", "--events.max_skew=0", "--pipeline.lateness=0",
+		"--detect.commit_interval=100ms", "--detect.session_timeout=6s", "--events.max_skew=0", "--pipeline.lateness=0",
 	}, extra...)
 }
 
@@ -212,4 +212,22 @@ func TestRulesReload(t *testing.T) {
 	p.waitErr(`level=ERROR msg="config file changed but refused.*restart for the other pipeline settings`, time.Minute)
 	require.Equal(t, 0, p.stop(time.Minute))
 	require.Len(t, p.stdout.match(regexpOf(`HOT +app "hot"`)), 1, "the key turned hot once, under the reloaded rules")
+}
+
+// committedOffsets returns the group's committed offsets and metadata of
+// topic, by partition.
+func committedOffsets(t *testing.T, seeds []string, group, topic string) map[int32]string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	os, err := kadm.NewClient(cl).FetchOffsets(ctx(t), group)
+	require.NoError(t, err)
+	out := map[int32]string{}
+	os.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic {
+			out[o.Partition] = fmt.Sprintf("%d %s", o.At, o.Metadata)
+		}
+	})
+	return out
 }
