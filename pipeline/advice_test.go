@@ -22,14 +22,13 @@ func TestSplitFor(t *testing.T) {
 		{4000, 1000, 4}, // 4
 		{5000, 1000, 8}, // 5 → 8
 		{100000, 1000, 128},
-		{1e12, 1, MaxMergeSplit}, // capped at the number of slots
+		{1e12, 1, MaxSplit}, // capped at the number of slots
 	} {
 		require.Equal(t, tc.want, splitFor(tc.rate, tc.capacity), "rate %v capacity %v", tc.rate, tc.capacity)
 	}
 }
 
 func TestAdvise(t *testing.T) {
-	o := AdviceOptions{NodeWriteCapacity: 1000}
 	top := []schemas.KeyCount{
 		{App: "shop", Key: "reads", Count: 5000, Reads: 4000, Writes: 1000},
 		{App: "shop", Key: "writes", Count: 6000, Error: 1000, Reads: 100, Writes: 4900},
@@ -50,7 +49,7 @@ func TestAdvise(t *testing.T) {
 		return 1000, true
 	}
 	// A 2 s window halves every rate.
-	got := o.advise(top, 2000, threshold)
+	got := advise(top, 2000, threshold, 1000)
 	require.Equal(t, []schemas.KeyAdvice{
 		{App: "shop", Key: "reads", Rate: 2500, Threshold: 1000, ReadShare: 0.8,
 			Mitigation: schemas.Mitigation{Kind: schemas.MitigationLocalCache}},
@@ -60,5 +59,5 @@ func TestAdvise(t *testing.T) {
 			Mitigation: schemas.Mitigation{Kind: schemas.MitigationLocalCache}},
 	}, got, "cold is below its threshold, unknown-ops has no reads or writes, unwatched has no rule, "+
 		"uncertain is hot only by its upper bound, nan has no usable threshold")
-	require.Nil(t, o.advise(top, 2000, nil), "no threshold function, no advice")
+	require.Nil(t, advise(top, 2000, nil, 1000), "no threshold function, no advice")
 }

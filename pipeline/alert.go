@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"cmp"
-	"math"
 	"math/bits"
 	"slices"
 
@@ -192,19 +191,10 @@ func (p *Partition) hotKeyEvent(g *group, x *rule, st *alertState, typ string, l
 	return ev
 }
 
-// mitigation advises a local cache for a key read at least as often as
-// written, else splitting it into the next power of two of its write rate
-// over DetectOptions.SplitCapacity (at least 2).
+// mitigation is the remedy advised for a key at its crossing (see suggest).
 func (p *Partition) mitigation(lv level, windowMs int64) *schemas.Mitigation {
-	if lv.reads >= lv.writes {
-		return &schemas.Mitigation{Kind: schemas.MitigationLocalCache}
-	}
-	perKey := float64(lv.writes) / (float64(windowMs) / 1000) / p.o.Detect.SplitCapacity
-	split := 2
-	for float64(split) < perKey && split < math.MaxInt32/2 {
-		split *= 2
-	}
-	return &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: split}
+	m := suggest(lv.reads, lv.writes, float64(lv.writes)/(float64(windowMs)/1000), p.o.Detect.SplitCapacity)
+	return &m
 }
 
 // publish hands ev out, except during warm-up, where the crashed run

@@ -142,6 +142,39 @@
 // offset than the commit point, with its metadata, is safe; a higher one
 // is not.
 //
+// # Merging partitions into reports
+//
+// The Merger (merge.go, merge_window.go, skew.go, advice.go) turns the
+// partitions' PartitionWindows into one cluster WindowReport and one per
+// app for each report window. It waits until every expected partition
+// (0..Partitions−1 of every configured or seen topic; a partition that
+// reported a later window, or ended Final before, has nothing more to say)
+// has reported the window, or until a wall-clock deadline of window +
+// lateness + extra_wait after the window's first summary, or until
+// max_pending_windows is exceeded; then it reports the window once, in
+// window order, Partial with the missing partitions named when some never
+// came. Re-sent summaries are recognised by ID; anything for a window
+// already reported is counted and dropped.
+//
+// On a topic keyed by access key each key lives on one partition, so the
+// union of the partitions' tops is exact where they were; otherwise bounds
+// add over partitions, a partition that does not list a key contributing
+// at most min(its Count-Min estimate, its Floor), as sketch.TopK.Merge
+// does, and every key not listed has at most the report's Floor. Skew is
+// the max/mean and Gini coefficient of the load per partition and per Redis
+// Cluster node (slots mapped to the configured nodes), with the busiest
+// slots and the shares of the top 1 and top 10 keys. Keys of Top whose
+// lower-bound rate reaches the threshold the rules give are advised a local
+// cache when reads are at least writes, otherwise a split into the next
+// power of two (at least 2) of write rate / DetectOptions.SplitCapacity,
+// the same rule the alerts use.
+//
+// On keyheat.windows the service commits CommitOffset, the lowest offset
+// of a summary whose window is not yet reported and acknowledged, and
+// keeps DoneThroughMs with it so a restart does not report a window twice.
+// The merger reads no clock: a replay gives byte-identical reports; live,
+// only windows released by the deadline or the cap depend on timing.
+//
 // # Memory
 //
 // A partition's memory is bounded by its options, not by the number of

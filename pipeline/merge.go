@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/bits"
 	"reflect"
 	"slices"
@@ -38,6 +39,11 @@ type MergerConfig struct {
 	// Threshold gives each key's hot threshold for the reports' advice;
 	// nil gives no advice.
 	Threshold ThresholdFunc
+	// SplitCapacity is the write rate, per second, one physical key takes
+	// (DetectOptions.SplitCapacity, which the alerts use too): a
+	// write-heavy hot key is advised to split into enough keys that each
+	// stays below it. 0 means the default detect options' value.
+	SplitCapacity float64
 	// DoneThroughMs resumes after a restart: windows ending at or before it
 	// were reported and acknowledged by an earlier run (its DoneThroughMs,
 	// kept with the committed offset), so their summaries, which the
@@ -171,6 +177,12 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 	}
 	if cfg.Lateness < 0 {
 		return nil, fmt.Errorf("merger: lateness %v, want 0 or more", cfg.Lateness)
+	}
+	switch {
+	case cfg.SplitCapacity == 0:
+		cfg.SplitCapacity = DefaultOptions().Detect.SplitCapacity
+	case !(cfg.SplitCapacity > 0) || math.IsInf(cfg.SplitCapacity, 0):
+		return nil, fmt.Errorf("merger: split capacity %v, want a positive number of writes per second", cfg.SplitCapacity)
 	}
 	layout, err := cfg.RedisCluster.layout()
 	if err != nil {
@@ -482,7 +494,7 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 			keys[k.Key] = true
 		}
 		for _, sc := range a.Slots {
-			if sc.Slot >= RedisClusterSlots {
+			if sc.Slot >= RedisSlots {
 				return nil, bad("app %q: slot %d out of range", a.App, sc.Slot)
 			}
 		}

@@ -57,12 +57,6 @@ type mergeFixture struct {
 	idle bool
 }
 
-// mergeTestSlot stands in for the Redis Cluster slot function: the merger only
-// adds up the slots the partitions report.
-func mergeTestSlot(key string) uint16 {
-	return uint16(crc32.ChecksumIEEE([]byte(key)) % RedisClusterSlots)
-}
-
 func (f mergeFixture) partitionOf(e mergeEvent, i int) int32 {
 	if f.keyed {
 		return int32(crc32.ChecksumIEEE([]byte(e.key)) % uint32(f.partitions))
@@ -145,7 +139,7 @@ func (f mergeFixture) build(t testing.TB, events []mergeEvent) []*schemas.Partit
 			kc.Reads++
 			a.total.Reads++
 		}
-		a.slots[mergeTestSlot(e.key)]++
+		a.slots[Slot(e.key)]++
 	}
 
 	if f.idle {

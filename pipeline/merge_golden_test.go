@@ -87,7 +87,7 @@ func TestMergeGolden(t *testing.T) {
 				c.TopN = 5
 				c.HotSlots = 3
 				c.RedisCluster.Nodes = []string{"redis-a", "redis-b", "redis-c"}
-				c.Advice.NodeWriteCapacity = 4
+				c.SplitCapacity = 4
 				c.Threshold = threshold
 			},
 		},

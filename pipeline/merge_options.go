@@ -9,9 +9,6 @@ import (
 	"time"
 )
 
-// RedisClusterSlots is the number of hash slots of a Redis Cluster.
-const RedisClusterSlots = 16384
-
 // Limits of the merger's options.
 const (
 	// MaxMergeTopN bounds top_n: every ranking of a report is cut to it.
@@ -19,9 +16,9 @@ const (
 	// MaxMergePartitions bounds the partitions of one topic the merger
 	// expects, so a corrupt summary cannot make it wait for billions.
 	MaxMergePartitions = 1 << 16
-	// MaxMergeSplit bounds a split suggestion: more physical keys than
-	// hash slots cannot spread a key further.
-	MaxMergeSplit = RedisClusterSlots
+	// MaxSplit bounds a split suggestion: more physical keys than hash
+	// slots cannot spread a key further.
+	MaxSplit = RedisSlots
 )
 
 // MergerOptions are the merger's settings a config file sets, by their
@@ -49,13 +46,11 @@ type MergerOptions struct {
 	HotSlots int `mapstructure:"hot_slots"`
 	// RedisCluster maps hash slots to nodes for the report's node view.
 	RedisCluster RedisClusterOptions `mapstructure:"redis_cluster"`
-	// Advice configures the mitigation suggested for hot keys.
-	Advice AdviceOptions `mapstructure:"advice"`
 }
 
 // DefaultMergerOptions: the top 100 keys, 100 apps with reports of their
 // own, 2 s of extra wait, 32 pending windows, 10 hot slots, no Redis
-// Cluster node view, and DefaultAdviceOptions.
+// Cluster node view.
 func DefaultMergerOptions() MergerOptions {
 	return MergerOptions{
 		TopN:              100,
@@ -63,7 +58,6 @@ func DefaultMergerOptions() MergerOptions {
 		ExtraWait:         2 * time.Second,
 		MaxPendingWindows: 32,
 		HotSlots:          10,
-		Advice:            DefaultAdviceOptions(),
 	}
 }
 
@@ -85,14 +79,11 @@ func (o MergerOptions) Validate() error {
 	if o.MaxPendingWindows < 1 {
 		bad("max_pending_windows", "%d, want at least 1, e.g. 32", o.MaxPendingWindows)
 	}
-	if o.HotSlots < 0 || o.HotSlots > RedisClusterSlots {
-		bad("hot_slots", "%d, want 0..%d, e.g. 10", o.HotSlots, RedisClusterSlots)
+	if o.HotSlots < 0 || o.HotSlots > RedisSlots {
+		bad("hot_slots", "%d, want 0..%d, e.g. 10", o.HotSlots, RedisSlots)
 	}
 	if _, err := o.RedisCluster.layout(); err != nil {
 		errs = append(errs, fmt.Errorf("redis_cluster.%w", err))
-	}
-	if err := o.Advice.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("advice.%w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -152,13 +143,13 @@ func (o RedisClusterOptions) layout() (*nodeLayout, error) {
 			}
 			seen[n] = true
 		}
-		if len(o.Nodes) > RedisClusterSlots {
-			return nil, fmt.Errorf("nodes: %d nodes, a cluster has at most %d", len(o.Nodes), RedisClusterSlots)
+		if len(o.Nodes) > RedisSlots {
+			return nil, fmt.Errorf("nodes: %d nodes, a cluster has at most %d", len(o.Nodes), RedisSlots)
 		}
 		ranges = equalSlotRanges(o.Nodes)
 	case o.Shards != 0:
-		if o.Shards < 1 || o.Shards > RedisClusterSlots {
-			return nil, fmt.Errorf("shards: %d, want 1..%d", o.Shards, RedisClusterSlots)
+		if o.Shards < 1 || o.Shards > RedisSlots {
+			return nil, fmt.Errorf("shards: %d, want 1..%d", o.Shards, RedisSlots)
 		}
 		names := make([]string, o.Shards)
 		for i := range names {
@@ -171,8 +162,8 @@ func (o RedisClusterOptions) layout() (*nodeLayout, error) {
 			if r.Node == "" {
 				return nil, fmt.Errorf("ranges: the range %d-%d names no node", r.First, r.Last)
 			}
-			if r.First < 0 || r.Last >= RedisClusterSlots || r.First > r.Last {
-				return nil, fmt.Errorf("ranges: %s %d-%d, want 0 ≤ first ≤ last ≤ %d", r.Node, r.First, r.Last, RedisClusterSlots-1)
+			if r.First < 0 || r.Last >= RedisSlots || r.First > r.Last {
+				return nil, fmt.Errorf("ranges: %s %d-%d, want 0 ≤ first ≤ last ≤ %d", r.Node, r.First, r.Last, RedisSlots-1)
 			}
 		}
 		slices.SortFunc(ranges, func(a, b NodeSlots) int { return a.First - b.First })
@@ -182,17 +173,17 @@ func (o RedisClusterOptions) layout() (*nodeLayout, error) {
 				return nil, fmt.Errorf("ranges: %s %d-%d overlaps another range", r.Node, r.First, r.Last)
 			}
 			if r.First > next {
-				return nil, fmt.Errorf("ranges: slots %d-%d belong to no node; cover 0-%d", next, r.First-1, RedisClusterSlots-1)
+				return nil, fmt.Errorf("ranges: slots %d-%d belong to no node; cover 0-%d", next, r.First-1, RedisSlots-1)
 			}
 			next = r.Last + 1
 		}
-		if next < RedisClusterSlots {
-			return nil, fmt.Errorf("ranges: slots %d-%d belong to no node; cover 0-%d", next, RedisClusterSlots-1, RedisClusterSlots-1)
+		if next < RedisSlots {
+			return nil, fmt.Errorf("ranges: slots %d-%d belong to no node; cover 0-%d", next, RedisSlots-1, RedisSlots-1)
 		}
 	default:
 		return &nodeLayout{}, nil
 	}
-	l := &nodeLayout{node: make([]uint16, RedisClusterSlots)}
+	l := &nodeLayout{node: make([]uint16, RedisSlots)}
 	index := map[string]int{}
 	for _, r := range ranges { // sorted by First, so names come in slot order
 		i, ok := index[r.Node]
@@ -216,7 +207,7 @@ func (o RedisClusterOptions) layout() (*nodeLayout, error) {
 // cursor, the last node taking the rest. Three nodes get 0-5460,
 // 5461-10922 and 10923-16383.
 func equalSlotRanges(names []string) []NodeSlots {
-	perNode := float32(RedisClusterSlots) / float32(len(names))
+	perNode := float32(RedisSlots) / float32(len(names))
 	out := make([]NodeSlots, 0, len(names))
 	first := 0
 	var cursor float32
@@ -224,8 +215,8 @@ func equalSlotRanges(names []string) []NodeSlots {
 		// The float32 sum, then C's lround on its double: math.Round also
 		// rounds halves away from zero.
 		last := int(math.Round(float64(cursor + perNode - 1)))
-		if last > RedisClusterSlots || i == len(names)-1 {
-			last = RedisClusterSlots - 1
+		if last > RedisSlots || i == len(names)-1 {
+			last = RedisSlots - 1
 		}
 		last = max(last, first)
 		out = append(out, NodeSlots{Node: n, First: first, Last: last})

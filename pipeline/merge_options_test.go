@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -22,8 +23,6 @@ func TestMergerOptionsValidate(t *testing.T) {
 		{"max_pending_windows zero", func(o *MergerOptions) { o.MaxPendingWindows = 0 }, []string{"max_pending_windows: 0"}},
 		{"hot_slots negative", func(o *MergerOptions) { o.HotSlots = -1 }, []string{"hot_slots: -1"}},
 		{"hot_slots zero is fine", func(o *MergerOptions) { o.HotSlots = 0 }, nil},
-		{"capacity zero", func(o *MergerOptions) { o.Advice.NodeWriteCapacity = 0 }, []string{"advice.node_write_capacity: 0"}},
-		{"capacity negative", func(o *MergerOptions) { o.Advice.NodeWriteCapacity = -5 }, []string{"advice.node_write_capacity: -5"}},
 		{"nodes", func(o *MergerOptions) { o.RedisCluster.Nodes = []string{"a", "b"} }, nil},
 		{"nodes and shards", func(o *MergerOptions) {
 			o.RedisCluster.Nodes = []string{"a"}
@@ -33,7 +32,7 @@ func TestMergerOptionsValidate(t *testing.T) {
 		{"node without name", func(o *MergerOptions) { o.RedisCluster.Nodes = []string{"a", ""} }, []string{"redis_cluster.nodes: a node name is empty"}},
 		{"shards", func(o *MergerOptions) { o.RedisCluster.Shards = 3 }, nil},
 		{"shards negative", func(o *MergerOptions) { o.RedisCluster.Shards = -1 }, []string{"redis_cluster.shards: -1"}},
-		{"shards too many", func(o *MergerOptions) { o.RedisCluster.Shards = RedisClusterSlots + 1 }, []string{"redis_cluster.shards: 16385"}},
+		{"shards too many", func(o *MergerOptions) { o.RedisCluster.Shards = RedisSlots + 1 }, []string{"redis_cluster.shards: 16385"}},
 		{"ranges", func(o *MergerOptions) {
 			o.RedisCluster.Ranges = []NodeSlots{{"b", 8192, 16383}, {"a", 0, 99}, {"a", 100, 8191}}
 		}, nil},
@@ -50,7 +49,7 @@ func TestMergerOptionsValidate(t *testing.T) {
 			o.RedisCluster.Ranges = []NodeSlots{{"a", 10, 0}}
 		}, []string{"redis_cluster.ranges: a 10-0"}},
 		{"range beyond the slots", func(o *MergerOptions) {
-			o.RedisCluster.Ranges = []NodeSlots{{"a", 0, RedisClusterSlots}}
+			o.RedisCluster.Ranges = []NodeSlots{{"a", 0, RedisSlots}}
 		}, []string{"redis_cluster.ranges: a 0-16384"}},
 		{"range without node", func(o *MergerOptions) {
 			o.RedisCluster.Ranges = []NodeSlots{{"", 0, 16383}}
@@ -114,10 +113,10 @@ func TestEqualSlotRanges(t *testing.T) {
 			require.Equal(t, next, r.First, "n=%d range %d starts where the previous ended", n, i)
 			require.LessOrEqual(t, r.First, r.Last, "n=%d range %d is not empty", n, i)
 			size := r.Last - r.First + 1
-			require.InDelta(t, float64(RedisClusterSlots)/float64(n), float64(size), 1.5, "n=%d range %d is about equal", n, i)
+			require.InDelta(t, float64(RedisSlots)/float64(n), float64(size), 1.5, "n=%d range %d is about equal", n, i)
 			next = r.Last + 1
 		}
-		require.Equal(t, RedisClusterSlots, next, "n=%d ranges cover every slot", n)
+		require.Equal(t, RedisSlots, next, "n=%d ranges cover every slot", n)
 	}
 }
 
@@ -135,4 +134,14 @@ func TestNodeLayout(t *testing.T) {
 	l, err = RedisClusterOptions{}.layout()
 	require.NoError(t, err)
 	require.Empty(t, l.names, "no node view by default")
+}
+
+func TestNewMergerSplitCapacity(t *testing.T) {
+	for _, c := range []float64{-1, math.Inf(1), math.NaN()} {
+		_, err := NewMerger(MergerConfig{MergerOptions: DefaultMergerOptions(), Window: time.Second, SplitCapacity: c})
+		require.ErrorContains(t, err, "split capacity", "capacity %v", c)
+	}
+	m, err := NewMerger(MergerConfig{MergerOptions: DefaultMergerOptions(), Window: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, DefaultOptions().Detect.SplitCapacity, m.cfg.SplitCapacity, "0 takes the detect default")
 }

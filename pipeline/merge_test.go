@@ -336,7 +336,7 @@ func TestMergerAddRefuses(t *testing.T) {
 			w.Apps[0].Top = append(w.Apps[0].Top, w.Apps[0].Top[0])
 		}, `key "k0" listed twice`},
 		{"slot", func(w *schemas.PartitionWindow) {
-			w.Apps[0].Slots = []schemas.SlotCount{{Slot: RedisClusterSlots, Events: 1}}
+			w.Apps[0].Slots = []schemas.SlotCount{{Slot: RedisSlots, Events: 1}}
 		}, "slot 16384 out of range"},
 		{"distinct", func(w *schemas.PartitionWindow) { w.Apps[0].Distinct = []byte("junk") }, "distinct"},
 		{"sketch", func(w *schemas.PartitionWindow) { w.Apps[0].Sketch = []byte("junk") }, "sketch"},

@@ -335,7 +335,7 @@ func (m *Merger) mergeDistinct(acc, d *sketch.Cardinality) *sketch.Cardinality {
 // counting in the merger's dense scratch array of every slot.
 func (m *Merger) sumSlots(lists [][]schemas.SlotCount) []schemas.SlotCount {
 	if m.slotScratch == nil {
-		m.slotScratch = make([]uint64, RedisClusterSlots)
+		m.slotScratch = make([]uint64, RedisSlots)
 	}
 	n := 0
 	for _, l := range lists {
@@ -411,7 +411,7 @@ func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) 
 	partitionSkew(&r.Skew, loads)
 	keySkew(&r.Skew, r.Top, sc.events)
 	slotSkew(&r.Skew, sc.slots, m.layout, m.cfg.HotSlots)
-	r.Advice = m.cfg.Advice.advise(r.Top, m.windowMs, m.cfg.Threshold)
+	r.Advice = advise(r.Top, m.windowMs, m.cfg.Threshold, m.cfg.SplitCapacity)
 	return r
 }
 
