@@ -35,7 +35,6 @@ func TestValidateDetectNamesEveryProblem(t *testing.T) {
 		{"no poll", func(c *Config) { c.Detect.MaxPollRecords = 0 }, []string{"detect.max_poll_records:"}},
 		{"session timeout", func(c *Config) { c.Detect.SessionTimeout = 100 * time.Millisecond }, []string{"detect.session_timeout: 100ms: want at least 1s"}},
 		{"top_n", func(c *Config) { c.Merge.TopN = 0 }, []string{"merge.top_n: 0, want 1..10000"}},
-		{"capacity", func(c *Config) { c.Merge.Advice.NodeWriteCapacity = 0 }, []string{"merge.advice.node_write_capacity: 0, want a positive number"}},
 		{"nodes and shards", func(c *Config) {
 			c.Merge.RedisCluster.Nodes = []string{"a"}
 			c.Merge.RedisCluster.Shards = 2

@@ -273,6 +273,9 @@ func (mr *mergeRunner) ensureMerger() error {
 	if cfg.Threshold == nil {
 		cfg.Threshold = mr.s.threshold
 	}
+	if cfg.SplitCapacity == 0 {
+		cfg.SplitCapacity = mr.s.cfg.Pipeline.Detect.SplitCapacity // alerts and reports advise alike
+	}
 	mr.reg = newUnregisterer(mr.s.cfg.Registerer)
 	cfg.Registerer = mr.reg.or()
 	if cfg.Logger == nil {

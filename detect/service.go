@@ -83,8 +83,9 @@ type Config struct {
 	// Merge, when set, makes this instance a candidate merger: while the
 	// merge group gives it the windows topic, it merges with a
 	// pipeline.Merger built from Merge, whose Topics, DoneThroughMs and
-	// Registerer the service sets, and whose Threshold, when nil, follows
-	// the rules in force. Nil runs no merger (another process merges).
+	// Registerer the service sets, and whose Threshold and SplitCapacity,
+	// when unset, follow the pipeline's rules in force and split capacity.
+	// Nil runs no merger (another process merges).
 	Merge *pipeline.MergerConfig
 	// ClickHouse, when set, receives hot-key events and window reports;
 	// offsets pass an output only once ClickHouse has it too.
