@@ -74,6 +74,9 @@ func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 		w.mLag.Set(float64(max(0, p.HighWatermark-last-1)))
 		w.enqueue(p.Records)
 	})
+	if s.cfg.ExitAtEnd && s.numParts() == 0 {
+		s.checkIdle(ctx)
+	}
 	select {
 	case <-s.finished:
 		// Every partition ended and published its final commit point:
@@ -251,6 +254,7 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	}
 	s.m.assigned.Set(float64(s.numParts()))
 	s.log.Info("partitions released", "partitions", ps, "lost", lost)
+	s.checkFinished()
 }
 
 func (s *Service) numParts() int {
@@ -267,7 +271,9 @@ func (s *Service) checkFinished() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.joined {
+	if !s.joined || len(s.parts) == 0 && !s.nothingToDo {
+		// A member assigned nothing may get partitions in the next round
+		// of a cooperative rebalance: the poll loop finds out (idleDone).
 		return
 	}
 	for _, w := range s.parts {
@@ -280,6 +286,46 @@ func (s *Service) checkFinished() {
 	default:
 		close(s.finished)
 	}
+}
+
+// checkIdle, in an ExitAtEnd run of a member assigned nothing, ends the
+// run once the group is stable with every partition of its topics owned
+// by other members: more instances than partitions. While a cooperative
+// rebalance moves partitions, those are owned by nobody for a round, and
+// this member waits for its share.
+func (s *Service) checkIdle(ctx context.Context) {
+	now := s.now()
+	if now.Sub(s.lastIdleCheck) < time.Second {
+		return
+	}
+	s.lastIdleCheck = now
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	dg, err := s.adm.DescribeGroups(ctx, s.cfg.Group)
+	if err == nil {
+		err = dg.Error()
+	}
+	if err != nil {
+		s.log.Debug("describe the detect group", "err", err)
+		return
+	}
+	g := dg[s.cfg.Group]
+	if g.State != "Stable" {
+		return
+	}
+	owned := g.AssignedPartitions()
+	for topic, n := range s.eventCounts() {
+		for p := range n {
+			if !owned.Lookup(topic, p) {
+				return
+			}
+		}
+	}
+	s.mu.Lock()
+	s.nothingToDo = true
+	s.mu.Unlock()
+	s.log.Info("every partition is another member's; nothing to read")
+	s.checkFinished()
 }
 
 // commit commits, synchronously, the commit point of every worker in ws

@@ -181,6 +181,10 @@ type Service struct {
 	counts   map[string]int32 // partition counts of events topics
 	joined   bool             // assigned at least once (maybe nothing)
 	finished chan struct{}    // ExitAtEnd: closed once every partition ended
+	// nothingToDo: ExitAtEnd, assigned nothing while the group is stable
+	// and every partition is another member's (see checkIdle).
+	nothingToDo   bool
+	lastIdleCheck time.Time // poll loop only
 
 	merge *mergeRunner
 
@@ -348,7 +352,16 @@ func (s *Service) Run(ctx context.Context) error {
 	cons.Close()
 	if s.merge != nil {
 		if err == nil && s.cfg.ExitAtEnd && ctx.Err() == nil {
-			s.merge.endInput(s.windowsEnd(ctx))
+			// Other instances of an exit-at-end run may still be reading
+			// their partitions: the merger reports once they are done too
+			// (they leave the group when they are), so no window goes out
+			// partial for want of their summaries.
+			s.waitGroupDone(ctx)
+			if ctx.Err() == nil {
+				s.merge.endInput(s.windowsEnd(ctx))
+			} else {
+				cancel()
+			}
 		} else {
 			cancel()
 		}
@@ -473,6 +486,30 @@ func (s *Service) eventCounts() map[string]int32 {
 		out[t] = n
 	}
 	return out
+}
+
+// waitGroupDone waits until the detect group has no member left, or ctx
+// ends.
+func (s *Service) waitGroupDone(ctx context.Context) {
+	t := time.NewTicker(pollTick)
+	defer t.Stop()
+	for {
+		dg, err := s.adm.DescribeGroups(ctx, s.cfg.Group)
+		if err == nil {
+			err = dg.Error()
+		}
+		if err == nil && len(dg[s.cfg.Group].Members) == 0 {
+			return
+		}
+		if err != nil {
+			s.log.Warn("describe the detect group; retrying", "group", s.cfg.Group, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // windowsEnd is the windows topic's end offset: in an ExitAtEnd run,

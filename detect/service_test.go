@@ -103,3 +103,38 @@ func TestBadRecordsAreDeadLettered(t *testing.T) {
 		})
 	}
 }
+
+// TestExitAtEndMoreInstancesThanPartitions: an exit-at-end member that
+// the group gives nothing (more instances than partitions) ends once the
+// group is stable without it, and the merger reports every window once
+// every member is done.
+func TestExitAtEndMoreInstancesThanPartitions(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 1)
+			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+			produce(t, e.seeds, event(e.events, 0, "k", base), event(e.events, 0, "k", base+1500))
+			cfg := e.config(t)
+			cfg.ExitAtEnd = true
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			done := make(chan error, 2)
+			for range 2 {
+				svc, err := detect.New(cfg)
+				require.NoError(t, err)
+				go func() { done <- svc.Run(ctx) }()
+			}
+			require.NoError(t, <-done)
+			require.NoError(t, <-done)
+			var reported uint64
+			for _, r := range readAll(t, e.seeds, e.reports) {
+				rep, err := schemas.DecodeWindowReport(r.Value)
+				require.NoError(t, err)
+				if rep.Scope == schemas.ScopeCluster {
+					reported += rep.Events
+				}
+			}
+			require.EqualValues(t, 2, reported)
+		})
+	}
+}
