@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,4 +233,45 @@ func committedOffsets(t *testing.T, seeds []string, group, topic string) map[int
 		}
 	})
 	return out
+}
+
+// TestHealthAndMetrics: /livez answers, /readyz turns ready once the
+// group is joined, and /metrics has the per-partition series.
+func TestHealthAndMetrics(t *testing.T) {
+	seeds := testenv.KFake(t)
+	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 2))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	p := start(t, nil, append([]string{"run", "--metrics.addr=" + addr}, e.flags()...)...)
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path) //nolint:noctx // a test against a local server
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	eventually(t, "ready", func() bool { code, _ := get("/readyz"); return code == 200 })
+	code, _ := get("/livez")
+	require.Equal(t, 200, code)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+	produceEvents(t, seeds, e.events, 2000, base, 1, 0, 10)
+	eventually(t, "events counted, windows merged", func() bool {
+		_, m := get("/metrics")
+		return strings.Contains(m, "keyheat_detect_events_total{partition=") && strings.Contains(m, "keyheat_merge_windows_total")
+	})
+	_, m := get("/metrics")
+	for _, want := range []string{
+		`keyheat_detect_records_total{partition="0",topic="` + e.events + `"}`,
+		`keyheat_detect_lag_records{partition="1",topic="` + e.events + `"}`,
+		"keyheat_detect_committed_offset{", "keyheat_detect_windows_total", "keyheat_detect_partitions 2",
+		"keyheat_detect_merger 1", "keyheat_merge_windows_total", `keyheat_detect_commits_total{group="detect",result="ok"}`,
+		"keyheat_detect_rules_loaded_timestamp_seconds",
+	} {
+		require.Contains(t, m, want)
+	}
+	require.Equal(t, 0, p.stop(time.Minute))
 }
