@@ -77,16 +77,20 @@ func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 	if s.cfg.ExitAtEnd && s.numParts() == 0 {
 		s.checkIdle(ctx)
 	}
+	// Commits are not cut off by a stop: a half-done one helps nobody, and
+	// the stop commits again anyway.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+	defer ccancel()
 	select {
 	case <-s.finished:
 		// Every partition ended and published its final commit point:
 		// commit them while we still own them.
-		s.commit(ctx, nil)
+		s.commit(cctx, nil)
 		return true
 	default:
 	}
 	if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
-		s.commit(ctx, nil)
+		s.commit(cctx, nil)
 		*lastCommit = now
 	}
 	return false

@@ -240,7 +240,9 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		mr.applyAcks()
 		mr.flushArchive(ctx, false)
 		if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
-			mr.commit(ctx)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+			mr.commit(cctx) // not cut off by a stop (see Service.turn)
+			cancel()
 			*lastCommit = now
 		}
 	}
@@ -339,8 +341,8 @@ func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 				return
 			}
 			mr.inbox.expect(1)
-			s.out.Produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Reports, Key: []byte(r.ID), Value: v},
-				func(_ *kgo.Record, err error) { mr.inbox.post(ack{kind: ackReport, startMs: start, err: err}) })
+			s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Reports, Key: []byte(r.ID), Value: v},
+				func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: start, err: err}) })
 			if s.cfg.ClickHouse != nil {
 				mr.outbox = append(mr.outbox, chReport{r: r, startMs: start})
 			}

@@ -427,9 +427,7 @@ func (w *partWorker) deadLetter(r *kgo.Record, cause error, nowMs int64) {
 		Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil, w.idPrefix, off)}}}
 	w.dlq = append(w.dlq, dlqEntry{offset: off})
 	w.inbox.expect(1)
-	s.out.Produce(w.ctx, rec, func(_ *kgo.Record, err error) {
-		w.inbox.post(ack{kind: ackDLQ, offset: off, reason: reason, err: err})
-	})
+	s.produce(w.ctx, rec, func(err error) { w.inbox.post(ack{kind: ackDLQ, offset: off, reason: reason, err: err}) })
 	w.advance(off + 1)
 }
 
@@ -448,8 +446,8 @@ func (w *partWorker) emit() {
 		}
 		startMs := win.StartMs
 		w.inbox.expect(1)
-		s.out.Produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(win.ID), Value: v},
-			func(_ *kgo.Record, err error) { w.inbox.post(ack{kind: ackWindow, startMs: startMs, err: err}) })
+		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(win.ID), Value: v},
+			func(err error) { w.inbox.post(ack{kind: ackWindow, startMs: startMs, err: err}) })
 	}
 	for i := range w.out.HotKeys {
 		h := w.out.HotKeys[i] // a copy the sinks may keep
@@ -476,8 +474,8 @@ func (w *partWorker) publishHotKey(h *schemas.HotKeyEvent) {
 	}
 	w.hot[id] += need
 	w.inbox.expect(1)
-	s.out.Produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Hotkeys, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v},
-		func(_ *kgo.Record, err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+	s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Hotkeys, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v},
+		func(err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
 	if ch := s.cfg.ClickHouse; ch != nil {
 		w.inbox.expect(1)
 		t0 := time.Now()

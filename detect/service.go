@@ -245,6 +245,7 @@ func New(cfg Config) (*Service, error) {
 		// fill a batch would only add to the alert's delay.
 		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.MaxBufferedRecords(maxBufferedRecords),
 		kgo.WithLogger(kslog{cfg.Logger}),
 	}, cfg.ClientOpts...)
 	out, err := kgo.NewClient(opts...)
@@ -526,6 +527,38 @@ func (s *Service) windowsEnd(ctx context.Context) int64 {
 	o, _ := lo.Lookup(s.cfg.Topics.Windows, 0)
 	return o.Offset
 }
+
+// produce hands r to the producer; done hears Kafka's answer. wait
+// bounds only the wait for buffer space, which produce does itself: a
+// record given to franz-go with a context that is later cancelled fails,
+// and with it every record after it in its output partition (franz-go
+// keeps a partition's order), and the windows topic's one partition
+// carries every events partition's summaries, so one revoked partition's
+// cancellation would fail the others'. Once handed over, a record is
+// never cancelled; franz-go may still block briefly for space when
+// several partitions produce at once.
+func (s *Service) produce(wait context.Context, r *kgo.Record, done func(error)) {
+	if s.out.BufferedProduceRecords() >= maxBufferedRecords {
+		t := time.NewTicker(5 * time.Millisecond)
+		for s.out.BufferedProduceRecords() >= maxBufferedRecords && wait.Err() == nil {
+			select {
+			case <-wait.Done():
+			case <-t.C:
+			}
+		}
+		t.Stop()
+		if err := wait.Err(); err != nil {
+			done(err)
+			return
+		}
+	}
+	r.Context = context.Background()
+	s.out.Produce(context.Background(), r, func(_ *kgo.Record, err error) { done(err) })
+}
+
+// maxBufferedRecords bounds the outputs in flight: past it, producing
+// waits (backpressure on the partitions).
+const maxBufferedRecords = 10_000
 
 // sortedParts returns the workers in a stable order, for logs and tests.
 func sortedParts(m map[tp]*partWorker) []*partWorker {
