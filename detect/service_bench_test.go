@@ -3,6 +3,7 @@ package detect_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -28,8 +29,23 @@ import (
 // at rate events per second of event time: every report window costs a
 // summary per partition and a merge, whatever its events, so a low rate
 // (a backfill of a quiet topic) weighs windows, a high one events.
+//
+// With KEYHEAT_TEST_KAFKA set it runs against the real broker too.
 func BenchmarkEndToEnd(b *testing.B) {
-	seeds := benchSeeds(b)
+	type broker struct {
+		name  string
+		seeds []string
+	}
+	bs := []broker{{"kfake", benchSeeds(b)}}
+	if os.Getenv(testenv.EnvKafka) != "" {
+		bs = append(bs, broker{"kafka", testenv.KafkaSeeds(b)})
+	}
+	for _, br := range bs {
+		b.Run(br.name, func(b *testing.B) { benchEndToEnd(b, br.seeds) })
+	}
+}
+
+func benchEndToEnd(b *testing.B, seeds []string) {
 	const n = 1_000_000
 	for _, rate := range []int{1_000, 100_000} {
 		topic := fillTopic(b, seeds, n, rate)

@@ -30,7 +30,7 @@ var (
 
 // binary builds cmd/detect once (with -race when the tests run with it)
 // and returns its path.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "keyheat-detect-bin-")
@@ -60,7 +60,7 @@ func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n"
 
 // proc is a running detect process.
 type proc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdout *lines
 	stderr *lines
@@ -115,7 +115,7 @@ func (l *lines) match(re *regexp.Regexp) []string {
 }
 
 // start runs the detect binary with args and extra environment.
-func start(t *testing.T, env []string, args ...string) *proc {
+func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -208,7 +208,7 @@ func (p *proc) waitExit(timeout time.Duration) int {
 }
 
 // ctx is a context for the test's own Kafka calls.
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return c

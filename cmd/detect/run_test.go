@@ -35,7 +35,7 @@ type runEnv struct {
 	group, mergeGroup                      string
 }
 
-func newRunEnv(t *testing.T, seeds []string, events string) *runEnv {
+func newRunEnv(t testing.TB, seeds []string, events string) *runEnv {
 	t.Helper()
 	e := &runEnv{seeds: seeds, events: events,
 		dlq: testenv.UniqueName(t, "dlq"), hotkeys: testenv.UniqueName(t, "hot"), windows: testenv.UniqueName(t, "win"),
@@ -65,7 +65,7 @@ func (e *runEnv) flags(extra ...string) []string {
 
 // produceEvents writes n JSON events, keyed, to topic: event i has time
 // startMs + i*stepMs and key hot when i%hotEvery == 0, else key:i%keys.
-func produceEvents(t *testing.T, seeds []string, topic string, n int, startMs, stepMs int64, hotEvery, keys int) {
+func produceEvents(t testing.TB, seeds []string, topic string, n int, startMs, stepMs int64, hotEvery, keys int) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(5*time.Millisecond))
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func produceEvents(t *testing.T, seeds []string, topic string, n int, startMs, s
 }
 
 // readTopic returns every record of topic up to its end offsets now.
-func readTopic(t *testing.T, seeds []string, topic string) []*kgo.Record {
+func readTopic(t testing.TB, seeds []string, topic string) []*kgo.Record {
 	t.Helper()
 	adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func readTopic(t *testing.T, seeds []string, topic string) []*kgo.Record {
 
 // reports returns the reports on the topic by ID, each ID's last version,
 // and how many records the topic held.
-func reports(t *testing.T, seeds []string, topic string) (map[string]string, int) {
+func reports(t testing.TB, seeds []string, topic string) (map[string]string, int) {
 	t.Helper()
 	recs := readTopic(t, seeds, topic)
 	out := map[string]string{}
@@ -219,7 +219,7 @@ func TestRulesReload(t *testing.T) {
 
 // committedOffsets returns the group's committed offsets and metadata of
 // topic, by partition.
-func committedOffsets(t *testing.T, seeds []string, group, topic string) map[int32]string {
+func committedOffsets(t testing.TB, seeds []string, group, topic string) map[int32]string {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
