@@ -244,9 +244,12 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 	nowMs := s.now().UnixMilli()
 	before := w.coreStats()
 	var events int
+	stop := w.ctx.Done()
 	for _, r := range recs {
-		if w.ctx.Err() != nil {
+		select {
+		case <-stop:
 			return
+		default:
 		}
 		if w.st.end >= 0 && r.Offset >= w.st.end {
 			break

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -246,6 +247,7 @@ func New(cfg Config) (*Service, error) {
 		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.ZstdCompression()),
 		kgo.MaxBufferedRecords(maxBufferedRecords),
+		kgo.ProducerBatchMaxBytes(maxRecordBytes),
 		kgo.WithLogger(kslog{cfg.Logger}),
 	}, cfg.ClientOpts...)
 	out, err := kgo.NewClient(opts...)
@@ -426,8 +428,9 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 		return topics.Spec{Name: name, Partitions: parts, ReplicationFactor: s.cfg.ReplicationFactor, Configs: cfg}
 	}
 	t := s.cfg.Topics
+	big := map[string]string{"max.message.bytes": strconv.Itoa(maxRecordBytes)}
 	specs := []topics.Spec{spec(t.DLQ, s.cfg.Partitions, nil), spec(t.Hotkeys, s.cfg.Partitions, map[string]string{"cleanup.policy": "compact"}),
-		spec(t.Windows, 1, nil), spec(t.Reports, s.cfg.Partitions, nil)}
+		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big)}
 	if !s.cfg.RegexTopics {
 		for _, e := range s.cfg.eventTopics() {
 			specs = append(specs, spec(e, s.cfg.Partitions, nil))
@@ -555,6 +558,13 @@ func (s *Service) produce(wait context.Context, r *kgo.Record, done func(error))
 	r.Context = context.Background()
 	s.out.Produce(context.Background(), r, func(_ *kgo.Record, err error) { done(err) })
 }
+
+// maxRecordBytes bounds a window summary or report record: a summary
+// carries per app a distinct-key sketch (16 KiB at the default precision),
+// its top keys and up to 16,384 slot counts, so a busy window of several
+// apps passes Kafka's default 1 MB. The windows and reports topics are
+// created allowing it; existing ones keep their max.message.bytes.
+const maxRecordBytes = 16 << 20
 
 // maxBufferedRecords bounds the outputs in flight: past it, producing
 // waits (backpressure on the partitions).

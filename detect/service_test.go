@@ -138,3 +138,38 @@ func TestExitAtEndMoreInstancesThanPartitions(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeSummaries: a busy window of several apps makes a summary past
+// Kafka's default 1 MB record limit (every app's slot counts and distinct
+// sketch); the topics detect creates take it.
+func TestLargeSummaries(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 1)
+			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+			var recs []*kgo.Record
+			for i := range 150_000 {
+				ev := schemas.AccessEvent{TimeMs: base + int64(i)/200, Key: "k" + strconv.Itoa(i), App: "app" + strconv.Itoa(i%3)}
+				recs = append(recs, &kgo.Record{Topic: e.events, Key: []byte(ev.Key), Value: schemas.AppendJSON(nil, &ev)})
+			}
+			produce(t, e.seeds, recs...)
+			cfg := e.config(t)
+			cfg.ExitAtEnd = true
+			svc, err := detect.New(cfg)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			require.NoError(t, svc.Run(ctx))
+			largest := 0
+			var events uint64
+			for _, r := range readAll(t, e.seeds, e.windows) {
+				largest = max(largest, len(r.Value))
+				w, err := schemas.DecodePartitionWindow(r.Value)
+				require.NoError(t, err)
+				events += w.Events
+			}
+			require.Greater(t, largest, 1<<20, "the test needs a summary over 1 MiB")
+			require.EqualValues(t, 150_000, events)
+		})
+	}
+}

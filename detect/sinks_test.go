@@ -151,7 +151,10 @@ func TestClickHouseBackpressure(t *testing.T) {
 	cfg := e.config(t)
 	cfg.ClickHouse = ch
 	r := start(t, cfg)
-	eventually(t, "reports on Kafka", func() bool { return len(readAll(t, e.seeds, e.reports)) >= 8 })
+	// The first window's reports reach Kafka; ClickHouse has no room for
+	// them, so fetching pauses (the later summaries may or may not have
+	// been fetched with the first).
+	eventually(t, "reports on Kafka", func() bool { return len(readAll(t, e.seeds, e.reports)) >= 2 })
 	time.Sleep(500 * time.Millisecond) // several commit intervals
 	c := committed(t, e.seeds, e.mergeGroup, e.windows)
 	require.True(t, len(c) == 0 || c[0].At == 0 && c[0].Metadata == "khm1 done=0",
