@@ -1,11 +1,13 @@
 package config
 
 import (
-	"time"
-
+	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/clickhouse"
+	"github.com/keyheat/keyheat/sink/parquet"
 )
 
 // Config is everything a keyheat command can be configured with. Each
@@ -13,17 +15,21 @@ import (
 // package owns are that package's options types, composed here with the
 // key names their mapstructure tags give; the sections below that are
 // declared in this package are the ones no library owns (logging,
-// metrics, how to reach Kafka and ClickHouse).
+// metrics, how to reach Kafka).
 //
 // A cmd tag says which commands read a section or key (see Command);
 // without one, every command does.
 type Config struct {
-	Log        Log        `mapstructure:"log"`
-	Metrics    Metrics    `mapstructure:"metrics"`
-	Kafka      Kafka      `mapstructure:"kafka"`
-	Events     Events     `mapstructure:"events"`
-	Ingest     Ingest     `mapstructure:"ingest" cmd:"ingest"`
-	ClickHouse ClickHouse `mapstructure:"clickhouse" cmd:"detect"`
+	Log        Log                    `mapstructure:"log"`
+	Metrics    Metrics                `mapstructure:"metrics"`
+	Kafka      Kafka                  `mapstructure:"kafka"`
+	Events     Events                 `mapstructure:"events"`
+	Ingest     Ingest                 `mapstructure:"ingest" cmd:"ingest"`
+	Detect     detect.Options         `mapstructure:"detect" cmd:"detect"`
+	Pipeline   pipeline.Options       `mapstructure:"pipeline" cmd:"detect"`
+	Merge      pipeline.MergerOptions `mapstructure:"merge" cmd:"detect"`
+	ClickHouse clickhouse.Options     `mapstructure:"clickhouse" cmd:"detect"`
+	Archive    parquet.Options        `mapstructure:"archive" cmd:"detect"`
 }
 
 // Log configures the slog logger every command writes to standard error.
@@ -129,19 +135,6 @@ type Ingest struct {
 	Topic    ingest.TopicOptions    `mapstructure:"topic"`
 }
 
-// ClickHouse configures the report store.
-type ClickHouse struct {
-	// Enabled turns the ClickHouse sink on.
-	Enabled bool `mapstructure:"enabled"`
-	// Addr are native-protocol addresses, host:port (9000 by default on
-	// a server; the HTTP port does not work with ClickHouse 18.16).
-	Addr        []string      `mapstructure:"addr"`
-	Database    string        `mapstructure:"database"`
-	User        string        `mapstructure:"user"`
-	Password    string        `mapstructure:"password"`
-	DialTimeout time.Duration `mapstructure:"dial_timeout"`
-}
-
 // Defaults returns the configuration used for every key nobody set: the
 // owning packages' defaults for their sections, this package's for the
 // rest.
@@ -170,11 +163,10 @@ func Defaults() Config {
 			Tail:     ingest.DefaultTailOptions(),
 			Topic:    ingest.DefaultTopicOptions(),
 		},
-		ClickHouse: ClickHouse{
-			Addr:        []string{"127.0.0.1:9000"},
-			Database:    "keyheat",
-			User:        "default",
-			DialTimeout: 5 * time.Second,
-		},
+		Detect:     detect.DefaultOptions(),
+		Pipeline:   pipeline.DefaultOptions(),
+		Merge:      pipeline.DefaultMergerOptions(),
+		ClickHouse: clickhouse.DefaultOptions(),
+		Archive:    parquet.DefaultOptions(),
 	}
 }

@@ -218,27 +218,46 @@ var companions = map[string][]string{
 	"ingest.combined.key":            {"ingest.combined.query_param=k"},
 	"kafka.tls.insecure_skip_verify": {"kafka.tls.enabled=true"},
 	"events.allow_binary_keys":       {"events.codec=binary"},
+	"detect.regex_topics":            {"detect.topics=app\\..*"},
+	"detect.regex.pattern":           {"detect.format=regex"},
+	"detect.combined.key":            {"detect.combined.query_param=k"},
 }
 
 // sampleValue returns a valid value for key that differs from its default,
 // chosen by the key's type, or by the key where only some values are valid.
 func sampleValue(key string) string {
 	special := map[string]string{
-		"log.level":                "debug",
-		"log.format":               "json",
-		"metrics.addr":             "127.0.0.1:9999",
-		"kafka.brokers":            "h1:1,h2:2",
-		"clickhouse.addr":          "h1:1,h2:2",
-		"kafka.sasl.mechanism":     "plain",
-		"events.codec":             "binary",
-		"kafka.replication_factor": "3",
-		"ingest.format":            "json",
-		"ingest.compression":       "lz4",
-		"ingest.combined.key":      "query",
-		"ingest.json.time_format":  "unix_ms",
-		"ingest.regex.time_format": "rfc3339",
-		"ingest.regex.pattern":     `(?P<key>\S+)`,
-		"ingest.topic.topics":      "raw.a,raw.b",
+		"log.level":                  "debug",
+		"log.format":                 "json",
+		"metrics.addr":               "127.0.0.1:9999",
+		"kafka.brokers":              "h1:1,h2:2",
+		"clickhouse.addr":            "h1:1,h2:2",
+		"kafka.sasl.mechanism":       "plain",
+		"events.codec":               "binary",
+		"kafka.replication_factor":   "3",
+		"ingest.format":              "json",
+		"ingest.compression":         "lz4",
+		"ingest.combined.key":        "query",
+		"ingest.json.time_format":    "unix_ms",
+		"ingest.regex.time_format":   "rfc3339",
+		"ingest.regex.pattern":       `(?P<key>\S+)`,
+		"ingest.topic.topics":        "raw.a,raw.b",
+		"detect.from":                "2026-01-02T15:04:05Z",
+		"detect.keyed":               "false",
+		"detect.format":              "json",
+		"detect.topics":              "events.a,events.b",
+		"detect.combined.key":        "query",
+		"detect.json.time_format":    "unix_ms",
+		"detect.regex.time_format":   "rfc3339",
+		"detect.regex.pattern":       `(?P<key>\S+)`,
+		"merge.redis_cluster.ranges": "[{node: a, first: 0, last: 8191}, {node: b, first: 8192, last: 16383}]",
+		"merge.redis_cluster.nodes":  "n1,n2",
+		"clickhouse.retry_min":       "200ms",
+		"archive.zstd":               "best",
+		"pipeline.detect.slots":      "20",
+		"pipeline.detect.gate":       "0.6",
+		"pipeline.rules":             `[{name: api, key: "user:*", app: shop, window: 2s, rate: 50, ops: reads, alert: false}]`,
+		"pipeline.whitelist":         `[{key: "health:*"}]`,
 	}
 	if v, ok := special[key]; ok {
 		return v
@@ -251,6 +270,10 @@ func sampleValue(key string) string {
 	case time.Duration:
 		return (d + 42*time.Second).String()
 	case int:
+		return fmt.Sprint(d + 3)
+	case int64:
+		return fmt.Sprint(d + 3)
+	case float64:
 		return fmt.Sprint(d + 3)
 	case bool:
 		return fmt.Sprint(!d)

@@ -6,10 +6,11 @@
 // ingest parses, ingest.ProducerOptions, schemas.Limits, …), Config embeds
 // that package's options type, whose mapstructure tags name the keys and
 // whose Default… function gives the defaults: nothing is mirrored here.
-// Sections no library owns (log, metrics, kafka, clickhouse) are declared
-// here. Allowed values come from their owners' lists (logparse.Formats,
+// Sections no library owns (log, metrics, kafka) are declared here.
+// Allowed values come from their owners' lists (logparse.Formats,
 // ingest.Compressions, schemas.Codecs), which validation uses and tests
-// hold the example file to.
+// hold the example file to. A key holding a list of sections (slot
+// ranges, rules) is YAML text in a flag or the environment.
 //
 // Each command reads only some keys (Command, cmd tags): its flags, its
 // --help and its validation cover those. One file serves every command;

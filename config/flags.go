@@ -45,9 +45,17 @@ func AddFlags(fs *pflag.FlagSet, cmd Command) {
 			fs.Bool(key, v, usage)
 		case int:
 			fs.Int(key, v, usage)
+		case int64:
+			fs.Int64(key, v, usage)
 		case float64:
 			fs.Float64(key, v, usage)
 		default:
+			if isList(reflect.TypeOf(v)) {
+				// A list of sections (rules, slot ranges): YAML text,
+				// as the file would hold it.
+				fs.String(key, flowYAML(v), usage+" (YAML, as in the file: [{…}, …])")
+				continue
+			}
 			// A new field type needs a case here; TestEveryKeyHasAFlag
 			// fails until it has one.
 			panic(fmt.Sprintf("config: no flag type for %s (%s)", key, reflect.TypeOf(v)))
@@ -100,4 +108,66 @@ func foldComment(c string) string {
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// isList reports whether t is a list of sections: a key whose value is
+// YAML text in flags and the environment.
+func isList(t reflect.Type) bool {
+	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct
+}
+
+// flowYAML writes v, a list of sections, as one line of YAML with the
+// config file's key names (mapstructure tags) and durations as text.
+func flowYAML(v any) string {
+	var n yaml.Node
+	if err := n.Encode(plainValue(reflect.ValueOf(v))); err != nil {
+		return fmt.Sprint(v)
+	}
+	var setFlow func(*yaml.Node)
+	setFlow = func(n *yaml.Node) {
+		n.Style |= yaml.FlowStyle
+		for _, c := range n.Content {
+			setFlow(c)
+		}
+	}
+	setFlow(&n)
+	b, err := yaml.Marshal(&n)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// plainValue turns v into maps, lists and scalars keyed as the config file
+// names them.
+func plainValue(v reflect.Value) any {
+	switch {
+	case v.Type() == durationType:
+		return v.Interface().(time.Duration).String()
+	case v.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return plainValue(v.Elem())
+	case v.Kind() == reflect.Slice:
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = plainValue(v.Index(i))
+		}
+		return out
+	case v.Kind() == reflect.Struct:
+		out := map[string]any{}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+			if !f.IsExported() || name == "-" || name == "" {
+				continue
+			}
+			if fv := v.Field(i); !fv.IsZero() {
+				out[name] = plainValue(fv)
+			}
+		}
+		return out
+	}
+	return v.Interface()
 }

@@ -25,8 +25,7 @@ type Command string
 // The commands.
 const (
 	CmdIngest Command = "ingest"
-	// CmdDetect is the detection command, built next; the keys tagged for
-	// it are documented and checked for typos already.
+	// CmdDetect is the detection command (cmd/detect).
 	CmdDetect Command = "detect"
 )
 

@@ -217,7 +217,7 @@ func decode(settings map[string]any, cfg *Config) error {
 	d, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result:      cfg,
 		ErrorUnused: true,
-		DecodeHook:  mapstructure.ComposeDecodeHookFunc(stringListHook, scalarHook),
+		DecodeHook:  mapstructure.ComposeDecodeHookFunc(listTextHook, stringListHook, scalarHook),
 	})
 	if err != nil {
 		return err
@@ -254,6 +254,29 @@ func isJoined(err error) bool {
 }
 
 var stringSliceType = reflect.TypeFor[[]string]()
+
+// listTextHook reads a list of sections (see isList) given as YAML text,
+// from a flag or the environment, and makes an empty list nil, as the
+// defaults have it.
+func listTextHook(from, to reflect.Type, data any) (any, error) {
+	if !isList(to) {
+		return data, nil
+	}
+	if s, ok := data.(string); ok && from.Kind() == reflect.String {
+		var v any
+		if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+			return nil, fmt.Errorf("%q is not YAML like [{key: value, …}, …]: %s", s, yamlProblem(err, []byte(s)))
+		}
+		if _, ok := v.([]any); !ok && v != nil {
+			return nil, fmt.Errorf("%q is not a list; want YAML like [{key: value, …}, …]", s)
+		}
+		data = v
+	}
+	if l, ok := data.([]any); ok && len(l) == 0 {
+		return reflect.Zero(to).Interface(), nil
+	}
+	return data, nil
+}
 
 // stringListHook makes a []string from a comma-separated string (an env
 // var or flag) or a list, trimming each entry and dropping empty ones: a
@@ -314,9 +337,9 @@ func scalarHook(from, to reflect.Type, data any) (any, error) {
 			return fmt.Sprint(data), nil
 		case to.Kind() == reflect.Bool:
 			return nil, fmt.Errorf("%v is not true or false", data)
-		case to.Kind() == reflect.Int && from.Kind() == reflect.Bool:
+		case (to.Kind() == reflect.Int || to.Kind() == reflect.Int64) && from.Kind() == reflect.Bool:
 			return nil, fmt.Errorf("%v is not a whole number", data)
-		case to.Kind() == reflect.Int && from.Kind() == reflect.Float64:
+		case (to.Kind() == reflect.Int || to.Kind() == reflect.Int64) && from.Kind() == reflect.Float64:
 			if f := data.(float64); f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 				return nil, fmt.Errorf("%v is not a whole number", data)
 			}
@@ -341,6 +364,12 @@ func scalarHook(from, to reflect.Type, data any) (any, error) {
 			return nil, fmt.Errorf("%q is not a whole number", s)
 		}
 		return int(n), nil
+	case to.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", s)
+		}
+		return n, nil
 	case to.Kind() == reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {

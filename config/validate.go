@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/clickhouse"
 )
 
 // FieldError is one problem with one configuration key. Validate returns
@@ -77,8 +79,20 @@ func (c *Config) Validate(cmd Command) error {
 	if cmd.Reads("ingest") {
 		c.Ingest.validate(&p, &c.Kafka.Topics)
 	}
+	if cmd.Reads("detect") {
+		validateDetect(&p, &c.Detect, &c.Kafka.Topics)
+	}
+	if cmd.Reads("pipeline") {
+		p.addPrefixed("pipeline", c.Pipeline.Validate())
+	}
+	if cmd.Reads("merge") {
+		p.addPrefixed("merge", c.Merge.Validate())
+	}
 	if cmd.Reads("clickhouse") {
-		c.ClickHouse.validate(&p)
+		validateClickHouse(&p, &c.ClickHouse)
+	}
+	if cmd.Reads("archive") && c.Archive.Root != "" {
+		p.addPrefixed("archive", c.Archive.Validate())
 	}
 	return p.err()
 }
@@ -189,7 +203,35 @@ func (in *Ingest) validateParse(p *problems) {
 	}
 }
 
-func (c *ClickHouse) validate(p *problems) {
+// validateDetect checks the detect section: its options' own rules, each
+// under its key, and that it reads no topic detect writes.
+func validateDetect(p *problems, d *detect.Options, out *Topics) {
+	if err := d.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			var oe *detect.OptionError
+			if errors.As(e, &oe) {
+				p.add("detect."+oe.Option, "%s", oe.Problem)
+			} else {
+				p.add("detect", "%v", e)
+			}
+		}
+	}
+	if d.RegexTopics {
+		return
+	}
+	for _, t := range d.Topics {
+		for _, o := range []struct{ key, name string }{{"dlq", out.DLQ}, {"hotkeys", out.Hotkeys}, {"windows", out.Windows}, {"reports", out.Reports}} {
+			if t == o.name {
+				// Reading what we write would count our own outputs.
+				p.add("detect.topics", "%q is also kafka.topics.%s; read events topics", t, o.key)
+			}
+		}
+	}
+}
+
+// validateClickHouse checks the clickhouse section when it is enabled:
+// addresses as host:port here, the rest by the sink's own rules.
+func validateClickHouse(p *problems, c *clickhouse.Options) {
 	if !c.Enabled {
 		return
 	}
@@ -204,9 +246,61 @@ func (c *ClickHouse) validate(p *problems) {
 	} else if !isIdent(c.Database) {
 		p.add("clickhouse.database", "%q must be letters, digits and underscores, not starting with a digit", c.Database)
 	}
-	if c.DialTimeout <= 0 {
-		p.add("clickhouse.dial_timeout", "must be positive, e.g. 5s")
+	for _, e := range unjoin(c.Validate()) {
+		// The sink names its keys "clickhouse.key: problem"; the address
+		// and database were checked above, in more detail.
+		key, problem, ok := strings.Cut(e.Error(), ": ")
+		if !ok || !slices.Contains(AllKeys(), key) {
+			p.add("clickhouse", "%v", e)
+			continue
+		}
+		if key != "clickhouse.addr" && key != "clickhouse.database" {
+			p.add(key, "%s", problem)
+		}
 	}
+}
+
+// addPrefixed adds the problems of an options type whose errors start
+// with the option's name ("top_n: …", "redis_cluster.shards: …", or
+// after its package's sentinel: "invalid archive options: zstd = …"),
+// each under section + that name when it is a key or section, under
+// section otherwise.
+func (p *problems) addPrefixed(section string, err error) {
+	for _, e := range unjoin(err) {
+		msg := e.Error()
+		if i := strings.Index(msg, "options: "); i >= 0 {
+			msg = msg[i+len("options: "):]
+		}
+		name := msg
+		if i := strings.IndexAny(msg, ": ="); i >= 0 {
+			name = msg[:i]
+		}
+		if i := strings.IndexByte(name, '['); i > 0 {
+			// An element of a list ("rules[2] (hot-api): …"): the list's
+			// key, the whole message as the problem.
+			p.add(section+"."+name[:i], "%s", msg)
+			continue
+		}
+		key := section + "." + name
+		if name != "" && (slices.Contains(AllKeys(), key) || isSection(key)) {
+			problem := strings.TrimLeft(strings.TrimPrefix(msg, name), " :=")
+			p.add(key, "%s", problem)
+		} else {
+			p.add(section, "%s", msg)
+		}
+	}
+}
+
+// unjoin returns the errors joined in err (err itself when it joins
+// none); nil for nil.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // checkHostPort wants host:port with a port number; an empty host means

@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -22,12 +20,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/cli"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -44,16 +42,7 @@ func main() {
 
 // printError prints err after "ingest:", several problems (a config with
 // more than one mistake) one per line.
-func printError(w io.Writer, err error) {
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
-		fmt.Fprintf(w, "ingest: %d problems:\n", len(j.Unwrap()))
-		for _, e := range j.Unwrap() {
-			fmt.Fprintf(w, "  %v\n", e)
-		}
-		return
-	}
-	fmt.Fprintln(w, "ingest:", err)
-}
+func printError(w io.Writer, err error) { cli.PrintError(w, "ingest", err) }
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{Use: "ingest", Short: "Access logs to keyed events on Kafka", SilenceUsage: true, SilenceErrors: true}
@@ -184,16 +173,16 @@ func run(cmd *cobra.Command, args map[string]any, build func(*env) (func(context
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.Log)
+	log := cli.NewLogger(cfg.Log, os.Stderr)
 	var reg prometheus.Registerer
 	if cfg.Metrics.Addr != "" {
 		r := prometheus.NewRegistry()
 		reg = r
-		stopMetrics, err := serveMetrics(cfg.Metrics.Addr, r, log)
+		srv, err := cli.Serve(cfg.Metrics.Addr, r, nil, log)
 		if err != nil {
 			return err
 		}
-		defer stopMetrics()
+		defer srv.Close()
 	}
 	codec, err := schemas.CodecByName(cfg.Events.Codec)
 	if err != nil {
@@ -270,37 +259,4 @@ func ensureTopics(ctx context.Context, cfg *config.Config, prod *ingest.Producer
 			strings.Join(cfg.Kafka.Brokers, ","), err)
 	}
 	return err
-}
-
-func newLogger(c config.Log) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level)) // validated by config.Load
-	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
-}
-
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics.addr: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
 }

@@ -1,0 +1,361 @@
+// Command detect finds hot keys and skew in the access events on Kafka:
+// a consumer group with one goroutine per partition, publishing hot keys
+// the moment they turn hot and window reports merged across partitions.
+//
+//	detect demo                                  # nothing to install: embedded Kafka, traffic, live view
+//	detect run                                   # the service, as configured (keyheat.yaml, KEYHEAT_*, flags)
+//	detect run --from=2026-01-02T15:00:00Z --exit-at-end --print=text   # a batch run over a range
+//	detect run --format=combined --detect.topics=nginx.raw               # raw access logs, no ingest hop
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/keyheat/keyheat/config"
+	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/clickhouse"
+	"github.com/keyheat/keyheat/sink/parquet"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot(os.Stdout).ExecuteContext(ctx); err != nil {
+		cli.PrintError(os.Stderr, "detect", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot(stdout io.Writer) *cobra.Command {
+	root := &cobra.Command{Use: "detect", Short: "Hot keys and skew in access events on Kafka", SilenceUsage: true, SilenceErrors: true}
+	config.AddFlags(root.PersistentFlags(), config.CmdDetect)
+
+	run := &cobra.Command{Use: "run", Short: "Run detection as a member of the detect group", Args: cobra.NoArgs}
+	rf := run.Flags()
+	addShortcuts(rf)
+	rf.Bool("exit-at-end", false, "read every assigned partition up to its end at start, close every window, report, commit and exit 0")
+	rf.String("print", "", "write hot-key events and reports to stdout as they are produced: text or json")
+	run.RunE = func(cmd *cobra.Command, _ []string) error {
+		exitAtEnd, _ := rf.GetBool("exit-at-end")
+		printFormat, _ := rf.GetString("print")
+		if printFormat != "" && printFormat != detect.PrintText && printFormat != detect.PrintJSON {
+			return fmt.Errorf("--print=%q: want text or json", printFormat)
+		}
+		cfg, src, err := load(cmd, nil)
+		if err != nil {
+			return err
+		}
+		return runService(cmd.Context(), cfg, src, runOpts{exitAtEnd: exitAtEnd, print: printFormat, stdout: stdout})
+	}
+
+	demo := &cobra.Command{Use: "demo", Short: "Embedded Kafka, synthetic traffic with planted hot keys, detection and a live view", Args: cobra.NoArgs}
+	df := demo.Flags()
+	df.Int("port", 9092, "port of the embedded Kafka broker on 127.0.0.1 (0: any free port)")
+	df.Float64("rate", 10_000, "events per second of synthetic traffic")
+	df.Int("keys", 100_000, "distinct background keys")
+	df.Float64("zipf", 0.8, "Zipf exponent of the background keys (0: uniform)")
+	df.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	df.StringArray("hot", nil, "planted key, repeatable, replacing the default schedule: key=product:42,start=5s,for=20s,share=20%")
+	demo.RunE = func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, df, stdout) }
+
+	example := &cobra.Command{Use: "example-config", Short: "Print a config file with every key of every command, its default and what it does", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := stdout.Write(config.Example())
+			return err
+		}}
+	root.AddCommand(run, demo, example)
+	return root
+}
+
+// addShortcuts adds --from and --format, which set detect.from and
+// detect.format.
+func addShortcuts(fs *pflag.FlagSet) {
+	fs.String("from", "", "where a partition with no commit starts: earliest, latest or an RFC 3339 time (sets detect.from)")
+	fs.String("format", "", "read raw log records of this format instead of events: "+strings.Join(logFormats(), ", ")+" (sets detect.format)")
+}
+
+func logFormats() []string { return []string{"combined", "json", "redis", "regex"} }
+
+// load loads and validates the configuration; args are keys set by the
+// command (the demo's broker), above everything else.
+func load(cmd *cobra.Command, args map[string]any) (*config.Config, config.Source, error) {
+	fs := cmd.Flags()
+	if args == nil {
+		args = map[string]any{}
+	}
+	for flag, key := range map[string]string{"from": "detect.from", "format": "detect.format"} {
+		if f := fs.Lookup(flag); f != nil && f.Changed {
+			args[key] = f.Value.String()
+		}
+	}
+	file, _ := fs.GetString("config")
+	src := config.Source{File: file, Flags: fs, Args: args}
+	cfg, err := config.Load(config.CmdDetect, src)
+	return cfg, src, err
+}
+
+type runOpts struct {
+	exitAtEnd bool
+	print     string
+	stdout    io.Writer
+	// started, when set, is called once the service is built, before it
+	// connects: the demo starts its traffic and view then. What it starts
+	// ends with ctx; the returned wait waits for it.
+	started func(ctx context.Context, env *serviceEnv) (wait func(), err error)
+}
+
+// serviceEnv is what a running service was built with.
+type serviceEnv struct {
+	cfg *config.Config
+	log *slog.Logger
+	svc *detect.Service
+}
+
+// runService builds everything that can fail on a setting (logger,
+// endpoint, sinks, service), then runs the service until ctx ends (or the
+// end of the input), reloading the rules when the config file changes.
+func runService(ctx context.Context, cfg *config.Config, src config.Source, o runOpts) error {
+	log := cli.NewLogger(cfg.Log, os.Stderr)
+	reg := prometheus.NewRegistry()
+	clientOpts, err := cfg.Kafka.ClientOpts()
+	if err != nil {
+		return err
+	}
+	var svc *detect.Service
+	if cfg.Metrics.Addr != "" {
+		srv, err := cli.Serve(cfg.Metrics.Addr, reg, func() error {
+			if svc == nil {
+				return errors.New("starting")
+			}
+			return svc.Ready()
+		}, log)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+	dc := detect.Config{
+		Options:    cfg.Detect,
+		ClientOpts: clientOpts,
+		Topics: detect.OutputTopics{Events: cfg.Kafka.Topics.Events, DLQ: cfg.Kafka.Topics.DLQ, Hotkeys: cfg.Kafka.Topics.Hotkeys,
+			Windows: cfg.Kafka.Topics.Windows, Reports: cfg.Kafka.Topics.Reports},
+		CreateTopics: cfg.Kafka.CreateTopics, Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor),
+		Limits:    cfg.Events.Limits,
+		ExitAtEnd: o.exitAtEnd,
+		Pipeline:  cfg.Pipeline,
+		Merge: &pipeline.MergerConfig{MergerOptions: cfg.Merge, Window: cfg.Pipeline.Window, Lateness: cfg.Pipeline.Lateness,
+			Logger: log},
+		Logger:     log,
+		Registerer: reg,
+	}
+	if o.print != "" {
+		dc.Print, dc.PrintFormat = o.stdout, o.print
+	}
+	if cfg.ClickHouse.Enabled {
+		w, err := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
+		if err != nil {
+			return fmt.Errorf("clickhouse: %w", err)
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), cfg.Detect.FlushTimeout)
+			defer cancel()
+			if err := w.Close(cctx); err != nil {
+				log.Error("close clickhouse", "err", err)
+			}
+		}()
+		dc.ClickHouse = w
+	}
+	if cfg.Archive.Root != "" {
+		a, err := parquet.Open(ctx, cfg.Archive, log, reg)
+		if err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+		defer func() {
+			if err := a.Close(); err != nil {
+				log.Error("close archive", "err", err)
+			}
+		}()
+		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
+	}
+	svc, err = detect.New(dc)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() {
+		defer close(done)
+		if src.File == "" {
+			return
+		}
+		err := cli.WatchFile(runCtx, src.File, 250*time.Millisecond, log, func() { reload(svc, src, log) })
+		if err != nil {
+			log.Warn("config file not watched; rules reload only with a restart", "err", err)
+		}
+	}()
+	if o.started != nil {
+		wait, err := o.started(runCtx, &serviceEnv{cfg: cfg, log: log, svc: svc})
+		if err != nil {
+			return err
+		}
+		defer func() { cancel(); wait() }()
+	}
+	log.Info("detect starting", "group", cfg.Detect.Group, "brokers", strings.Join(cfg.Kafka.Brokers, ","),
+		"rules", len(cfg.Pipeline.Rules), "exit_at_end", o.exitAtEnd, "memory_bound_per_partition_bytes", cfg.Pipeline.MemoryBound())
+	return svc.Run(runCtx)
+}
+
+// reload applies the rules of the changed config file, or keeps the rules
+// in force and says why.
+func reload(svc *detect.Service, src config.Source, log *slog.Logger) {
+	cfg, err := config.Load(config.CmdDetect, src)
+	if err == nil {
+		err = svc.Reload(cfg.Pipeline)
+	}
+	if err != nil {
+		log.Error("config file changed but refused; the rules in force stay", "file", src.File, "err", err)
+		return
+	}
+	log.Info("rules reloaded", "file", src.File, "rules", len(cfg.Pipeline.Rules), "whitelist", len(cfg.Pipeline.Whitelist))
+}
+
+// runDemo starts the embedded broker, then detection, the generator and
+// the view against it.
+func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
+	ctx := cmd.Context()
+	port, _ := df.GetInt("port")
+	rate, _ := df.GetFloat64("rate")
+	keys, _ := df.GetInt("keys")
+	zipf, _ := df.GetFloat64("zipf")
+	duration, _ := df.GetDuration("duration")
+	hots, _ := df.GetStringArray("hot")
+	gc := ingest.GenConfig{Keys: keys, S: zipf, Rate: rate, Duration: duration, Seed: 1, App: "shop"}
+	if duration == 0 {
+		gc.Duration = 100 * 365 * 24 * time.Hour
+	}
+	if len(hots) == 0 {
+		hots = []string{"key=product:42,start=5s,for=20s,share=20%", "key=cart:7,start=35s,for=15s,share=15%"}
+	}
+	for _, h := range hots {
+		hk, err := ingest.ParseHotKey(h)
+		if err != nil {
+			return err
+		}
+		gc.Hot = append(gc.Hot, hk)
+	}
+	if rate <= 0 {
+		return errors.New("--rate must be positive: the demo's event times follow it")
+	}
+	cluster, addr, err := detect.StartBroker(port)
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	cfg, src, err := load(cmd, map[string]any{"kafka.brokers": []string{addr}})
+	if err != nil {
+		return err
+	}
+	tty := isTTY(stdout)
+	var planted []string
+	for _, h := range gc.Hot {
+		planted = append(planted, fmt.Sprintf("%s at %s for %s (%.0f%%)", h.Key, h.Start, h.For, 100*h.Share))
+	}
+	header := fmt.Sprintf("keyheat demo: Kafka on %s, %0.f events/s over %d keys, planted %s; hot at %.0f events/s (rule %q). Ctrl-C stops.",
+		addr, rate, keys, strings.Join(planted, ", "), cfg.Pipeline.Rules[0].Rate, cfg.Pipeline.Rules[0].Name)
+	started := func(ctx context.Context, env *serviceEnv) (func(), error) {
+		clientOpts, err := cfg.Kafka.ClientOpts()
+		if err != nil {
+			return nil, err
+		}
+		codec, err := schemas.CodecByName(cfg.Events.Codec)
+		if err != nil {
+			return nil, err
+		}
+		prod, err := ingest.NewProducer(ingest.ProducerConfig{ProducerOptions: ingest.DefaultProducerOptions(), ClientOpts: clientOpts,
+			Topic: cfg.Kafka.Topics.Events, DLQTopic: cfg.Kafka.Topics.DLQ, Codec: codec, Logger: env.log})
+		if err != nil {
+			return nil, err
+		}
+		gen, err := ingest.NewGen(gc, prod, nil)
+		if err != nil {
+			prod.Close()
+			return nil, err
+		}
+		view, err := detect.NewView(detect.ViewConfig{ClientOpts: clientOpts, Hotkeys: cfg.Kafka.Topics.Hotkeys, Reports: cfg.Kafka.Topics.Reports,
+			Out: stdout, TTY: tty, Every: viewEvery(tty), Header: header, Top: 10, Logger: env.log})
+		if err != nil {
+			prod.Close()
+			return nil, err
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			defer prod.Close()
+			// The generator waits for the service to have made the topics:
+			// it only writes events, and ingest's own topic check is not here.
+			if err := waitReady(ctx, env.svc); err != nil {
+				return
+			}
+			if _, err := gen.Run(ctx); err != nil && ctx.Err() == nil {
+				env.log.Error("generator", "err", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_ = view.Run(ctx)
+		}()
+		return wg.Wait, nil
+	}
+	return runService(ctx, cfg, src, runOpts{stdout: stdout, started: started})
+}
+
+// waitReady waits until the service joined its group (its topics exist).
+func waitReady(ctx context.Context, svc *detect.Service) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for svc.Ready() != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func viewEvery(tty bool) time.Duration {
+	if tty {
+		return time.Second
+	}
+	return 5 * time.Second
+}
+
+func isTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

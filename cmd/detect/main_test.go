@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			_, _ = os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// fakeBroker is a listener that counts connections and answers none: a
+// command that connects to it has touched Kafka.
+func fakeBroker(t *testing.T) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	conns = &atomic.Int64{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	return ln.Addr().String(), conns
+}
+
+// TestConfigErrorsBeforeKafka: whatever is wrong in the configuration is
+// reported before detect connects to a broker.
+func TestConfigErrorsBeforeKafka(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"from", []string{"run", "--from=yesterday"}, `detect.from: "yesterday" is not earliest, latest or an RFC 3339 time`},
+		{"format", []string{"run", "--format=syslog"}, `detect.format: "syslog"`},
+		{"regex format without pattern", []string{"run", "--format=regex"}, "detect.regex: pattern must be set"},
+		{"print", []string{"run", "--print=xml"}, `--print="xml": want text or json`},
+		{"rules", []string{"run", `--pipeline.rules=[{name: x, key: "*", window: 1s}]`}, "pipeline.rules: rules[0] (x): set rate"},
+		{"rules not yaml", []string{"run", `--pipeline.rules=[{name: x`}, "pipeline.rules:"},
+		{"groups", []string{"run", "--detect.merge_group=keyheat-detect"}, "detect.merge_group:"},
+		{"reads its output", []string{"run", "--detect.topics=keyheat.reports"}, `detect.topics: "keyheat.reports" is also kafka.topics.reports`},
+		{"clickhouse", []string{"run", "--clickhouse.enabled", "--clickhouse.batch_rows=0"}, "clickhouse.batch_rows:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, conns := fakeBroker(t)
+			root := newRoot(&bytes.Buffer{})
+			root.SetArgs(append(tc.args, "--kafka.brokers="+addr, "--log.level=error"))
+			root.SetOut(&bytes.Buffer{})
+			err := root.ExecuteContext(context.Background())
+			require.ErrorContains(t, err, tc.want)
+			require.Zero(t, conns.Load(), "detect connected to Kafka before it found: %v", err)
+		})
+	}
+}
+
+// TestHelpListsDetectKeys: detect run --help offers the keys detect
+// reads and its own flags, not ingest's.
+func TestHelpListsDetectKeys(t *testing.T) {
+	root := newRoot(&bytes.Buffer{})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"run", "--help"})
+	require.NoError(t, root.Execute())
+	help := out.String()
+	for _, want := range []string{"--kafka.brokers", "--detect.group", "--pipeline.rules", "--merge.top_n", "--clickhouse.enabled",
+		"--archive.root", "--from", "--format", "--exit-at-end", "--print"} {
+		require.Contains(t, help, want)
+	}
+	require.NotContains(t, help, "--ingest.")
+}
+
+// TestDemo: the README's first command starts with nothing installed,
+// alerts the planted key, and stops cleanly on SIGTERM.
+func TestDemo(t *testing.T) {
+	p := start(t, nil, "demo", "--port=0", "--rate=4000", "--hot=key=smoke:hot,start=0s,for=10m,share=50%")
+	p.waitOut(`^keyheat demo: Kafka on 127\.0\.0\.1:\d+`, time.Minute)
+	line := p.waitOut(`HOT +shop "smoke:hot"`, time.Minute)
+	require.Contains(t, line, "rule=default")
+	p.waitOut(`window events=\d+ .* top: smoke:hot `, time.Minute)
+	require.Equal(t, 0, p.stop(30*time.Second), "a stop by SIGTERM is a clean exit")
+	require.Empty(t, p.stderr.match(regexp.MustCompile(`level=(ERROR|WARN)`)), "no warning or error in the log")
+	require.NotEmpty(t, p.stderr.match(regexp.MustCompile(`msg="partitions released".*lost=false`)), "the stop committed its partitions")
+	require.False(t, strings.Contains(p.stdout.String(), "\x1b["), "no terminal control codes when stdout is not a terminal")
+}

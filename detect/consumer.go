@@ -1,0 +1,410 @@
+package detect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/keyheat/keyheat/pipeline"
+)
+
+// pollTick bounds one poll, so commits and the end-of-input check run
+// while no record comes.
+const pollTick = 200 * time.Millisecond
+
+// poll is the detect group's loop: it hands polled records to their
+// partitions' workers and commits their commit points, both between a
+// poll and AllowRebalance, so no rebalance callback runs meanwhile and
+// every partition committed is still ours (the generation cannot change
+// under the commit). It never waits for a worker: a worker that falls
+// behind has its partition's fetching paused instead, so a rebalance is
+// never held up by a slow sink.
+func (s *Service) poll(ctx context.Context) error {
+	lastCommit := s.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.failed:
+			return s.failErr
+		default:
+		}
+		if s.turn(ctx, &lastCommit) {
+			return nil
+		}
+	}
+}
+
+// turn is one poll and what follows it, up to AllowRebalance, which it
+// always calls (see mergeRunner.turn). It reports whether to stop: the
+// client is closed, or an ExitAtEnd run is done.
+func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
+	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	fs := s.cons.PollRecords(pctx, s.cfg.MaxPollRecords)
+	cancel()
+	defer s.cons.AllowRebalance()
+	if fs.IsClientClosed() {
+		return true
+	}
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		// franz-go retries what it can; what reaches us (an
+		// authorisation failure, a deleted topic) needs a person.
+		s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+	})
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		s.mu.Lock()
+		w := s.parts[tp{p.Topic, p.Partition}]
+		s.mu.Unlock()
+		if w == nil {
+			return // not ours (any more); BlockRebalanceOnPoll makes this rare
+		}
+		last := p.Records[len(p.Records)-1].Offset
+		w.mLag.Set(float64(max(0, p.HighWatermark-last-1)))
+		w.enqueue(p.Records)
+	})
+	if s.cfg.ExitAtEnd && s.numParts() == 0 {
+		s.checkIdle(ctx)
+	}
+	// Commits are not cut off by a stop: a half-done one helps nobody, and
+	// the stop commits again anyway.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+	defer ccancel()
+	select {
+	case <-s.finished:
+		// Every partition ended and published its final commit point:
+		// commit them while we still own them.
+		s.commit(cctx, nil)
+		return true
+	default:
+	}
+	if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
+		s.commit(cctx, nil)
+		*lastCommit = now
+	}
+	return false
+}
+
+// onAssigned starts a worker per new partition. Where it starts is not
+// known yet: onFetched tells the workers, before any record of theirs is
+// fetched.
+func (s *Service) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	s.mu.Lock()
+	s.joined = true
+	s.mu.Unlock()
+	for topic, parts := range assigned {
+		n, err := s.partitionCount(ctx, topic)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		for _, p := range parts {
+			w := newPartWorker(s, tp{topic, p}, n)
+			s.mu.Lock()
+			s.parts[w.tp] = w
+			s.mu.Unlock()
+			go w.run()
+		}
+	}
+	s.m.assigned.Set(float64(s.numParts()))
+	s.log.Info("partitions assigned", "partitions", assigned)
+	s.checkFinished()
+}
+
+// onFetched hands each new partition the offset it starts at and the
+// metadata committed with it: the committed offset itself tells franz-go
+// where to fetch, the metadata tells the core what the earlier owner had
+// already published. It is the group's own answer (OffsetFetch in this
+// session), so it is exactly what the fetch starts from.
+func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	if len(resp.Groups) == 0 {
+		return nil
+	}
+	for _, t := range resp.Groups[0].Topics {
+		for _, p := range t.Partitions {
+			s.mu.Lock()
+			w := s.parts[tp{t.Topic, p.Partition}]
+			s.mu.Unlock()
+			if w == nil || kerr.ErrorForCode(p.ErrorCode) != nil {
+				continue // franz-go surfaces the error as a fetch error
+			}
+			st := startInfo{committed: -1, end: -1, first: -1}
+			if p.Offset >= 0 {
+				st.committed = p.Offset
+				st.first = p.Offset
+				if p.Metadata != nil {
+					st.meta = *p.Metadata
+				}
+			}
+			if s.cfg.ExitAtEnd {
+				if err := s.bounds(ctx, t.Topic, p.Partition, &st); err != nil {
+					return err
+				}
+			}
+			w.setStart(st)
+		}
+	}
+	return nil
+}
+
+// bounds finds, for an ExitAtEnd run, the partition's end (the last
+// stable offset now) and, without a commit, where the reset policy starts
+// it, so a partition with nothing to read ends at once.
+func (s *Service) bounds(ctx context.Context, topic string, partition int32, st *startInfo) error {
+	end, err := s.adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("detect: end offsets of %s: %w", topic, err)
+	}
+	o, ok := end.Lookup(topic, partition)
+	if !ok || o.Err != nil {
+		return fmt.Errorf("detect: end offset of %s/%d: %v", topic, partition, o.Err)
+	}
+	st.end = o.Offset
+	if st.first >= 0 {
+		return nil
+	}
+	var first int64
+	switch s.cfg.From {
+	case FromLatest:
+		first = st.end
+	case FromEarliest:
+		l, err := s.adm.ListStartOffsets(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("detect: start offsets of %s: %w", topic, err)
+		}
+		o, _ := l.Lookup(topic, partition)
+		first = o.Offset
+	default:
+		at, _ := time.Parse(time.RFC3339Nano, s.cfg.From)
+		l, err := s.adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic)
+		if err != nil {
+			return fmt.Errorf("detect: offsets of %s after %s: %w", topic, s.cfg.From, err)
+		}
+		o, _ := l.Lookup(topic, partition)
+		first = o.Offset
+		if first < 0 {
+			first = st.end
+		}
+	}
+	st.first = first
+	return nil
+}
+
+// onRevoked gives partitions up the clean way: their workers stop, their
+// outputs in flight are waited for (FlushTimeout at most), and what they
+// allow is committed, in this generation, before another member gets
+// them. It also runs for every partition when Close leaves the group,
+// which is how a stop commits what is done.
+func (s *Service) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if len(revoked) == 0 {
+		return
+	}
+	s.release(context.WithoutCancel(ctx), revoked, false)
+}
+
+// onLost drops partitions without committing: the group moved on, and
+// another member may already have committed further, which our commit
+// would move back.
+func (s *Service) onLost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
+	s.log.Warn("partitions lost; not committing them", "partitions", lost)
+	s.release(context.WithoutCancel(ctx), lost, true)
+}
+
+// release stops the workers of ps; unless lost, it commits their final
+// commit points.
+func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool) {
+	var ws []*partWorker
+	s.mu.Lock()
+	for t, parts := range ps {
+		for _, p := range parts {
+			if w := s.parts[tp{t, p}]; w != nil {
+				ws = append(ws, w)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.stop()
+	}
+	deadline := s.now().Add(s.cfg.FlushTimeout)
+	if !lost {
+		fctx, cancel := context.WithDeadline(ctx, deadline)
+		for _, w := range ws {
+			w.drain(fctx)
+		}
+		cancel()
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.FlushTimeout)
+		s.commit(cctx, ws)
+		cancel()
+	}
+	s.mu.Lock()
+	for _, w := range ws {
+		delete(s.parts, w.tp)
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.close()
+	}
+	s.m.assigned.Set(float64(s.numParts()))
+	s.log.Info("partitions released", "partitions", ps, "lost", lost)
+	s.checkFinished()
+}
+
+func (s *Service) numParts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parts)
+}
+
+// checkFinished closes finished once, in an ExitAtEnd run, every
+// partition the group gave us has ended and published its last point.
+func (s *Service) checkFinished() {
+	if !s.cfg.ExitAtEnd {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.joined || len(s.parts) == 0 && !s.nothingToDo {
+		// A member assigned nothing may get partitions in the next round
+		// of a cooperative rebalance: the poll loop finds out (idleDone).
+		return
+	}
+	for _, w := range s.parts {
+		if !w.isFinished() {
+			return
+		}
+	}
+	select {
+	case <-s.finished:
+	default:
+		close(s.finished)
+	}
+}
+
+// checkIdle, in an ExitAtEnd run of a member assigned nothing, ends the
+// run once the group is stable with every partition of its topics owned
+// by other members: more instances than partitions. While a cooperative
+// rebalance moves partitions, those are owned by nobody for a round, and
+// this member waits for its share.
+func (s *Service) checkIdle(ctx context.Context) {
+	now := s.now()
+	if now.Sub(s.lastIdleCheck) < time.Second {
+		return
+	}
+	s.lastIdleCheck = now
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	dg, err := s.adm.DescribeGroups(ctx, s.cfg.Group)
+	if err == nil {
+		err = dg.Error()
+	}
+	if err != nil {
+		s.log.Debug("describe the detect group", "err", err)
+		return
+	}
+	g := dg[s.cfg.Group]
+	if g.State != "Stable" {
+		return
+	}
+	owned := g.AssignedPartitions()
+	for topic, n := range s.eventCounts() {
+		for p := range n {
+			if !owned.Lookup(topic, p) {
+				return
+			}
+		}
+	}
+	s.mu.Lock()
+	s.nothingToDo = true
+	s.mu.Unlock()
+	s.log.Info("every partition is another member's; nothing to read")
+	s.checkFinished()
+}
+
+// commit commits, synchronously, the commit point of every worker in ws
+// (every worker when ws is nil) that moved since its last commit, each
+// with its metadata. It runs between a poll and AllowRebalance, or in a
+// revoke callback: in either case the group's generation is the one the
+// partitions belong to.
+func (s *Service) commit(ctx context.Context, ws []*partWorker) {
+	if ws == nil {
+		s.mu.Lock()
+		ws = sortedParts(s.parts)
+		s.mu.Unlock()
+	}
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	metas := map[tp]string{}
+	byTP := map[tp]*partWorker{}
+	for _, w := range ws {
+		p := w.point.Load()
+		if p == nil {
+			continue
+		}
+		last := w.lastCommit()
+		if last != nil && (p.Offset < last.Offset || *p == *last) {
+			// Never move a commit back: a hold that appeared after a
+			// commit (it cannot, by the rule) would only re-read.
+			continue
+		}
+		if offsets[w.tp.topic] == nil {
+			offsets[w.tp.topic] = map[int32]kgo.EpochOffset{}
+		}
+		// Epoch -1: the offset may be older than the newest leader epoch
+		// seen, and -1 skips the broker's epoch fencing.
+		offsets[w.tp.topic][w.tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: p.Offset}
+		metas[w.tp] = p.Metadata
+		byTP[w.tp] = w
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	cctx := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				p := &req.Topics[i].Partitions[j]
+				if m, ok := metas[tp{req.Topics[i].Topic, p.Partition}]; ok {
+					p.Metadata = &m
+				}
+			}
+		}
+		return nil
+	})
+	s.cons.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			s.m.commits.WithLabelValues("detect", "error").Inc()
+			s.log.Error("commit offsets", "err", err)
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				k := tp{t.Topic, p.Partition}
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					s.m.commits.WithLabelValues("detect", "error").Inc()
+					s.log.Error("commit offset", "topic", t.Topic, "partition", p.Partition, "err", err)
+					continue
+				}
+				w := byTP[k]
+				if w == nil {
+					continue
+				}
+				cp := pipeline.CommitPoint{Offset: offsets[k.topic][k.partition].Offset, Metadata: metas[k]}
+				w.setLastCommit(cp)
+				w.mCommitted.Set(float64(cp.Offset))
+				s.m.commits.WithLabelValues("detect", "ok").Inc()
+			}
+		}
+	})
+}
+
+func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }

@@ -1,0 +1,102 @@
+// Package detect is keyheat's running detection service: the Kafka side
+// of what package pipeline computes. It owns the consumer groups, one
+// goroutine per assigned partition, decoding and dead-lettering, the
+// producers of hot keys, window summaries and reports, the commits, the
+// merger's election, the sinks' acknowledgements and backpressure, and the
+// demo's embedded broker and terminal view. What a partition computes, and
+// how summaries merge, belong to pipeline; formats to schemas; the
+// ClickHouse and Parquet writers to sink.
+//
+// # One partition
+//
+// A Service is a member of the detect group (Options.Group). Kafka splits
+// the events partitions among the members; each assigned partition gets a
+// worker goroutine, started in the assignment callback and fed by the
+// poll loop, which never waits for it: a worker that falls behind has its
+// partition's fetching paused until it catches up, so a slow sink never
+// holds up a rebalance (kgo.BlockRebalanceOnPoll gates callbacks on the
+// poll loop, not on the workers).
+//
+// A worker reads its records in offset order. A record is an AccessEvent
+// in either codec (schemas.DecodeAny) or, with a log format, a raw log
+// line that may give several events (package logparse); every event is
+// checked against schemas.Limits. A record that does not decode or fails
+// the checks becomes a schemas.DeadLetter on the DLQ topic, naming it
+// (schemas.KafkaSource) and carrying its keyheat-id, and the partition
+// goes on. Events go to the partition's pipeline.Partition, built at the
+// first event from the committed offset and metadata, keyed (record key
+// equal to the access key) as configured or as that first event shows.
+// What the core outputs is published at once: hot-key events to the
+// compacted registry (key schemas.HotKeyRecordKey) and the sinks, window
+// summaries to the single-partition windows topic (key
+// schemas.PartitionWindowID). The producer is idempotent with acks from
+// all in-sync replicas, so a partition's summaries reach the merger in
+// order.
+//
+// # Commits
+//
+// A worker tells its core which outputs are acknowledged (Acked,
+// AckedHotKey) once every destination has them: Kafka, and ClickHouse and
+// the archive when they are on. The core's CommitPoint is then the offset
+// to commit and its metadata (schemas.CommitMeta); the worker lowers the
+// offset to its oldest dead letter not yet acknowledged and to the
+// archive's durable offset, and publishes the result. The poll loop
+// commits the published points every CommitInterval, between a poll and
+// AllowRebalance, with each partition's metadata set on the group's own
+// commit request (kgo.PreCommitFnContext): every partition committed is
+// still ours, in the generation the commit carries. The metadata is read
+// back from the group's own offset fetch at assignment
+// (kgo.OnOffsetsFetched), so a restarted or new owner resumes exactly
+// where the commit says; metadata it cannot use (another consumer's, or
+// another window length's) is logged and dropped, and the windows open at
+// the commit are then emitted again from partial counts.
+//
+// Nothing is committed that is not acknowledged, and the last polled
+// offset is never committed as such: an offset moves only when the core,
+// the dead letters and the archive all allow it. A revoked partition
+// stops, waits up to FlushTimeout for its outputs in flight, makes its
+// archive durable and commits before it is let go; a lost partition is
+// dropped without a commit (another member may already own it). A stop
+// (Run's context ending) leaves the group, which revokes every partition
+// that way. An output refused for good stops the service with an error:
+// its offset can never be committed, so a restart must re-read from the
+// commit. A restart re-emits what was not acknowledged under the same IDs
+// (pipeline's restart guarantee), and every consumer and sink dedupes by
+// them; this is at-least-once delivery that is exactly-once in effect.
+//
+// # The merger
+//
+// Every Service with a Merge configuration is also a member of the merge
+// group (Options.MergeGroup) on the windows topic. That topic has one
+// partition, so Kafka gives it to exactly one member: the merger. It
+// feeds the summaries to a pipeline.Merger, publishes the merged reports
+// to the reports topic, ClickHouse and the archive, and commits the
+// windows topic where the merger allows, with the end of its acknowledged
+// reports as metadata ("khm1 done=<ms>") so the next merger does not
+// report those windows again. When ClickHouse has no room (its buffer is
+// full while it is slow or down), the merger's reports wait in order,
+// fetching pauses and commits stay where the unacknowledged windows hold
+// them; the loop keeps polling, so the merger stays in its group.
+//
+// # Modes and operation
+//
+// With ExitAtEnd a run reads each assigned partition up to the end offset
+// (last stable offset) it had when assigned, closes every window
+// (pipeline.Partition.End), lets the merger report everything up to the
+// windows topic's end, commits and returns: a batch run whose output
+// depends only on its input (the wall clock advances nothing). Live, a
+// quiet partition's windows close by the wall clock (Idle) after the
+// pipeline's idle timeout.
+//
+// Reload swaps new rules into every core between two events, counts kept;
+// a configuration that changes anything else of the pipeline is refused.
+// Ready is what /readyz serves: the group joined, no sink retrying.
+// Metrics cover records, events, late events, lag and committed offset
+// per partition, dead letters by reason, hot-key events and their delay
+// from onset, windows, reports, commits, rule reloads and the pipeline's
+// own counters.
+//
+// StartBroker and View make `detect demo`: an in-process kfake broker on
+// 127.0.0.1 that real clients can reach, and a terminal view that follows
+// the registry and reports topics the way an application would.
+package detect

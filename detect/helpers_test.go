@@ -1,0 +1,299 @@
+package detect_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// brokers are the two Kafka implementations every service test runs on.
+var brokers = []struct {
+	name  string
+	seeds func(t *testing.T) []string
+}{
+	{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
+	{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
+}
+
+// env is one test's topics and groups on a cluster.
+type env struct {
+	seeds                                  []string
+	events, dlq, hotkeys, windows, reports string
+	group, mergeGroup                      string
+	parts                                  int32
+}
+
+func newEnv(t *testing.T, seeds []string, parts int32) *env {
+	t.Helper()
+	e := &env{seeds: seeds, parts: parts}
+	e.events = testenv.NewTopic(t, seeds, parts)
+	// The outputs are created by the service itself, with names unique
+	// to the test; deleted at the end.
+	e.dlq = testenv.UniqueName(t, "dlq")
+	e.hotkeys = testenv.UniqueName(t, "hot")
+	e.windows = testenv.UniqueName(t, "win")
+	e.reports = testenv.UniqueName(t, "rep")
+	e.group = testenv.UniqueName(t, "g")
+	e.mergeGroup = testenv.UniqueName(t, "m")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		adm := e.admin(t)
+		_, _ = adm.DeleteTopics(ctx, e.dlq, e.hotkeys, e.windows, e.reports)
+	})
+	return e
+}
+
+func (e *env) admin(t *testing.T) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seeds...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// config is a service config for e: testPipeline, a merger, every topic
+// created with e.parts partitions.
+func (e *env) config(t *testing.T) detect.Config {
+	opts := detect.DefaultOptions()
+	opts.Group, opts.MergeGroup = e.group, e.mergeGroup
+	opts.FlushTimeout = 20 * time.Second
+	opts.CommitInterval = 100 * time.Millisecond
+	return detect.Config{
+		Options:    opts,
+		ClientOpts: []kgo.Opt{kgo.SeedBrokers(e.seeds...)},
+		Topics: detect.OutputTopics{Events: e.events, DLQ: e.dlq, Hotkeys: e.hotkeys, Windows: e.windows,
+			Reports: e.reports},
+		CreateTopics: true, Partitions: e.parts, ReplicationFactor: -1,
+		Limits:   schemas.DefaultLimits(),
+		Pipeline: testPipeline(),
+		Merge:    &pipeline.MergerConfig{MergerOptions: pipeline.DefaultMergerOptions(), Window: time.Second},
+		Logger:   testLogger(t),
+	}
+}
+
+// testPipeline is the detection the tests run: 1 s report windows, no
+// lateness, one rule calling a key hot at 2 events within 10 ms, and no
+// wall-clock idling (so a live run's output depends only on its input,
+// and a test can compute what it commits).
+func testPipeline() pipeline.Options {
+	o := pipeline.DefaultOptions()
+	o.Lateness = 0
+	o.IdleTimeout = time.Hour
+	o.Detect.Suppress, o.Detect.CoolDown = 0, 0
+	o.Rules = []pipeline.Rule{{Name: "t", Key: "*", Window: 10 * time.Millisecond, Rate: 200}}
+	return o
+}
+
+// oracle runs evs (events at their offsets, in order) through a
+// partition core as the service should, every output acknowledged, and
+// returns its commit point: what the service must commit once it has
+// handled the same records and heard every acknowledgement.
+func oracle(t *testing.T, src pipeline.Source, start pipeline.Start, end bool, evs ...at) pipeline.CommitPoint {
+	t.Helper()
+	p, err := pipeline.NewPartition(testPipeline(), src, start)
+	require.NoError(t, err)
+	var out pipeline.Output
+	for _, e := range evs {
+		p.Process(&e.e, e.off, &out)
+	}
+	if end {
+		p.End(&out)
+	}
+	for _, w := range out.Windows {
+		p.Acked(w.StartMs)
+	}
+	for _, h := range out.HotKeys {
+		p.AckedHotKey(h.ID)
+	}
+	return p.CommitPoint()
+}
+
+// at is an event at an offset.
+type at struct {
+	e   schemas.AccessEvent
+	off int64
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() && os.Getenv("KEYHEAT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// running is a service run in the background.
+type running struct {
+	svc    *detect.Service
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, cfg detect.Config) *running {
+	t.Helper()
+	svc, err := detect.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{svc: svc, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- svc.Run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// stop stops the service as SIGTERM does and returns Run's result.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err, ok := <-r.done:
+		if ok {
+			close(r.done)
+			return err
+		}
+		return nil
+	case <-time.After(60 * time.Second):
+		t.Fatal("the service did not stop within 60s")
+		return nil
+	}
+}
+
+func accessEvent(key string, tsMs int64) schemas.AccessEvent {
+	return schemas.AccessEvent{TimeMs: tsMs, Key: key, App: "a", Op: "GET"}
+}
+
+// event builds a JSON event record for partition p.
+func event(topic string, p int32, key string, tsMs int64) *kgo.Record {
+	e := accessEvent(key, tsMs)
+	return &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)}
+}
+
+func raw(topic string, p int32, value []byte) *kgo.Record {
+	return &kgo.Record{Topic: topic, Partition: p, Value: value}
+}
+
+// produce writes recs to their partitions, in order.
+func produce(t *testing.T, seeds []string, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
+}
+
+// readAll returns every record of topic up to its end offsets now,
+// ordered by partition and offset.
+func readAll(t *testing.T, seeds []string, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer admCl.Close()
+	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, topic)
+	require.NoError(t, err)
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	defer cl.Close()
+	var out []*kgo.Record
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "reading %s", topic)
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	slices.SortFunc(out, func(a, b *kgo.Record) int {
+		if a.Partition != b.Partition {
+			return int(a.Partition - b.Partition)
+		}
+		return int(a.Offset - b.Offset)
+	})
+	return out
+}
+
+// committed returns the group's committed offsets and metadata of topic.
+func committed(t *testing.T, seeds []string, group, topic string) map[int32]kadm.OffsetResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	os, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	out := map[int32]kadm.OffsetResponse{}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return out // not created yet: nothing committed
+	}
+	require.NoError(t, err)
+	os.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic {
+			out[o.Partition] = o
+		}
+	})
+	return out
+}
+
+// eventually retries cond every 50ms for up to 60s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a writer tests read while the service writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

@@ -1,0 +1,563 @@
+package detect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/parquet"
+)
+
+// chTry bounds one attempt to hand a report to ClickHouse. A full buffer
+// is retried on the next turn of the loop with fetching paused, instead
+// of blocking a loop that must keep polling to stay in its group.
+const chTry = 100 * time.Millisecond
+
+// mergeRunner is the merge group's member. The group has one partition
+// to give (the windows topic's), so Kafka elects exactly one merger among
+// the instances; a new one takes over when it leaves. While elected it
+// feeds the summaries to a Merger, publishes the reports to the reports
+// topic and the sinks, and commits the windows topic as the merger
+// allows, with the end of its acknowledged reports as metadata so a new
+// merger does not report a window twice.
+type mergeRunner struct {
+	s     *Service
+	cl    *kgo.Client
+	inbox *inbox
+
+	// mu guards what the callbacks hand to the loop.
+	mu     sync.Mutex
+	owned  bool // the group gave us the windows partition
+	joined bool // the group gave us an assignment, maybe empty
+	start  *startInfo
+	endCh  chan int64 // ExitAtEnd: the windows offset to read up to
+
+	// loop-owned, and the revoke callback's while it runs (the loop is
+	// then between AllowRebalance and its next poll)
+	m          *pipeline.Merger
+	reg        *unregisterer // the merger's metrics, dropped with it
+	next       int64         // offset after the last summary read; -1 before any
+	endAt      int64         // -1 until endInput
+	pending    map[int64]int // window start → acknowledgements outstanding
+	outbox     []chReport    // reports ClickHouse had no room for yet
+	paused     bool
+	arch       *parquet.ReportWriter
+	archUnsync []int64 // starts of reports appended since the last flush
+	lastFlush  time.Time
+	acks       []ack
+	committed  pipeline.CommitPoint
+	nowMs      func() int64
+	// runCtx is run's: it ends on a stop, which cancels the produce
+	// calls waiting for buffer space; their refusals are not failures.
+	runCtx context.Context
+}
+
+type chReport struct {
+	r       *schemas.WindowReport
+	startMs int64
+}
+
+func newMergeRunner(s *Service) (*mergeRunner, error) {
+	mr := &mergeRunner{s: s, inbox: newInbox(), next: -1, endAt: -1, pending: map[int64]int{},
+		endCh: make(chan int64, 1), committed: pipeline.CommitPoint{Offset: -1}}
+	mr.nowMs = func() int64 { return s.now().UnixMilli() }
+	if s.cfg.ExitAtEnd {
+		// The input is what it is: deadlines on the wall clock would make
+		// the reports depend on timing. Finish reports what is left.
+		mr.nowMs = func() int64 { return 0 }
+	}
+	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
+	opts = append(opts,
+		kgo.ConsumeTopics(s.cfg.Topics.Windows),
+		kgo.ConsumerGroup(s.cfg.MergeGroup),
+		// A new merge group reads every summary still on the topic: the
+		// reports it re-emits carry the IDs they had, and the sinks dedupe.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(s.cfg.SessionTimeout),
+		kgo.OnPartitionsAssigned(mr.onAssigned),
+		kgo.OnOffsetsFetched(mr.onFetched),
+		kgo.OnPartitionsRevoked(mr.onRevoked),
+		kgo.OnPartitionsLost(mr.onLost),
+		kgo.WithLogger(kslog{s.log}),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("detect: kafka merge consumer: %w", err)
+	}
+	mr.cl = cl
+	return mr, nil
+}
+
+// endInput tells an ExitAtEnd merger to report everything once it read
+// the windows topic up to end.
+func (mr *mergeRunner) endInput(end int64) { mr.endCh <- end }
+
+func (mr *mergeRunner) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	mr.joined = true
+	if len(assigned[mr.s.cfg.Topics.Windows]) > 0 {
+		mr.owned = true
+		mr.s.m.merging.Set(1)
+		mr.s.log.Info("elected merger", "group", mr.s.cfg.MergeGroup)
+	}
+}
+
+func (mr *mergeRunner) onFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	if len(resp.Groups) == 0 {
+		return nil
+	}
+	for _, t := range resp.Groups[0].Topics {
+		for _, p := range t.Partitions {
+			if t.Topic != mr.s.cfg.Topics.Windows || p.Partition != 0 || kerr.ErrorForCode(p.ErrorCode) != nil {
+				continue
+			}
+			st := &startInfo{committed: p.Offset, end: -1, first: p.Offset}
+			if p.Offset < 0 {
+				st.committed, st.first = -1, -1
+			}
+			if p.Metadata != nil && p.Offset >= 0 {
+				st.meta = *p.Metadata
+			}
+			mr.mu.Lock()
+			mr.start = st
+			mr.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func (mr *mergeRunner) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if len(revoked[mr.s.cfg.Topics.Windows]) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mr.s.cfg.FlushTimeout)
+	defer cancel()
+	mr.drain(ctx)
+	mr.commit(ctx)
+	mr.drop()
+}
+
+func (mr *mergeRunner) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if len(lost[mr.s.cfg.Topics.Windows]) == 0 {
+		return
+	}
+	mr.s.log.Warn("merger lost the windows partition; not committing it")
+	mr.drop()
+}
+
+// drop forgets the merger's state; the next one resumes from the commit.
+func (mr *mergeRunner) drop() {
+	mr.m = nil
+	mr.reg.unregisterAll()
+	mr.next = -1
+	mr.pending = map[int64]int{}
+	mr.outbox = nil
+	if mr.paused {
+		mr.paused = false
+		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
+	}
+	mr.committed = pipeline.CommitPoint{Offset: -1}
+	if mr.arch != nil {
+		if err := mr.arch.Close(); err != nil {
+			mr.s.log.Warn("close report archive", "err", err)
+		}
+		mr.arch, mr.archUnsync = nil, nil
+	}
+	mr.mu.Lock()
+	mr.owned, mr.start = false, nil
+	mr.mu.Unlock()
+	mr.s.m.merging.Set(0)
+}
+
+// run is the merge group's loop, until ctx ends or, in an ExitAtEnd run,
+// the input is reported. Leaving the group (Close) commits as a revoke.
+func (mr *mergeRunner) run(ctx context.Context) error {
+	s := mr.s
+	mr.runCtx = ctx
+	defer mr.cl.Close()
+	lastCommit := s.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.failed:
+			return nil
+		case e := <-mr.endCh:
+			mr.endAt = e
+		default:
+		}
+		if mr.endAt >= 0 {
+			done, err := mr.checkEnd(ctx)
+			if done || err != nil {
+				return err
+			}
+		}
+		if stop, err := mr.turn(ctx, &lastCommit); stop || err != nil {
+			return err
+		}
+	}
+}
+
+// turn is one poll and what follows it, up to AllowRebalance, which it
+// always calls: a loop leaving without it would hold every rebalance,
+// its own group leave included, for ever.
+func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
+	s := mr.s
+	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	fs := mr.cl.PollRecords(pctx, s.cfg.MaxPollRecords)
+	cancel()
+	defer mr.cl.AllowRebalance()
+	if fs.IsClientClosed() || ctx.Err() != nil {
+		return true, nil
+	}
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+		}
+	})
+	if err := mr.ensureMerger(); err != nil {
+		s.fail(err)
+		return true, err
+	}
+	if mr.m != nil {
+		fs.EachRecord(mr.add)
+		mr.emit(ctx, mr.m.Ready(mr.nowMs()))
+		mr.retryClickHouse(ctx)
+		mr.applyAcks()
+		mr.flushArchive(ctx, false)
+		if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+			mr.commit(cctx) // not cut off by a stop (see Service.turn)
+			cancel()
+			*lastCommit = now
+		}
+	}
+	return false, nil
+}
+
+// ensureMerger builds the merger once the group gave us the partition and
+// its committed offset.
+func (mr *mergeRunner) ensureMerger() error {
+	if mr.m != nil {
+		return nil
+	}
+	mr.mu.Lock()
+	owned, st := mr.owned, mr.start
+	mr.mu.Unlock()
+	if !owned || st == nil {
+		return nil
+	}
+	done := int64(0)
+	if st.meta != "" {
+		d, err := parseMergeMeta(st.meta)
+		if err != nil {
+			mr.s.log.Warn("merge commit metadata not usable; windows reported before the commit may be reported again", "metadata", st.meta, "err", err)
+		} else {
+			done = d
+		}
+	}
+	cfg := *mr.s.cfg.Merge
+	cfg.DoneThroughMs, cfg.Topics = done, mr.s.eventCounts()
+	if cfg.Threshold == nil {
+		cfg.Threshold = mr.s.threshold
+	}
+	if cfg.SplitCapacity == 0 {
+		cfg.SplitCapacity = mr.s.cfg.Pipeline.Detect.SplitCapacity // alerts and reports advise alike
+	}
+	mr.reg = newUnregisterer(mr.s.cfg.Registerer)
+	cfg.Registerer = mr.reg.or()
+	if cfg.Logger == nil {
+		cfg.Logger = mr.s.log
+	}
+	m, err := pipeline.NewMerger(cfg)
+	if err != nil {
+		return fmt.Errorf("detect: merger: %w", err)
+	}
+	mr.m, mr.next = m, st.first
+	if st.committed >= 0 {
+		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}
+	}
+	if a := mr.s.cfg.Archive; a != nil {
+		rw, err := a.Reports("merger")
+		if err != nil {
+			return fmt.Errorf("detect: report archive: %w", err)
+		}
+		mr.arch, mr.lastFlush = rw, mr.s.now()
+	}
+	return nil
+}
+
+func (mr *mergeRunner) add(r *kgo.Record) {
+	mr.next = r.Offset + 1
+	w, err := schemas.DecodePartitionWindow(r.Value)
+	if err == nil {
+		err = mr.m.Add(w, r.Offset, mr.nowMs())
+	}
+	if err != nil {
+		mr.s.m.mergeInvalid.Inc()
+		mr.s.log.Warn("window summary not merged", "offset", r.Offset, "err", err)
+	}
+}
+
+// emit publishes the reports of merged windows to the reports topic and
+// the sinks; a window counts acknowledged once every destination has
+// every one of its reports.
+func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
+	s := mr.s
+	for _, mw := range mws {
+		start := mw.StartMs
+		per := 1
+		if s.cfg.ClickHouse != nil {
+			per++
+		}
+		if mr.arch != nil {
+			per++
+		}
+		mr.pending[start] += per * len(mw.Reports)
+		if len(mw.Reports) == 0 {
+			delete(mr.pending, start)
+			mr.m.Acked(start)
+			continue
+		}
+		for i := range mw.Reports {
+			r := &mw.Reports[i]
+			v, err := r.AppendJSON(nil)
+			if err != nil {
+				s.fail(fmt.Errorf("detect: %w", err))
+				return
+			}
+			mr.inbox.expect(1)
+			s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Reports, Key: []byte(r.ID), Value: v},
+				func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: start, err: err}) })
+			if s.cfg.ClickHouse != nil {
+				mr.outbox = append(mr.outbox, chReport{r: r, startMs: start})
+			}
+			if mr.arch != nil {
+				if err := mr.arch.Append(r); err != nil {
+					s.fail(fmt.Errorf("detect: report archive: %w", err))
+					return
+				}
+				mr.archUnsync = append(mr.archUnsync, start)
+			}
+			s.m.reports.Inc()
+			s.print.report(r)
+		}
+	}
+	mr.retryClickHouse(ctx)
+}
+
+// retryClickHouse hands waiting reports to ClickHouse. While it has no
+// room, fetching pauses (and commits stay where the unacknowledged
+// windows hold them) instead of the loop blocking.
+func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
+	ch := mr.s.cfg.ClickHouse
+	for len(mr.outbox) > 0 {
+		c := mr.outbox[0]
+		tctx, cancel := context.WithTimeout(ctx, chTry)
+		mr.inbox.expect(1)
+		t0 := time.Now()
+		err := ch.WriteReport(tctx, c.r, func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: c.startMs, err: err}) })
+		mr.s.m.produceWait.Add(time.Since(t0).Seconds())
+		cancel()
+		if err != nil {
+			mr.inbox.expect(-1)
+			if ctx.Err() == nil && tctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: clickhouse: %w", err))
+				return
+			}
+			break
+		}
+		mr.outbox[0] = chReport{}
+		mr.outbox = mr.outbox[1:]
+	}
+	full := len(mr.outbox) > 0
+	if full != mr.paused {
+		mr.paused = full
+		p := map[string][]int32{mr.s.cfg.Topics.Windows: {0}}
+		if full {
+			mr.cl.PauseFetchPartitions(p)
+		} else {
+			mr.cl.ResumeFetchPartitions(p)
+		}
+	}
+}
+
+func (mr *mergeRunner) flushArchive(ctx context.Context, force bool) {
+	if mr.arch == nil || len(mr.archUnsync) == 0 || !force && mr.s.now().Sub(mr.lastFlush) < mr.s.cfg.ArchiveFlush {
+		return
+	}
+	if err := mr.arch.Flush(ctx); err != nil {
+		if ctx.Err() == nil {
+			mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
+		}
+		return
+	}
+	for _, start := range mr.archUnsync {
+		mr.ackReport(start)
+	}
+	mr.archUnsync = mr.archUnsync[:0]
+	mr.lastFlush = mr.s.now()
+}
+
+func (mr *mergeRunner) applyAcks() {
+	mr.acks = mr.inbox.take(mr.acks)
+	for _, a := range mr.acks {
+		if a.err != nil {
+			if mr.runCtx == nil || mr.runCtx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: merger: a report was refused for good: %w", a.err))
+			}
+			continue
+		}
+		mr.ackReport(a.startMs)
+	}
+}
+
+func (mr *mergeRunner) ackReport(start int64) {
+	left, ok := mr.pending[start]
+	if !ok {
+		return
+	}
+	if left > 1 {
+		mr.pending[start] = left - 1
+		return
+	}
+	delete(mr.pending, start)
+	if mr.m != nil {
+		mr.m.Acked(start)
+	}
+}
+
+// drain waits, until ctx ends, for the reports in flight.
+func (mr *mergeRunner) drain(ctx context.Context) {
+	if mr.m == nil {
+		return
+	}
+	for len(mr.outbox) > 0 && ctx.Err() == nil {
+		mr.retryClickHouse(ctx)
+	}
+	for mr.inbox.pending() > 0 {
+		select {
+		case <-mr.inbox.ready:
+			mr.applyAcks()
+		case <-ctx.Done():
+			mr.applyAcks()
+			return
+		}
+	}
+	mr.applyAcks()
+	mr.flushArchive(ctx, true)
+}
+
+// commit commits the windows topic where the merger allows, with the end
+// of its acknowledged reports as metadata.
+func (mr *mergeRunner) commit(ctx context.Context) {
+	if mr.m == nil {
+		return
+	}
+	off, ok := mr.m.CommitOffset()
+	if !ok {
+		return
+	}
+	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs())}
+	if cp == mr.committed || off < mr.committed.Offset {
+		return
+	}
+	topic := mr.s.cfg.Topics.Windows
+	cctx := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				req.Topics[i].Partitions[j].Metadata = &cp.Metadata
+			}
+		}
+		return nil
+	})
+	var ok2 bool
+	mr.cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: off}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err == nil {
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						err = errors.Join(err, kerr.ErrorForCode(p.ErrorCode))
+					}
+				}
+			}
+			if err != nil {
+				mr.s.m.commits.WithLabelValues("merge", "error").Inc()
+				mr.s.log.Error("commit merge offset", "err", err)
+				return
+			}
+			ok2 = true
+		})
+	if ok2 {
+		mr.committed = cp
+		mr.s.m.commits.WithLabelValues("merge", "ok").Inc()
+	}
+}
+
+// checkEnd, in an ExitAtEnd run, reports everything once the summaries up
+// to endAt are read, waits for the reports and commits. It returns true
+// when the merger is done: that, or another instance merges.
+func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
+	mr.mu.Lock()
+	joined, owned, st := mr.joined, mr.owned, mr.start
+	mr.mu.Unlock()
+	if !joined {
+		return false, nil
+	}
+	if !owned {
+		return true, nil // another instance merges
+	}
+	if st == nil {
+		return false, nil
+	}
+	if err := mr.ensureMerger(); err != nil {
+		return true, err
+	}
+	pos := mr.next
+	if pos < 0 {
+		pos = max(st.first, 0)
+	}
+	if pos < mr.endAt {
+		return false, nil
+	}
+	mr.emit(ctx, mr.m.Finish())
+	fctx, cancel := context.WithTimeout(ctx, mr.s.cfg.FlushTimeout)
+	defer cancel()
+	mr.drain(fctx)
+	mr.commit(fctx)
+	return true, nil
+}
+
+// The merge group's commit metadata: "khm1 done=<ms>", the end of the
+// last window whose reports were all acknowledged.
+const mergeMetaPrefix = "khm1 done="
+
+func mergeMeta(doneThroughMs int64) string {
+	return mergeMetaPrefix + strconv.FormatInt(doneThroughMs, 10)
+}
+
+func parseMergeMeta(s string) (int64, error) {
+	v, ok := strings.CutPrefix(s, mergeMetaPrefix)
+	if !ok {
+		return 0, fmt.Errorf("merge commit metadata %q: want %q followed by a time", s, mergeMetaPrefix)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != v {
+		return 0, fmt.Errorf("merge commit metadata %q: %q is not a canonical time in ms", s, v)
+	}
+	return n, nil
+}

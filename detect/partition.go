@@ -1,0 +1,795 @@
+package detect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/parquet"
+)
+
+// Tuning of a partition worker.
+const (
+	// maxQueued batches wait for a worker before its partition's fetching
+	// is paused; the poll loop never blocks on a worker.
+	maxQueued = 4
+	// idleEvery is how often a live partition's core hears the wall
+	// clock, so windows close while no event comes.
+	idleEvery = 500 * time.Millisecond
+)
+
+// startInfo is where a partition starts, learnt from the group's offset
+// fetch.
+type startInfo struct {
+	committed int64  // committed offset; -1 for none
+	meta      string // metadata committed with it
+	first     int64  // first offset to read when known (committed, or the reset's); -1 unknown
+	end       int64  // ExitAtEnd: stop here; -1 for a live run
+}
+
+// partWorker owns one assigned events partition: one goroutine that
+// decodes its records in offset order, dead-letters bad ones, feeds the
+// core, publishes the core's outputs and tracks their acknowledgements,
+// and publishes the commit point the poll loop commits.
+//
+// Ownership: every field below "worker-owned" belongs to the run
+// goroutine while it runs, and to the rebalance callback after stop
+// returned (done is closed, which orders the two).
+type partWorker struct {
+	s     *Service
+	tp    tp
+	parts int32 // the topic's partition count
+	// idPrefix is the schemas.RecordID prefix of the partition's records,
+	// for the keyheat-id header of their dead letters.
+	idPrefix string
+
+	qmu    sync.Mutex
+	queue  [][]*kgo.Record
+	paused bool
+	wake   chan struct{}
+
+	inbox *inbox
+	ctx   context.Context // ends when the partition is given up
+	quit  context.CancelFunc
+	done  chan struct{}
+
+	startMu  sync.Mutex
+	start    startInfo
+	hasStart bool
+
+	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
+	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
+	finishedCh chan struct{}                        // ExitAtEnd: closed once ended and acknowledged
+
+	mRecords, mEvents, mLate prometheus.Counter
+	mLag, mCommitted, mPause prometheus.Gauge
+
+	// worker-owned
+	st        startInfo
+	started   bool // st is set
+	core      *pipeline.Partition
+	out       pipeline.Output
+	next      int64 // offset after the last record handled; -1 before any
+	evs       []schemas.AccessEvent
+	acks      []ack
+	dlq       []dlqEntry               // dead letters not yet acknowledged, in offset order
+	hot       map[string]int           // hot-key event ID → sinks yet to acknowledge it
+	archive   *parquet.PartitionWriter // nil without an archive
+	hotArch   *parquet.HotKeyWriter
+	hotUnsync []string // hot-key IDs appended to the archive since its last flush
+	lastFlush time.Time
+	keyed     bool
+	mismatch  bool // a keyed mismatch was logged
+	rulesGen  uint64
+	prevStats pipeline.Stats
+	ended     bool // End was called (ExitAtEnd)
+}
+
+type dlqEntry struct {
+	offset int64
+	acked  bool
+}
+
+func newPartWorker(s *Service, t tp, parts int32) *partWorker {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := prometheus.Labels{"topic": t.topic, "partition": partitionLabel(t.partition)}
+	return &partWorker{
+		s: s, tp: t, parts: parts,
+		idPrefix:   schemas.RecordID{Kind: schemas.IDTopic, Topic: t.topic, Partition: t.partition}.Prefix(),
+		wake:       make(chan struct{}, 1),
+		inbox:      newInbox(),
+		ctx:        ctx,
+		quit:       cancel,
+		done:       make(chan struct{}),
+		finishedCh: make(chan struct{}),
+		mRecords:   s.m.records.With(l),
+		mEvents:    s.m.events.With(l),
+		mLate:      s.m.late.With(l),
+		mLag:       s.m.lag.With(l),
+		mCommitted: s.m.committed.With(l),
+		mPause:     s.m.paused.With(l),
+		next:       -1,
+		hot:        map[string]int{},
+		rulesGen:   s.rulesGen.Load(),
+	}
+}
+
+// setStart hands the worker where its partition starts.
+func (w *partWorker) setStart(st startInfo) {
+	w.startMu.Lock()
+	w.start, w.hasStart = st, true
+	w.startMu.Unlock()
+	w.signal()
+}
+
+func (w *partWorker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue hands the worker a polled batch. Past maxQueued batches the
+// partition's fetching pauses until the worker has taken them all.
+func (w *partWorker) enqueue(recs []*kgo.Record) {
+	w.qmu.Lock()
+	w.queue = append(w.queue, recs)
+	if len(w.queue) >= maxQueued && !w.paused {
+		w.paused = true
+		w.s.cons.PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		w.mPause.Set(1)
+	}
+	w.qmu.Unlock()
+	w.signal()
+}
+
+// takeBatch returns the oldest waiting batch, resuming a paused partition
+// once none waits.
+func (w *partWorker) takeBatch() []*kgo.Record {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if len(w.queue) == 0 {
+		return nil
+	}
+	b := w.queue[0]
+	w.queue[0] = nil
+	w.queue = w.queue[1:]
+	if len(w.queue) == 0 && w.paused && !w.ended {
+		w.paused = false
+		w.s.cons.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		w.mPause.Set(0)
+	}
+	return b
+}
+
+func (w *partWorker) lastCommit() *pipeline.CommitPoint     { return w.committed.Load() }
+func (w *partWorker) setLastCommit(cp pipeline.CommitPoint) { w.committed.Store(&cp) }
+
+func (w *partWorker) isFinished() bool {
+	select {
+	case <-w.finishedCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// run is the worker's goroutine.
+func (w *partWorker) run() {
+	defer close(w.done)
+	var idle <-chan time.Time
+	if !w.s.cfg.ExitAtEnd {
+		t := time.NewTicker(idleEvery)
+		defer t.Stop()
+		idle = t.C
+	}
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.wake:
+			if !w.started && !w.loadStart() {
+				continue
+			}
+			for b := w.takeBatch(); b != nil && w.ctx.Err() == nil; b = w.takeBatch() {
+				w.handle(b)
+				w.applyAcks()
+			}
+		case <-w.inbox.ready:
+			w.applyAcks()
+		case <-idle:
+			if w.core != nil && !w.ended {
+				w.core.Idle(w.s.now().UnixMilli(), &w.out)
+				w.emit()
+			}
+			w.flushArchive(false)
+		}
+		if w.ctx.Err() != nil {
+			return
+		}
+		w.checkRules()
+		w.checkEnd()
+		w.publish()
+	}
+}
+
+// loadStart takes the start info once onFetched has set it.
+func (w *partWorker) loadStart() bool {
+	w.startMu.Lock()
+	st, ok := w.start, w.hasStart
+	w.startMu.Unlock()
+	if ok {
+		w.st, w.started = st, true
+	}
+	return ok
+}
+
+// handle runs one polled batch through decoding and the core.
+func (w *partWorker) handle(recs []*kgo.Record) {
+	if w.ended {
+		return // ExitAtEnd: past the end; the partition is paused
+	}
+	w.checkRules() // rules reloaded since the last batch apply to this one
+	s := w.s
+	nowMs := s.now().UnixMilli()
+	before := w.coreStats()
+	var events int
+	stop := w.ctx.Done()
+	for _, r := range recs {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if w.st.end >= 0 && r.Offset >= w.st.end {
+			break
+		}
+		if w.archive == nil && s.cfg.Archive != nil {
+			if err := w.openArchive(r.Offset); err != nil {
+				s.fail(err)
+				return
+			}
+		}
+		if r.Attrs.IsControl() {
+			w.advance(r.Offset + 1)
+			continue
+		}
+		evs, err := w.decode(r, nowMs)
+		switch {
+		case errors.Is(err, logparse.ErrSkip):
+			s.m.skipped.Inc()
+			w.advance(r.Offset + 1)
+			continue
+		case err != nil:
+			w.deadLetter(r, err, nowMs)
+			continue
+		}
+		if w.core == nil {
+			if err := w.newCore(r.Offset, r.Key, evs[0].Key); err != nil {
+				s.fail(err)
+				return
+			}
+		} else if w.keyed && !w.mismatch && !bytes.Equal(r.Key, []byte(evs[0].Key)) {
+			w.mismatch = true
+			s.m.keyMismatch.Inc()
+			s.log.Warn("a record's key is not its access key on a partition judged keyed; set detect.keyed: false if the topic is not keyed by access key",
+				"topic", w.tp.topic, "partition", w.tp.partition, "offset", r.Offset)
+		}
+		for i := range evs {
+			w.core.Process(&evs[i], r.Offset, &w.out)
+		}
+		events += len(evs)
+		if w.archive != nil {
+			if err := w.archive.Append(r.Offset, &evs[0]); err != nil {
+				s.fail(fmt.Errorf("detect: archive %s/%d: %w", w.tp.topic, w.tp.partition, err))
+				return
+			}
+			if len(evs) > 1 {
+				s.m.archiveSkip.Add(float64(len(evs) - 1))
+			}
+		}
+		w.next = r.Offset + 1
+		if len(w.out.Windows)+len(w.out.HotKeys) > 0 {
+			// At once, not at the end of the batch: a hot key's delay is
+			// what the registry is for.
+			w.emit()
+		}
+	}
+	w.mRecords.Add(float64(len(recs)))
+	w.mEvents.Add(float64(events))
+	w.countStats(before)
+}
+
+// decode turns a record into events: an AccessEvent in either codec, or
+// the events of a raw log line; every event is validated. A record is
+// used whole or not at all.
+func (w *partWorker) decode(r *kgo.Record, nowMs int64) ([]schemas.AccessEvent, error) {
+	s := w.s
+	if cap(w.evs) == 0 {
+		w.evs = make([]schemas.AccessEvent, 0, 4)
+	}
+	evs := w.evs[:0]
+	var err error
+	if s.parser == nil {
+		evs = evs[:1]
+		evs[0] = schemas.AccessEvent{}
+		err = schemas.DecodeAny(r.Value, &evs[0])
+	} else {
+		line := bytes.TrimSuffix(bytes.TrimSuffix(r.Value, []byte{'\n'}), []byte{'\r'})
+		var dropped logparse.Fields
+		evs, dropped, err = s.parser.Parse(evs, line)
+		for f := range dropped.All() {
+			s.m.dropped.WithLabelValues(f.String()).Inc()
+		}
+		for i := range evs {
+			if evs[i].TimeMs == 0 {
+				evs[i].TimeMs = r.Timestamp.UnixMilli()
+			}
+		}
+	}
+	for i := 0; err == nil && i < len(evs); i++ {
+		err = s.cfg.Limits.Validate(&evs[i], nowMs)
+	}
+	w.evs = evs
+	return evs, err
+}
+
+// newCore builds the core at the partition's first event, deciding
+// whether the partition is keyed from it when the configuration does not
+// say.
+func (w *partWorker) newCore(firstOffset int64, recordKey []byte, eventKey string) error {
+	s := w.s
+	switch s.cfg.Keyed {
+	case KeyedTrue:
+		w.keyed = true
+	case KeyedFalse:
+		w.keyed = false
+	default:
+		w.keyed = bytes.Equal(recordKey, []byte(eventKey))
+	}
+	return w.buildCore(firstOffset)
+}
+
+func (w *partWorker) buildCore(firstOffset int64) error {
+	s := w.s
+	src := pipeline.Source{Topic: w.tp.topic, Partition: w.tp.partition, Partitions: w.parts, Keyed: w.keyed}
+	start := pipeline.Start{Offset: firstOffset}
+	if w.st.committed >= 0 {
+		start = pipeline.Start{Offset: w.st.committed, Metadata: w.st.meta}
+	}
+	core, err := pipeline.NewPartition(s.cfg.Pipeline, src, start)
+	if err != nil && start.Metadata != "" {
+		// Not ours (another consumer committed here), or from another
+		// version or window length: start from the offset alone.
+		s.log.Warn("commit metadata not usable; windows open at the committed offset are emitted again from partial counts",
+			"topic", w.tp.topic, "partition", w.tp.partition, "metadata", start.Metadata, "err", err)
+		start.Metadata = ""
+		core, err = pipeline.NewPartition(s.cfg.Pipeline, src, start)
+	}
+	if err != nil {
+		return fmt.Errorf("detect: partition %s/%d: %w", w.tp.topic, w.tp.partition, err)
+	}
+	w.core = core
+	if s.rulesGen.Load() > 0 {
+		// Rules reloaded since start: the core compiled the configured ones.
+		if err := core.SetRules(s.rules.Load()); err != nil {
+			return fmt.Errorf("detect: partition %s/%d: reloaded rules: %w", w.tp.topic, w.tp.partition, err)
+		}
+	}
+	w.prevStats = core.Stats()
+	s.log.Debug("partition started", "topic", w.tp.topic, "partition", w.tp.partition, "offset", start.Offset, "metadata", start.Metadata, "keyed", w.keyed)
+	return nil
+}
+
+func (w *partWorker) openArchive(firstOffset int64) error {
+	s := w.s
+	start := firstOffset
+	if w.st.committed >= 0 {
+		start = w.st.committed
+	}
+	pw, err := s.cfg.Archive.Partition(w.ctx, w.tp.topic, w.tp.partition, start)
+	if err != nil {
+		return fmt.Errorf("detect: archive %s/%d: %w", w.tp.topic, w.tp.partition, err)
+	}
+	hw, err := s.cfg.Archive.HotKeys(w.tp.topic + "-" + partitionLabel(w.tp.partition))
+	if err != nil {
+		return errors.Join(fmt.Errorf("detect: archive hot keys of %s/%d: %w", w.tp.topic, w.tp.partition, err), pw.Close())
+	}
+	w.archive, w.hotArch, w.lastFlush = pw, hw, s.now()
+	return nil
+}
+
+// advance moves the partition's position past a record that held no
+// event (a control record, a dead letter, a line with no access).
+func (w *partWorker) advance(next int64) {
+	w.next = next
+	if w.archive != nil {
+		if err := w.archive.Advance(next); err != nil {
+			w.s.fail(fmt.Errorf("detect: archive %s/%d: %w", w.tp.topic, w.tp.partition, err))
+		}
+	}
+}
+
+// deadLetter produces r's dead letter. The record's offset is held back
+// from commits until the DLQ topic has it.
+func (w *partWorker) deadLetter(r *kgo.Record, cause error, nowMs int64) {
+	s := w.s
+	d := schemas.NewDeadLetter(nowMs, schemas.KafkaSource(w.tp.topic, w.tp.partition, r.Offset), cause, r.Value, s.cfg.DLQMaxRaw)
+	off, reason := r.Offset, d.Reason
+	rec := &kgo.Record{Topic: s.cfg.Topics.DLQ, Value: schemas.AppendDeadLetter(nil, &d),
+		Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil, w.idPrefix, off)}}}
+	w.dlq = append(w.dlq, dlqEntry{offset: off})
+	w.inbox.expect(1)
+	s.produce(w.ctx, rec, func(err error) { w.inbox.post(ack{kind: ackDLQ, offset: off, reason: reason, err: err}) })
+	w.advance(off + 1)
+}
+
+// emit publishes what the core produced: summaries to the windows topic,
+// hot-key events to the registry and the sinks. The core hears of each
+// once every destination acknowledged it.
+func (w *partWorker) emit() {
+	s := w.s
+	nowMs := s.now().UnixMilli()
+	for i := range w.out.Windows {
+		win := &w.out.Windows[i]
+		v, err := win.AppendJSON(nil)
+		if err != nil {
+			s.fail(fmt.Errorf("detect: %w", err))
+			return
+		}
+		startMs := win.StartMs
+		w.inbox.expect(1)
+		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(win.ID), Value: v},
+			func(err error) { w.inbox.post(ack{kind: ackWindow, startMs: startMs, err: err}) })
+	}
+	for i := range w.out.HotKeys {
+		h := w.out.HotKeys[i] // a copy the sinks may keep
+		h.DetectedMs = nowMs
+		w.publishHotKey(&h)
+	}
+	w.out.Reset()
+}
+
+func (w *partWorker) publishHotKey(h *schemas.HotKeyEvent) {
+	s := w.s
+	v, err := h.AppendJSON(nil)
+	if err != nil {
+		s.fail(fmt.Errorf("detect: %w", err))
+		return
+	}
+	id := h.ID
+	need := 1
+	if s.cfg.ClickHouse != nil {
+		need++
+	}
+	if w.hotArch != nil {
+		need++
+	}
+	w.hot[id] += need
+	w.inbox.expect(1)
+	s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Hotkeys, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v},
+		func(err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+	if ch := s.cfg.ClickHouse; ch != nil {
+		w.inbox.expect(1)
+		t0 := time.Now()
+		err := ch.WriteHotKey(w.ctx, h, func(err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+		s.m.produceWait.Add(time.Since(t0).Seconds())
+		if err != nil {
+			w.inbox.expect(-1)
+			if w.ctx.Err() == nil {
+				s.fail(fmt.Errorf("detect: clickhouse: %w", err))
+			}
+			return
+		}
+	}
+	if w.hotArch != nil {
+		if err := w.hotArch.Append(h); err != nil {
+			s.fail(fmt.Errorf("detect: archive hot keys: %w", err))
+			return
+		}
+		w.hotUnsync = append(w.hotUnsync, id)
+	}
+	s.m.alerts.WithLabelValues(h.Type).Inc()
+	if h.Type == schemas.HotKeyHot {
+		s.m.alertDelay.Observe(float64(h.DetectedMs-h.OnsetMs) / 1000)
+	}
+	s.print.hotKey(h)
+}
+
+// flushArchive makes the hot-key events appended to the archive durable,
+// every ArchiveFlush or at once with force, and counts them acknowledged.
+func (w *partWorker) flushArchive(force bool) {
+	if w.hotArch == nil || len(w.hotUnsync) == 0 || !force && w.s.now().Sub(w.lastFlush) < w.s.cfg.ArchiveFlush {
+		return
+	}
+	if err := w.hotArch.Flush(w.ctxOrBackground()); err != nil {
+		w.s.fail(fmt.Errorf("detect: archive hot keys of %s/%d: %w", w.tp.topic, w.tp.partition, err))
+		return
+	}
+	for _, id := range w.hotUnsync {
+		w.ackHot(id)
+	}
+	w.hotUnsync = w.hotUnsync[:0]
+	w.lastFlush = w.s.now()
+}
+
+// ctxOrBackground is the worker's context while it runs; a drain after
+// stop runs on the callback's.
+func (w *partWorker) ctxOrBackground() context.Context {
+	if w.ctx.Err() != nil {
+		return context.Background()
+	}
+	return w.ctx
+}
+
+// applyAcks hands the acknowledgements that arrived to the core and the
+// dead-letter hold.
+func (w *partWorker) applyAcks() {
+	s := w.s
+	w.acks = w.inbox.take(w.acks)
+	for _, a := range w.acks {
+		if a.err != nil {
+			if w.ctx.Err() != nil {
+				continue // given up: produce calls were cancelled
+			}
+			s.fail(fmt.Errorf("detect: partition %s/%d: an output was refused for good (%s): %w", w.tp.topic, w.tp.partition, kindName(a.kind), a.err))
+			continue
+		}
+		switch a.kind {
+		case ackWindow:
+			s.m.windows.Inc()
+			if w.core != nil {
+				w.core.Acked(a.startMs)
+			}
+		case ackHotKey:
+			w.ackHot(a.id)
+		case ackDLQ:
+			s.m.dlq.WithLabelValues(string(a.reason)).Inc()
+			for i := range w.dlq {
+				if w.dlq[i].offset == a.offset && !w.dlq[i].acked {
+					w.dlq[i].acked = true
+					break
+				}
+			}
+			n := 0
+			for n < len(w.dlq) && w.dlq[n].acked {
+				n++
+			}
+			w.dlq = w.dlq[copy(w.dlq, w.dlq[n:]):]
+		}
+	}
+}
+
+func (w *partWorker) ackHot(id string) {
+	left, ok := w.hot[id]
+	if !ok {
+		return
+	}
+	if left > 1 {
+		w.hot[id] = left - 1
+		return
+	}
+	delete(w.hot, id)
+	if w.core != nil {
+		w.core.AckedHotKey(id)
+	}
+}
+
+func kindName(k ackKind) string {
+	switch k {
+	case ackWindow:
+		return "window summary"
+	case ackHotKey:
+		return "hot-key event"
+	case ackDLQ:
+		return "dead letter"
+	}
+	return "report"
+}
+
+// checkRules swaps in rules reloaded since the last look.
+func (w *partWorker) checkRules() {
+	gen := w.s.rulesGen.Load()
+	if gen == w.rulesGen {
+		return
+	}
+	w.rulesGen = gen
+	if w.core == nil {
+		return // built with them
+	}
+	if err := w.core.SetRules(w.s.rules.Load()); err != nil {
+		w.s.log.Error("reloaded rules refused; the partition keeps its rules", "topic", w.tp.topic, "partition", w.tp.partition, "err", err)
+	}
+}
+
+// position is the offset the partition reached: after the last record
+// handled, or where it starts.
+func (w *partWorker) position() int64 {
+	if w.next >= 0 {
+		return w.next
+	}
+	return w.st.first
+}
+
+// checkEnd ends the partition once an ExitAtEnd run reached its end:
+// every window closes, and once everything is acknowledged the partition
+// is finished.
+func (w *partWorker) checkEnd() {
+	if !w.started || w.st.end < 0 || w.isFinished() {
+		return
+	}
+	if !w.ended {
+		pos := w.position()
+		if pos < 0 || pos < w.st.end {
+			return
+		}
+		w.ended = true
+		w.qmu.Lock()
+		if !w.paused {
+			w.paused = true
+			w.s.cons.PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		}
+		w.queue = nil
+		w.qmu.Unlock()
+		if w.core == nil && w.st.committed >= 0 && w.st.meta != "" {
+			// Nothing read since the commit, but the windows the last run
+			// had not published are still owed.
+			w.keyed = w.s.cfg.Keyed != KeyedFalse
+			if err := w.buildCore(w.st.committed); err != nil {
+				w.s.fail(err)
+				return
+			}
+		}
+		if w.core != nil {
+			w.core.End(&w.out)
+			w.emit()
+		}
+	}
+	if w.inbox.pending() > 0 {
+		return
+	}
+	w.flushArchive(true)
+	if w.archive != nil {
+		if err := w.archive.Flush(w.ctx); err != nil {
+			w.s.fail(fmt.Errorf("detect: archive %s/%d: %w", w.tp.topic, w.tp.partition, err))
+			return
+		}
+	}
+	w.publish()
+	close(w.finishedCh)
+	w.s.checkFinished()
+}
+
+// publish computes the commit point: the core's (its oldest window or hot
+// key not acknowledged, with its metadata), held back further by the
+// oldest dead letter not acknowledged and by the archive's durable
+// offset.
+func (w *partWorker) publish() {
+	var p pipeline.CommitPoint
+	switch {
+	case w.core != nil:
+		p = w.core.CommitPoint()
+	case w.next >= 0:
+		// Only records without events so far: the committed metadata
+		// still describes everything before next.
+		p = pipeline.CommitPoint{Offset: w.next, Metadata: w.st.meta}
+	default:
+		return
+	}
+	if len(w.dlq) > 0 {
+		p.Offset = min(p.Offset, w.dlq[0].offset)
+	}
+	if w.archive != nil {
+		p.Offset = min(p.Offset, w.archive.Durable())
+	}
+	if old := w.point.Load(); old != nil && *old == p {
+		return
+	}
+	w.point.Store(&p)
+}
+
+// countStats adds what the core counted since before to the metrics.
+func (w *partWorker) countStats(before pipeline.Stats) {
+	if w.core == nil {
+		return
+	}
+	now := w.core.Stats()
+	w.mLate.Add(float64(now.Late - before.Late))
+	c := w.s.m.core
+	for _, d := range []struct {
+		name    string
+		now, bf uint64
+	}{
+		{"warm_up", now.WarmUp, before.WarmUp}, {"dropped", now.Dropped, before.Dropped},
+		{"truncated_keys", now.TruncatedKeys, before.TruncatedKeys}, {"whitelisted", now.Whitelisted, before.Whitelisted},
+		{"apps_folded", now.AppsFolded, before.AppsFolded}, {"alerts_warm_up", now.AlertsWarmUp, before.AlertsWarmUp},
+		{"ring_admitted", now.RingAdmitted, before.RingAdmitted}, {"ring_refused", now.RingRefused, before.RingRefused},
+		{"ring_evicted", now.RingEvicted, before.RingEvicted},
+		{"alerts_dropped", now.AlertsDropped, before.AlertsDropped},
+	} {
+		if d.now > d.bf {
+			c.WithLabelValues(d.name).Add(float64(d.now - d.bf))
+		}
+	}
+	w.prevStats = now
+}
+
+func (w *partWorker) coreStats() pipeline.Stats {
+	if w.core == nil {
+		return w.prevStats
+	}
+	return w.core.Stats()
+}
+
+// stop ends the run goroutine and waits for it.
+func (w *partWorker) stop() {
+	w.quit()
+	<-w.done
+}
+
+// drain, after stop, waits for the outputs in flight until ctx ends,
+// hands their acknowledgements to the core, makes the archive durable,
+// and publishes the final commit point.
+func (w *partWorker) drain(ctx context.Context) {
+	for w.inbox.pending() > 0 {
+		select {
+		case <-w.inbox.ready:
+		case <-ctx.Done():
+			w.s.log.Warn("outputs still in flight at the commit; a restart publishes them again", "topic", w.tp.topic,
+				"partition", w.tp.partition, "pending", w.inbox.pending())
+			w.publish()
+			return
+		}
+		w.applyAcks()
+	}
+	w.applyAcks()
+	if w.hotArch != nil && len(w.hotUnsync) > 0 {
+		if err := w.hotArch.Flush(ctx); err == nil {
+			for _, id := range w.hotUnsync {
+				w.ackHot(id)
+			}
+			w.hotUnsync = nil
+		}
+	}
+	if w.archive != nil {
+		if err := w.archive.Flush(ctx); err != nil {
+			w.s.log.Warn("archive flush before the commit", "topic", w.tp.topic, "partition", w.tp.partition, "err", err)
+		}
+	}
+	w.publish()
+}
+
+// close releases the partition's archive writers and metrics. A lost
+// partition's writers are closed too, which rolls what they buffered:
+// durable but not committed, so the next owner reads those offsets again
+// (the archive has no way yet to drop a buffer unwritten).
+func (w *partWorker) close() {
+	w.qmu.Lock()
+	if w.paused {
+		w.paused = false
+		w.s.cons.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+	}
+	w.queue = nil
+	w.qmu.Unlock()
+	if w.hotArch != nil {
+		if err := w.hotArch.Close(); err != nil {
+			w.s.log.Warn("close archive hot keys", "topic", w.tp.topic, "partition", w.tp.partition, "err", err)
+		}
+	}
+	if w.archive != nil {
+		if err := w.archive.Close(); err != nil {
+			w.s.log.Warn("close archive partition", "topic", w.tp.topic, "partition", w.tp.partition, "err", err)
+		}
+	}
+	w.s.m.forget(w.tp.topic, w.tp.partition)
+}

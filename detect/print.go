@@ -1,0 +1,149 @@
+package detect
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// Print formats of --print.
+const (
+	PrintText = "text"
+	PrintJSON = "json"
+)
+
+// printer writes hot-key events and window reports to a writer (stdout)
+// as they are produced: JSON lines (the messages' own encoding), or one
+// line per event and a short block per report for people. Partitions and
+// the merger print from their goroutines, so writes are serialised.
+type printer struct {
+	mu   sync.Mutex
+	w    io.Writer
+	json bool
+	buf  []byte
+}
+
+func newPrinter(w io.Writer, format string) *printer {
+	if w == nil {
+		return nil
+	}
+	return &printer{w: w, json: format == PrintJSON}
+}
+
+func (p *printer) hotKey(h *schemas.HotKeyEvent) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.buf[:0]
+	if p.json {
+		b, _ = h.AppendJSON(b)
+	} else {
+		b = AppendHotKeyText(b, h)
+	}
+	p.buf = append(b, '\n')
+	_, _ = p.w.Write(p.buf)
+}
+
+func (p *printer) report(r *schemas.WindowReport) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.buf[:0]
+	if p.json {
+		b, _ = r.AppendJSON(b)
+		b = append(b, '\n')
+	} else {
+		b = AppendReportText(b, r, 5)
+	}
+	p.buf = b
+	_, _ = p.w.Write(p.buf)
+}
+
+// AppendHotKeyText appends one line saying what h says:
+//
+//	15:04:05.123 HOT    shop product:42 rate=5120.5/s threshold=1000/s rule=hot-api partition=keyheat.events/3 delay=8ms advice=local_cache
+func AppendHotKeyText(b []byte, h *schemas.HotKeyEvent) []byte {
+	b = time.UnixMilli(h.OnsetMs).UTC().AppendFormat(b, "15:04:05.000")
+	b = append(b, ' ')
+	b = append(b, strings.ToUpper(h.Type)...)
+	for i := len(h.Type); i < 7; i++ {
+		b = append(b, ' ')
+	}
+	if h.App != "" {
+		b = append(b, h.App...)
+		b = append(b, ' ')
+	}
+	b = strconv.AppendQuote(b, h.Key)
+	b = append(b, " rate="...)
+	b = strconv.AppendFloat(b, h.Rate, 'f', 1, 64)
+	b = append(b, "/s threshold="...)
+	b = strconv.AppendFloat(b, h.Threshold, 'f', -1, 64)
+	b = append(b, "/s rule="...)
+	b = append(b, h.Rule...)
+	b = append(b, " partition="...)
+	b = append(b, h.Topic...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(h.Partition), 10)
+	if h.DetectedMs >= h.OnsetMs && h.DetectedMs > 0 {
+		b = append(b, " delay="...)
+		b = append(b, (time.Duration(h.DetectedMs-h.OnsetMs) * time.Millisecond).String()...)
+	}
+	if h.Mitigation != nil {
+		b = append(b, " advice="...)
+		b = append(b, h.Mitigation.Kind...)
+		if h.Mitigation.Split > 0 {
+			b = append(b, " split="...)
+			b = strconv.AppendInt(b, int64(h.Mitigation.Split), 10)
+		}
+	}
+	return b
+}
+
+// AppendReportText appends a report as a header line and its top keys
+// (at most top), one per line, indented:
+//
+//	15:04:05 REPORT cluster events=20000 distinct=9876 late=0 max/mean=1.31 gini=0.07 top1=15.0%
+//	  1. shop "product:42" 3000 15.0% p3
+func AppendReportText(b []byte, r *schemas.WindowReport, top int) []byte {
+	b = time.UnixMilli(r.StartMs).UTC().AppendFormat(b, "15:04:05")
+	b = append(b, " REPORT "...)
+	if r.Scope == schemas.ScopeApp {
+		b = append(b, "app="...)
+		b = append(b, r.App...)
+	} else {
+		b = append(b, r.Scope...)
+	}
+	b = fmt.Appendf(b, " events=%d distinct=%d late=%d max/mean=%.2f gini=%.2f top1=%.1f%%",
+		r.Events, r.Distinct, r.Late, r.Skew.MaxMean, r.Skew.Gini, 100*r.Skew.Top1Share)
+	if r.Partial {
+		b = append(b, " partial missing="...)
+		b = append(b, strings.Join(r.Missing, ",")...)
+	}
+	b = append(b, '\n')
+	for i, k := range r.Top {
+		if i == top {
+			break
+		}
+		b = fmt.Appendf(b, "  %d. ", i+1)
+		if k.App != "" {
+			b = append(b, k.App...)
+			b = append(b, ' ')
+		}
+		b = strconv.AppendQuote(b, k.Key)
+		b = fmt.Appendf(b, " %d %.1f%%", k.Count, 100*k.Share)
+		if k.Partition >= 0 {
+			b = fmt.Appendf(b, " p%d", k.Partition)
+		}
+		b = append(b, '\n')
+	}
+	return b
+}

@@ -1,0 +1,604 @@
+package detect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/internal/topics"
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/clickhouse"
+	"github.com/keyheat/keyheat/sink/parquet"
+)
+
+// OutputTopics name the topics the service reads and writes besides the
+// events topics it consumes.
+type OutputTopics struct {
+	// Events is the events topic read when Options.Topics is empty.
+	Events string
+	// DLQ receives dead letters of records that could not be used.
+	DLQ string
+	// Hotkeys is the compacted registry of hot keys.
+	Hotkeys string
+	// Windows carries the partitions' window summaries to the merger; it
+	// must have exactly one partition.
+	Windows string
+	// Reports receives the merged window reports.
+	Reports string
+}
+
+// ClickHouseSink is what the service writes to ClickHouse: hot-key events
+// and window reports, each acknowledged once it is in.
+type ClickHouseSink interface {
+	WriteHotKey(ctx context.Context, h *schemas.HotKeyEvent, ack clickhouse.AckFunc) error
+	WriteReport(ctx context.Context, r *schemas.WindowReport, ack clickhouse.AckFunc) error
+	Ready() error
+}
+
+var _ ClickHouseSink = (*clickhouse.Writer)(nil)
+
+// Config configures a Service: its options and what it runs with.
+type Config struct {
+	Options
+	// ClientOpts connect to the brokers (config.Kafka.ClientOpts); the
+	// service adds its consumer and producer options.
+	ClientOpts []kgo.Opt
+	Topics     OutputTopics
+	// CreateTopics creates missing topics at start with Partitions and
+	// ReplicationFactor (the windows topic with one partition, the
+	// hot-key registry compacted); otherwise a missing topic is an error
+	// at start.
+	CreateTopics      bool
+	Partitions        int32
+	ReplicationFactor int16
+	// Limits dead-letter events that fail them.
+	Limits schemas.Limits
+	// ExitAtEnd reads every partition this instance is assigned up to the
+	// end offsets seen when it is assigned, closes every window, lets the
+	// merger report them, commits, and makes Run return nil: a batch run
+	// for backfills and checks. Idle partitions are never advanced by the
+	// wall clock in this mode, so the output depends only on the input.
+	ExitAtEnd bool
+	// Print, when set, receives every hot-key event and window report as
+	// it is produced, formatted as PrintFormat (PrintText or PrintJSON).
+	Print       io.Writer
+	PrintFormat string
+	// Pipeline configures each partition's detection core
+	// (pipeline.NewPartition); its rules can be replaced while running
+	// (Reload). The report window must be the merger's.
+	Pipeline pipeline.Options
+	// Merge, when set, makes this instance a candidate merger: while the
+	// merge group gives it the windows topic, it merges with a
+	// pipeline.Merger built from Merge, whose Topics, DoneThroughMs and
+	// Registerer the service sets, and whose Threshold and SplitCapacity,
+	// when unset, follow the pipeline's rules in force and split capacity.
+	// Nil runs no merger (another process merges).
+	Merge *pipeline.MergerConfig
+	// ClickHouse, when set, receives hot-key events and window reports;
+	// offsets pass an output only once ClickHouse has it too.
+	ClickHouse ClickHouseSink
+	// Archive, when set, receives every event and every hot-key event and
+	// report; offsets pass an event only once its segment is durable.
+	Archive *parquet.Archive
+	// ArchiveFlush is how often hot-key events and reports waiting in the
+	// archive's buffers are made durable so their commits can pass; the
+	// archive's segment age is a good value (commits wait for it anyway).
+	ArchiveFlush time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the service's metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// validate checks cfg and fills what has a default.
+func (c *Config) validate() error {
+	errs := []error{c.Options.Validate()}
+	for _, t := range []struct{ what, name string }{{"DLQ", c.Topics.DLQ}, {"hotkeys", c.Topics.Hotkeys},
+		{"windows", c.Topics.Windows}, {"reports", c.Topics.Reports}} {
+		if err := topics.CheckName(t.name); err != nil {
+			errs = append(errs, fmt.Errorf("%s topic: %w", t.what, err))
+		}
+	}
+	if len(c.Options.Topics) == 0 {
+		if err := topics.CheckName(c.Topics.Events); err != nil {
+			errs = append(errs, fmt.Errorf("events topic: %w", err))
+		}
+	}
+	if err := c.Pipeline.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Merge != nil && c.Merge.Window != c.Pipeline.Window {
+		errs = append(errs, fmt.Errorf("merger window %v differs from the partitions' %v", c.Merge.Window, c.Pipeline.Window))
+	}
+	if c.CreateTopics && (c.Partitions < 1 || c.ReplicationFactor == 0 || c.ReplicationFactor < -1) {
+		errs = append(errs, errors.New("partitions must be at least 1 and replication factor -1 or at least 1 to create topics"))
+	}
+	if c.PrintFormat != "" && c.PrintFormat != PrintText && c.PrintFormat != PrintJSON {
+		errs = append(errs, fmt.Errorf("print format %q: want text or json", c.PrintFormat))
+	}
+	if c.Archive != nil && c.ArchiveFlush <= 0 {
+		errs = append(errs, errors.New("archive flush interval must be positive with an archive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detect: %w", err)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// eventTopics returns the events topics, or the expressions, read.
+func (c *Config) eventTopics() []string {
+	if len(c.Options.Topics) > 0 {
+		return c.Options.Topics
+	}
+	return []string{c.Topics.Events}
+}
+
+// Service is keyheat's running detection: a member of the detect
+// consumer group with one goroutine per assigned events partition, which
+// decodes records, dead-letters bad ones, feeds the detection core,
+// publishes its hot keys and window summaries at once, and commits what
+// the core and the sinks allow; and a member of the merge group, which
+// merges the summaries into reports when Kafka elects this instance.
+//
+// See doc.go for the delivery argument.
+type Service struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *metrics
+	parser logparse.Parser // nil: AccessEvent records
+	print  *printer
+	reset  kgo.Offset
+	now    func() time.Time
+
+	out  *kgo.Client // producer of every output
+	cons *kgo.Client // the detect group's consumer, set by Run
+	adm  *kadm.Client
+
+	rules    atomic.Pointer[pipeline.Rules] // in force
+	rulesGen atomic.Uint64                  // reloads so far
+
+	// mu guards parts and counts. The poll loop and the group callbacks
+	// exclude each other already (kgo.BlockRebalanceOnPoll) except the
+	// offsets-fetched callback, which may run while the loop polls.
+	mu       sync.Mutex
+	parts    map[tp]*partWorker
+	counts   map[string]int32 // partition counts of events topics
+	joined   bool             // assigned at least once (maybe nothing)
+	finished chan struct{}    // ExitAtEnd: closed once every partition ended
+	// nothingToDo: ExitAtEnd, assigned nothing while the group is stable
+	// and every partition is another member's (see checkIdle).
+	nothingToDo   bool
+	lastIdleCheck time.Time // poll loop only
+
+	merge *mergeRunner
+
+	failOnce sync.Once
+	failErr  error
+	failed   chan struct{}
+
+	closeOnce sync.Once
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// New validates cfg and builds the service. It does not contact the
+// brokers; Run does.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	reset, _ := cfg.Options.resetOffset() // validated
+	s := &Service{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		print:    newPrinter(cfg.Print, cfg.PrintFormat),
+		reset:    reset,
+		now:      time.Now,
+		parts:    map[tp]*partWorker{},
+		counts:   map[string]int32{},
+		failed:   make(chan struct{}),
+		finished: make(chan struct{}),
+	}
+	if cfg.Parse.Format != "" {
+		p, err := logparse.New(cfg.Parse)
+		if err != nil {
+			return nil, fmt.Errorf("detect: %w", err)
+		}
+		s.parser = p
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("detect: register metrics: %w", err)
+	}
+	s.m = m
+	rules, err := pipeline.NewRules(cfg.Pipeline)
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	s.rules.Store(rules)
+	s.m.rulesLoaded.Set(float64(s.now().Unix()))
+	opts := append([]kgo.Opt{
+		// Idempotent (franz-go's default), so a retried batch is never
+		// written twice and order per partition holds: the merger relies
+		// on a partition's summaries arriving in order.
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Hot keys are published the moment they are found; waiting to
+		// fill a batch would only add to the alert's delay.
+		kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.MaxBufferedRecords(maxBufferedRecords),
+		kgo.ProducerBatchMaxBytes(maxRecordBytes),
+		kgo.WithLogger(kslog{cfg.Logger}),
+	}, cfg.ClientOpts...)
+	out, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("detect: kafka client: %w", err)
+	}
+	s.out = out
+	s.adm = kadm.NewClient(out)
+	return s, nil
+}
+
+// Reload replaces the rules, whitelist and operation lists with those of
+// o, which must equal the running options in everything else (sizes,
+// windows: those need a restart). Every partition swaps them in between
+// two events, keeping its counts (see pipeline.Partition.SetRules), and
+// the merger's advice follows them. On an error nothing changes.
+func (s *Service) Reload(o pipeline.Options) error {
+	want, got := s.cfg.Pipeline, o
+	want.RuleSet, got.RuleSet = pipeline.RuleSet{}, pipeline.RuleSet{}
+	if !reflect.DeepEqual(want, got) {
+		s.m.reloads.WithLabelValues("refused").Inc()
+		return errors.New("only rules, whitelist, read_ops and write_ops reload while running; restart for the other pipeline settings")
+	}
+	r, err := pipeline.NewRules(o)
+	if err != nil {
+		s.m.reloads.WithLabelValues("refused").Inc()
+		return err
+	}
+	s.rules.Store(r)
+	s.rulesGen.Add(1)
+	s.m.reloads.WithLabelValues("applied").Inc()
+	s.m.rulesLoaded.Set(float64(s.now().Unix()))
+	return nil
+}
+
+// threshold is the merger's advice threshold: the rules in force.
+func (s *Service) threshold(app, key string) (float64, bool) {
+	return s.rules.Load().Threshold(app, key)
+}
+
+// Ready reports whether the service works as it should: nil once it
+// joined its group, while no sink is retrying; an error saying what is
+// wrong otherwise. It is what /readyz serves.
+func (s *Service) Ready() error {
+	select {
+	case <-s.failed:
+		return s.failErr
+	default:
+	}
+	s.mu.Lock()
+	joined := s.joined
+	s.mu.Unlock()
+	if !joined {
+		return fmt.Errorf("not yet a member of consumer group %s", s.cfg.Group)
+	}
+	if ch := s.cfg.ClickHouse; ch != nil {
+		if err := ch.Ready(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail records the first fatal error and stops the service: an output
+// Kafka or a sink refused for good can never be committed past, so
+// reading on would only pile up work a restart must redo.
+func (s *Service) fail(err error) {
+	s.failOnce.Do(func() {
+		s.failErr = err
+		close(s.failed)
+		s.log.Error("stopping", "err", err)
+	})
+}
+
+// Run consumes until ctx ends, a fatal error, or, with ExitAtEnd, the end
+// of the input. It then gives up its partitions as a revoke does (waits
+// for outputs in flight, commits) and leaves its groups. A stop by ctx or
+// the end of the input returns nil.
+func (s *Service) Run(ctx context.Context) error {
+	defer s.Close()
+	if err := s.ensureTopics(ctx); err != nil {
+		return err
+	}
+	cons, err := kgo.NewClient(s.consumerOpts()...)
+	if err != nil {
+		return fmt.Errorf("detect: kafka consumer: %w", err)
+	}
+	s.cons = cons
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mergeDone chan error
+	if s.cfg.Merge != nil {
+		mr, err := newMergeRunner(s)
+		if err != nil {
+			cons.Close()
+			return err
+		}
+		s.merge = mr
+		mergeDone = make(chan error, 1)
+		go func() { mergeDone <- mr.run(runCtx) }()
+	}
+	err = s.poll(runCtx)
+	// Close leaves the group: its revoke callback stops every partition,
+	// waits for their outputs and commits them.
+	cons.Close()
+	if s.merge != nil {
+		if err == nil && s.cfg.ExitAtEnd && ctx.Err() == nil {
+			// Other instances of an exit-at-end run may still be reading
+			// their partitions: the merger reports once they are done too
+			// (they leave the group when they are), so no window goes out
+			// partial for want of their summaries.
+			s.waitGroupDone(ctx)
+			if ctx.Err() == nil {
+				s.merge.endInput(s.windowsEnd(ctx))
+			} else {
+				cancel()
+			}
+		} else {
+			cancel()
+		}
+		err = errors.Join(err, <-mergeDone)
+	}
+	select {
+	case <-s.failed:
+		return s.failErr
+	default:
+	}
+	return err
+}
+
+// Close releases the producer, flushing what it holds for at most
+// FlushTimeout. Run calls it; calling it again does nothing.
+func (s *Service) Close() {
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FlushTimeout)
+		defer cancel()
+		_ = s.out.Flush(ctx)
+		s.out.Close()
+	})
+}
+
+// consumerOpts are the detect group's client options.
+func (s *Service) consumerOpts() []kgo.Opt {
+	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
+	opts = append(opts,
+		kgo.ConsumeTopics(s.cfg.eventTopics()...),
+		kgo.ConsumerGroup(s.cfg.Group),
+		kgo.ConsumeResetOffset(s.reset),
+		// Ingest's file tail writes in transactions: never count events
+		// of an aborted one.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Control records are kept (and skipped) so a partition's
+		// position passes a transaction's last marker: with --exit-at-end
+		// the end offset may be one.
+		kgo.KeepControlRecords(),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(s.cfg.SessionTimeout),
+		kgo.OnPartitionsAssigned(s.onAssigned),
+		kgo.OnOffsetsFetched(s.onFetched),
+		kgo.OnPartitionsRevoked(s.onRevoked),
+		kgo.OnPartitionsLost(s.onLost),
+		kgo.WithLogger(kslog{s.log}),
+	)
+	if s.cfg.RegexTopics {
+		opts = append(opts, kgo.ConsumeRegex())
+	}
+	return opts
+}
+
+// ensureTopics makes sure the topics exist (creating them when allowed)
+// and that the windows topic has one partition; it is also the first
+// contact with the brokers.
+func (s *Service) ensureTopics(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	spec := func(name string, parts int32, cfg map[string]string) topics.Spec {
+		return topics.Spec{Name: name, Partitions: parts, ReplicationFactor: s.cfg.ReplicationFactor, Configs: cfg}
+	}
+	t := s.cfg.Topics
+	big := map[string]string{"max.message.bytes": strconv.Itoa(maxRecordBytes)}
+	specs := []topics.Spec{spec(t.DLQ, s.cfg.Partitions, nil), spec(t.Hotkeys, s.cfg.Partitions, map[string]string{"cleanup.policy": "compact"}),
+		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big)}
+	if !s.cfg.RegexTopics {
+		for _, e := range s.cfg.eventTopics() {
+			specs = append(specs, spec(e, s.cfg.Partitions, nil))
+		}
+	}
+	if err := topics.Ensure(ctx, s.out, s.cfg.CreateTopics, specs...); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("detect: no answer from the brokers within 30s (is kafka.brokers right, and TLS/SASL set as they expect?): %w", err)
+		}
+		return fmt.Errorf("detect: %w", err)
+	}
+	td, err := s.adm.ListTopics(ctx, t.Windows)
+	if err != nil {
+		return fmt.Errorf("detect: describe topic %s: %w", t.Windows, err)
+	}
+	if n := len(td[t.Windows].Partitions); n != 1 {
+		return fmt.Errorf("detect: topic %s has %d partitions; it must have exactly one, so that one merger sees every summary in order: delete it and let detect create it", t.Windows, n)
+	}
+	if !s.cfg.RegexTopics {
+		for _, e := range s.cfg.eventTopics() {
+			if _, err := s.partitionCount(ctx, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// partitionCount returns topic's partition count, cached.
+func (s *Service) partitionCount(ctx context.Context, topic string) (int32, error) {
+	s.mu.Lock()
+	n, ok := s.counts[topic]
+	s.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	td, err := s.adm.ListTopics(ctx, topic)
+	if err == nil {
+		err = td.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("detect: describe topic %s: %w", topic, err)
+	}
+	n = int32(len(td[topic].Partitions))
+	s.mu.Lock()
+	s.counts[topic] = n
+	s.mu.Unlock()
+	return n, nil
+}
+
+// eventCounts returns the known events topics' partition counts.
+func (s *Service) eventCounts() map[string]int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int32, len(s.counts))
+	for t, n := range s.counts {
+		out[t] = n
+	}
+	return out
+}
+
+// waitGroupDone waits until the detect group has no member left, or ctx
+// ends.
+func (s *Service) waitGroupDone(ctx context.Context) {
+	t := time.NewTicker(pollTick)
+	defer t.Stop()
+	for {
+		dg, err := s.adm.DescribeGroups(ctx, s.cfg.Group)
+		if err == nil {
+			err = dg.Error()
+		}
+		if err == nil && len(dg[s.cfg.Group].Members) == 0 {
+			return
+		}
+		if err != nil {
+			s.log.Warn("describe the detect group; retrying", "group", s.cfg.Group, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// windowsEnd is the windows topic's end offset: in an ExitAtEnd run,
+// taken once every partition's summaries were acknowledged, so it covers
+// all of them.
+func (s *Service) windowsEnd(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+	defer cancel()
+	lo, err := s.adm.ListCommittedOffsets(ctx, s.cfg.Topics.Windows)
+	if err != nil {
+		s.fail(fmt.Errorf("detect: end offset of %s: %w", s.cfg.Topics.Windows, err))
+		return 0
+	}
+	o, _ := lo.Lookup(s.cfg.Topics.Windows, 0)
+	return o.Offset
+}
+
+// produce hands r to the producer; done hears Kafka's answer. wait
+// bounds only the wait for buffer space, which produce does itself: a
+// record given to franz-go with a context that is later cancelled fails,
+// and with it every record after it in its output partition (franz-go
+// keeps a partition's order), and the windows topic's one partition
+// carries every events partition's summaries, so one revoked partition's
+// cancellation would fail the others'. Once handed over, a record is
+// never cancelled; franz-go may still block briefly for space when
+// several partitions produce at once.
+func (s *Service) produce(wait context.Context, r *kgo.Record, done func(error)) {
+	if s.out.BufferedProduceRecords() >= maxBufferedRecords {
+		t := time.NewTicker(5 * time.Millisecond)
+		for s.out.BufferedProduceRecords() >= maxBufferedRecords && wait.Err() == nil {
+			select {
+			case <-wait.Done():
+			case <-t.C:
+			}
+		}
+		t.Stop()
+		if err := wait.Err(); err != nil {
+			done(err)
+			return
+		}
+	}
+	r.Context = context.Background()
+	s.out.Produce(context.Background(), r, func(_ *kgo.Record, err error) { done(err) })
+}
+
+// maxRecordBytes bounds a window summary or report record: a summary
+// carries per app a distinct-key sketch (16 KiB at the default precision),
+// its top keys and up to 16,384 slot counts, so a busy window of several
+// apps passes Kafka's default 1 MB. The windows and reports topics are
+// created allowing it; existing ones keep their max.message.bytes.
+const maxRecordBytes = 16 << 20
+
+// maxBufferedRecords bounds the outputs in flight: past it, producing
+// waits (backpressure on the partitions).
+const maxBufferedRecords = 10_000
+
+// sortedParts returns the workers in a stable order, for logs and tests.
+func sortedParts(m map[tp]*partWorker) []*partWorker {
+	ws := make([]*partWorker, 0, len(m))
+	for _, w := range m {
+		ws = append(ws, w)
+	}
+	slices.SortFunc(ws, func(a, b *partWorker) int {
+		if a.tp.topic != b.tp.topic {
+			if a.tp.topic < b.tp.topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.tp.partition - b.tp.partition)
+	})
+	return ws
+}
+
+// kslog adapts slog to franz-go's logger, at warnings and above.
+type kslog struct{ l *slog.Logger }
+
+func (k kslog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+func (k kslog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	switch level {
+	case kgo.LogLevelError:
+		k.l.Error(msg, keyvals...)
+	case kgo.LogLevelWarn:
+		k.l.Warn(msg, keyvals...)
+	default:
+		k.l.Debug(msg, keyvals...)
+	}
+}

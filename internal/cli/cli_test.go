@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/keyheat/keyheat/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestPrintError(t *testing.T) {
+	var b bytes.Buffer
+	PrintError(&b, "detect", errors.New("kafka.brokers: must not be empty"))
+	require.Equal(t, "detect: kafka.brokers: must not be empty\n", b.String())
+	b.Reset()
+	PrintError(&b, "detect", errors.Join(errors.New("log.level: x"), errors.New("kafka.partitions: y")))
+	require.Equal(t, "detect: 2 problems:\n  log.level: x\n  kafka.partitions: y\n", b.String())
+}
+
+func TestNewLogger(t *testing.T) {
+	var b bytes.Buffer
+	log := NewLogger(config.Log{Level: "warn", Format: "json"}, &b)
+	log.Info("hidden")
+	log.Warn("shown", "k", 1)
+	require.NotContains(t, b.String(), "hidden")
+	require.Contains(t, b.String(), `"msg":"shown","k":1`)
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a test against a local server
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+func TestServe(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_test_total", Help: "t"})
+	reg.MustRegister(c)
+	c.Add(3)
+	var notReady atomic.Pointer[error]
+	srv, err := Serve("127.0.0.1:0", reg, func() error {
+		if e := notReady.Load(); e != nil {
+			return *e
+		}
+		return nil
+	}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer srv.Close()
+	base := "http://" + srv.Addr()
+
+	code, body := get(t, base+"/metrics")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, "keyheat_test_total 3")
+	code, _ = get(t, base+"/livez")
+	require.Equal(t, 200, code)
+	code, _ = get(t, base+"/readyz")
+	require.Equal(t, 200, code)
+	e := errors.New("clickhouse inserts failing")
+	notReady.Store(&e)
+	code, body = get(t, base+"/readyz")
+	require.Equal(t, 503, code)
+	require.Contains(t, body, "clickhouse inserts failing")
+	code, _ = get(t, base+"/livez")
+	require.Equal(t, 200, code, "a sink retrying is not a reason to restart the process")
+
+	_, err = Serve(srv.Addr(), reg, nil, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "metrics.addr")
+	srv.Close()
+	srv.Close() // idempotent
+}
+
+// TestWatchFile: a save by rename over the file is seen, a rewrite with
+// the same bytes is not.
+func TestWatchFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "keyheat.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("a: 1\n"), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := make(chan string, 10)
+	done := make(chan error)
+	go func() {
+		done <- WatchFile(ctx, path, 20*time.Millisecond, slog.New(slog.DiscardHandler), func() {
+			b, _ := os.ReadFile(path)
+			calls <- string(b)
+		})
+	}()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	// Give the watcher time to start: events before it would be missed,
+	// and a test of a missed first event would fail below, not pass.
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case got := <-calls:
+				if got == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no change to %q seen", want)
+			}
+		}
+	}
+	save := func(body string) {
+		tmp := filepath.Join(dir, ".keyheat.yaml.tmp")
+		require.NoError(t, os.WriteFile(tmp, []byte(body), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
+	for i := 0; ; i++ {
+		save("a: " + strings.Repeat("2", i+1) + "\n")
+		select {
+		case got := <-calls:
+			require.Contains(t, got, "a: 2")
+		case <-time.After(200 * time.Millisecond):
+			if i < 50 {
+				continue
+			}
+			t.Fatal("the watcher saw no save")
+		}
+		break
+	}
+	save("b: 3\n")
+	waitFor("b: 3\n")
+	require.NoError(t, os.WriteFile(path, []byte("b: 3\n"), 0o600)) // same bytes
+	select {
+	case got := <-calls:
+		t.Fatalf("called for unchanged content %q", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
