@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,20 +31,33 @@ func TestSendOneRecordPerKey(t *testing.T) {
 			`1742220131.3 [0 unix:/tmp/r.sock] "mset" "user:5" "v" "user:6" "v"`,
 			`1742220131.4 [0 127.0.0.1:1] "del" "user:7" "a-key-that-is-far-too-long"`,
 		}, "\n")
-		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), schemas.SourceStdin, pl))
+		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), pl, StdinConfig{}))
 
-		ids := map[string][]string{}
+		// The records of a line share its position and differ in Index,
+		// 0, 1, … in the order the command names the keys.
+		lines := map[string][]string{}
+		seen := map[string]bool{}
 		for _, r := range readAll(t, k.seeds, k.events) {
-			id := header(r, schemas.HeaderRecordID)
-			ids[id] = append(ids[id], string(r.Key))
+			text := header(r, schemas.HeaderRecordID)
+			require.False(t, seen[text], "id %s twice", text)
+			seen[text] = true
+			id, err := schemas.ParseRecordID(text)
+			require.NoError(t, err)
+			index := id.Index
+			id.Index = 0
+			keys := lines[id.String()]
+			for len(keys) <= index {
+				keys = append(keys, "")
+			}
+			keys[index] = string(r.Key)
+			lines[id.String()] = keys
 		}
 		var perLine [][]string
-		for _, keys := range ids {
-			slices.Sort(keys) // a line's records are on several partitions
+		for _, keys := range lines {
 			perLine = append(perLine, keys)
 		}
 		require.ElementsMatch(t, [][]string{{"user:1", "user:2", "user:3"}, {"user:4"}, {"user:5", "user:6"}}, perLine,
-			"one record per key, keyed by it, with its line's id")
+			"one record per key, keyed by it, with its line's position and its index among the line's keys")
 		dlq := readAll(t, k.seeds, k.dlq)
 		require.Len(t, dlq, 1)
 		var d schemas.DeadLetter

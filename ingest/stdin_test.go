@@ -41,7 +41,7 @@ func TestStdinDLQ(t *testing.T) {
 			strings.Repeat("y", 100<<10), // longer than the read buffer too
 			`1742220131.9 [0 127.0.0.1:1] "get" "user:4"`,
 		}, "\n")
-		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), schemas.SourceStdin, pl))
+		require.NoError(t, ReadLines(context.Background(), strings.NewReader(input), pl, StdinConfig{}))
 
 		events := readAll(t, k.seeds, k.events)
 		var keys []string
