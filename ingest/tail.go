@@ -279,6 +279,8 @@ func (t *Tailer) Run(ctx context.Context) error {
 	defer cancelGiveUp()
 	t.startWatches(pinned, saved)
 	defer func() {
+		t.gate.Lock()
+		defer t.gate.Unlock()
 		for _, w := range t.watches {
 			for _, tf := range w.files {
 				tf.close()
@@ -374,6 +376,8 @@ func (t *Tailer) follow(ctx, giveUp context.Context, w *watch) error {
 
 // startWatches makes a watch per path and decides where each reads from.
 func (t *Tailer) startWatches(pinned []*os.File, saved map[posKey]filePos) {
+	t.gate.Lock()
+	defer t.gate.Unlock()
 	followed := t.followed()
 	for i, p := range t.cfg.Paths {
 		w := &watch{t: t, path: p, globs: rotatedGlobs(p, t.cfg.Rotated)}

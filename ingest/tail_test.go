@@ -176,8 +176,8 @@ func waitCaughtUp(t testing.TB, tl *Tailer, path string) {
 
 // describe says what tl has open for each path, for a failure message.
 func describe(tl *Tailer) string {
-	tl.gate.RLock()
-	defer tl.gate.RUnlock()
+	tl.gate.Lock()
+	defer tl.gate.Unlock()
 	var b strings.Builder
 	for _, w := range tl.watches {
 		fmt.Fprintf(&b, "%s:", w.path)
@@ -205,8 +205,10 @@ func caughtUp(tl *Tailer, path string) bool {
 		return false
 	}
 	abs, _ := filepath.Abs(path)
-	tl.gate.RLock()
-	defer tl.gate.RUnlock()
+	// The write lock, as the committer takes it: the watches change
+	// their files while holding the read lock.
+	tl.gate.Lock()
+	defer tl.gate.Unlock()
 	for _, w := range tl.watches {
 		if w.path != abs {
 			continue
