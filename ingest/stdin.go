@@ -3,6 +3,7 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,8 +50,10 @@ type StdinConfig struct {
 // and a record in flight when ReadLines gives up may have reached Kafka
 // unconfirmed: those few are sent twice by the replay.
 //
-// When ctx ends, a blocked read is interrupted if r has a SetReadDeadline
-// method (an *os.File on a pipe or terminal).
+// When ctx ends, ReadLines stops at once, also while no input comes: r
+// is read by a goroutine of its own, which ends when r's Read returns (a
+// read of standard input cannot be interrupted; the process's exit ends
+// it).
 func ReadLines(ctx context.Context, r io.Reader, pl *LineSender, cfg StdinConfig) error {
 	if cfg.Source == "" {
 		cfg.Source = schemas.SourceStdin
@@ -59,13 +63,11 @@ func ReadLines(ctx context.Context, r io.Reader, pl *LineSender, cfg StdinConfig
 		log = slog.New(slog.DiscardHandler)
 	}
 	maxLine := pl.MaxLineBytes()
-	if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
-		stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Now()) })
-		defer stop()
-	}
 	held := &heldLines{stats: pl.stats}
 	prefix := schemas.RecordID{Kind: schemas.IDStdin, StartNs: time.Now().UnixNano()}.Prefix()
-	br := bufio.NewReaderSize(r, 64<<10)
+	cr := newChanReader(ctx, r)
+	defer cr.close()
+	br := bufio.NewReaderSize(cr, 64<<10)
 	var off, lineStart int64
 	// long holds the start of a line longer than the read buffer, at most
 	// maxLine+1 bytes of it: enough to keep and to know it is too long.
@@ -158,8 +160,13 @@ type heldLines struct {
 	mu     sync.Mutex
 	base   uint64 // seq of lines[0]
 	lines  []heldLine
-	failed [][]byte // lines with a record Kafka refused for good, in order
-	slab   []byte   // copies are cut from slabs: one allocation per MiB, not per line
+	failed []failedLine // lines with a record Kafka did not take, in the order their acks came
+	slab   []byte       // copies are cut from slabs: one allocation per MiB, not per line
+}
+
+type failedLine struct {
+	seq  uint64
+	data []byte
 }
 
 type heldLine struct {
@@ -191,7 +198,7 @@ func (h *heldLines) Ack(seq uint64, err error) {
 	}
 	h.lines[i].done = true
 	if err != nil {
-		h.failed = append(h.failed, h.lines[i].data)
+		h.failed = append(h.failed, failedLine{seq, h.lines[i].data})
 	} else {
 		h.stats.Delivered.Add(1)
 	}
@@ -223,11 +230,16 @@ func (h *heldLines) waiting() int {
 func (h *heldLines) undelivered() [][]byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := append([][]byte(nil), h.failed...)
-	for _, l := range h.lines {
+	all := slices.Clone(h.failed)
+	for i, l := range h.lines {
 		if !l.done {
-			out = append(out, l.data)
+			all = append(all, failedLine{h.base + uint64(i), l.data})
 		}
+	}
+	slices.SortFunc(all, func(a, b failedLine) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([][]byte, len(all))
+	for i, l := range all {
+		out[i] = l.data
 	}
 	return out
 }
@@ -269,3 +281,57 @@ func writeSpill(path string, lines [][]byte) (string, error) {
 	}
 	return path, nil
 }
+
+// chanReader reads r on a goroutine of its own and hands over what it
+// read until ctx ends: a Read of r that blocks (standard input with no
+// input) then no longer holds up its caller.
+type chanReader struct {
+	ctx    context.Context
+	chunks chan []byte
+	quit   chan struct{}
+	err    error // set before chunks is closed
+	rest   []byte
+}
+
+func newChanReader(ctx context.Context, r io.Reader) *chanReader {
+	c := &chanReader{ctx: ctx, chunks: make(chan []byte, 4), quit: make(chan struct{})}
+	go func() {
+		defer close(c.chunks)
+		for {
+			buf := make([]byte, 64<<10)
+			n, err := r.Read(buf)
+			if n > 0 {
+				select {
+				case c.chunks <- buf[:n]:
+				case <-c.quit:
+					return
+				}
+			}
+			if err != nil {
+				c.err = err
+				return
+			}
+		}
+	}()
+	return c
+}
+
+func (c *chanReader) Read(p []byte) (int, error) {
+	if len(c.rest) == 0 {
+		select {
+		case <-c.ctx.Done():
+			return 0, c.ctx.Err()
+		case b, ok := <-c.chunks:
+			if !ok {
+				return 0, c.err
+			}
+			c.rest = b
+		}
+	}
+	n := copy(p, c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
+}
+
+// close lets the reading goroutine end once its Read returns.
+func (c *chanReader) close() { close(c.quit) }
