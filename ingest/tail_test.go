@@ -765,3 +765,41 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestTailStopWhileKafkaDown: told to stop while Kafka is away, the tail
+// waits StopTimeout, then gives up on the open transaction: Run returns an
+// *UndeliveredError counting the lines read and not delivered, and saying
+// where the next start resumes. The next start, with Kafka back, delivers
+// them: each line once.
+func TestTailStopWhileKafkaDown(t *testing.T) {
+	outageBrokers(t, func(t *testing.T, b *testenv.Broker) {
+		k := newKafkaEnv(t, b.Seeds(), 2)
+		path := filepath.Join(t.TempDir(), "access.log")
+		lw := newLineWriter(t, path)
+		opts := fastTail(t, k)
+		lw.write(1000)
+		run := startTail(t, k, opts, []string{path}, func(c *TailConfig) { c.StopTimeout = 300 * time.Millisecond })
+		waitCaughtUp(t, run.tl, path)
+		b.Stop(t)
+		lw.write(3000)
+		waitFor(t, "the new lines read", func() bool { return run.tl.Waiting() == 2000 })
+		err := run.stop()
+		var ue *UndeliveredError
+		require.ErrorAs(t, err, &ue)
+		require.EqualValues(t, 2000, ue.Lines)
+		abs, _ := filepath.Abs(path)
+		sizeAt1000 := int64(0)
+		for i := range 1000 {
+			sizeAt1000 += int64(len(line(i)))
+		}
+		require.Contains(t, ue.Error(), fmt.Sprintf("the next start resumes at %s byte %d", abs, sizeAt1000))
+		require.EqualValues(t, 2000, run.tl.pl.stats.Undelivered.Load())
+		require.EqualValues(t, 1000, run.tl.pl.stats.Delivered.Load())
+
+		b.Start(t)
+		run = startTail(t, k, opts, []string{path})
+		waitCaughtUp(t, run.tl, path)
+		require.NoError(t, run.stop())
+		requireEachLineOnce(t, k, path, 3000)
+	})
+}
