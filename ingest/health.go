@@ -34,6 +34,9 @@ type KafkaHealth struct {
 	firstErrNs atomic.Int64 // first failure after the last answer, Unix ns
 	lastErr    atomic.Pointer[string]
 
+	downNow atomic.Bool   // down, for the hooks
+	kick    chan struct{} // an answer came while down: look now
+
 	mu           sync.Mutex
 	waiting      func() int64
 	down         bool
@@ -58,7 +61,7 @@ func NewKafkaHealth(brokers []string, log *slog.Logger, reg prometheus.Registere
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &KafkaHealth{log: log, brokers: strings.Join(brokers, ","), now: time.Now, waiting: func() int64 { return 0 },
+	h := &KafkaHealth{log: log, brokers: strings.Join(brokers, ","), now: time.Now, waiting: func() int64 { return 0 }, kick: make(chan struct{}, 1),
 		reachable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "keyheat", Subsystem: "ingest", Name: "kafka_reachable",
 			Help: "1 while the Kafka brokers answer, 0 while ingest waits for them."})}
 	h.reachable.Set(1)
@@ -88,23 +91,23 @@ func (h *KafkaHealth) Ready() (bool, string) {
 }
 
 // Unreachable reports whether Kafka is known to be unreachable now.
-func (h *KafkaHealth) Unreachable() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.down
-}
+func (h *KafkaHealth) Unreachable() bool { return h.downNow.Load() }
 
-// Run checks the state every interval until ctx ends, logging changes.
+// Run checks the state every interval, and as soon as a broker answers
+// during an outage, until ctx ends; then once more, so that a recovery is
+// said before the process exits.
 func (h *KafkaHealth) Run(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			h.check()
 			return
 		case <-tick.C:
-			h.check()
+		case <-h.kick:
 		}
+		h.check()
 	}
 }
 
@@ -118,6 +121,7 @@ func (h *KafkaHealth) check() {
 	switch {
 	case failing && !h.down:
 		h.down, h.downSinceNs, h.lastRemindNs = true, first, nowNs
+		h.downNow.Store(true)
 		h.reachable.Set(0)
 		h.log.Warn(fmt.Sprintf("kafka unreachable, waiting for it; %d lines waiting, nothing read is dropped", h.waiting()),
 			"brokers", h.brokers, "err", h.errText(), "hint", "is kafka.brokers right and the broker up?")
@@ -127,6 +131,7 @@ func (h *KafkaHealth) check() {
 			"brokers", h.brokers, "err", h.errText())
 	case !failing && h.down && ok > bad:
 		h.down = false
+		h.downNow.Store(false)
 		h.reachable.Set(1)
 		h.log.Info(fmt.Sprintf("kafka reachable again after %s; %d lines waiting go out now", h.since(h.downSinceNs), h.waiting()),
 			"brokers", h.brokers)
@@ -144,7 +149,15 @@ func (h *KafkaHealth) errText() string {
 	return "no answer"
 }
 
-func (h *KafkaHealth) ok() { h.lastOKNs.Store(h.now().UnixNano()) }
+func (h *KafkaHealth) ok() {
+	h.lastOKNs.Store(h.now().UnixNano())
+	if h.downNow.Load() {
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}
+}
 
 func (h *KafkaHealth) fail(err error) {
 	s := err.Error()

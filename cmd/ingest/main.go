@@ -283,8 +283,15 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 	}
 
 	hctx, stopHealth := context.WithCancel(context.Background())
-	defer stopHealth()
-	go health.Run(hctx, 500*time.Millisecond)
+	healthDone := make(chan struct{})
+	go func() {
+		defer close(healthDone)
+		health.Run(hctx, 500*time.Millisecond)
+	}()
+	defer func() {
+		stopHealth()
+		<-healthDone
+	}()
 	stopSaid := context.AfterFunc(ctx, func() {
 		log.Info(fmt.Sprintf("stopping: no more reading; waiting up to %s (ingest.stop_timeout) for kafka to take what was read; a second signal stops at once",
 			cfg.Ingest.Delivery.StopTimeout))
