@@ -481,6 +481,9 @@ func (t *Tailer) commit(giveUp context.Context) error {
 	for _, w := range t.watches {
 		w.files = slices.DeleteFunc(w.files, func(tf *tfile) bool {
 			if tf.done || tf.tombstone {
+				if tf.fp.n > 0 {
+					w.knownFPs = append(w.knownFPs, tf.fp)
+				}
 				tf.close()
 				return true
 			}
@@ -503,22 +506,34 @@ func (t *Tailer) recover(giveUp context.Context, cause error) error {
 		return t.fatal(cause)
 	}
 	t.log.Warn("tail: kafka did not take a transaction; aborting it and reading again from the last committed positions", "err", cause)
-	for {
-		err := abortTxn(giveUp, t.prod.cl)
-		if err == nil {
-			break
-		}
+	// Until Kafka takes the abort and the read-back, nothing is read: the
+	// gate is held. Failures are said once, then once a minute.
+	var said time.Time
+	retry := func(what string, err error) error {
 		if giveUp.Err() != nil {
 			return errStopped
 		}
 		if fatalTxnErr(err) {
 			return t.fatal(err)
 		}
-		t.log.Warn("tail: abort the transaction", "err", err)
+		if time.Since(said) >= time.Minute {
+			said = time.Now()
+			t.log.Warn("tail: "+what+" failed; reading waits and retries every second", "err", err)
+		}
 		select {
 		case <-giveUp.Done():
 			return errStopped
 		case <-time.After(time.Second):
+		}
+		return nil
+	}
+	for {
+		err := abortTxn(giveUp, t.prod.cl)
+		if err == nil {
+			break
+		}
+		if err := retry("abort the transaction", err); err != nil {
+			return err
 		}
 	}
 	t.pl.stats.Failed.Add(t.pending.Failed.Load())
@@ -531,17 +546,8 @@ func (t *Tailer) recover(giveUp context.Context, cause error) error {
 		if err == nil {
 			break
 		}
-		if giveUp.Err() != nil {
-			return errStopped
-		}
-		if fatalTxnErr(err) {
-			return t.fatal(err)
-		}
-		t.log.Warn("tail: read the committed positions back", "err", err)
-		select {
-		case <-giveUp.Done():
-			return errStopped
-		case <-time.After(time.Second):
+		if err := retry("reading the committed positions back", err); err != nil {
+			return err
 		}
 	}
 	for _, w := range t.watches {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"log/slog"
@@ -802,4 +803,58 @@ func TestTailStopWhileKafkaDown(t *testing.T) {
 		require.NoError(t, run.stop())
 		requireEachLineOnce(t, k, path, 3000)
 	})
+}
+
+// gzipFile compresses name to name.gz and removes name, as logrotate's
+// compress does.
+func gzipFile(t *testing.T, name string) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, err = zw.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(name+".gz", z.Bytes(), 0o644))
+	require.NoError(t, os.Remove(name))
+}
+
+// TestTailCompressedRotated: rotated files compressed by logrotate are
+// never read as text. A compressed copy of a file the tailer read is left
+// alone quietly; one holding lines it never read (compressed while ingest
+// was down) is reported, with how to send it.
+func TestTailCompressedRotated(t *testing.T) {
+	k := newKafkaEnv(t, testenv.KFake(t), 2)
+	path := filepath.Join(t.TempDir(), "access.log")
+	lw := newLineWriter(t, path)
+	opts := fastTail(t, k)
+	lw.write(1000)
+	run := startTail(t, k, opts, []string{path})
+	waitCaughtUp(t, run.tl, path)
+	lw.rotate()
+	lw.reopen()
+	lw.write(2000)
+	gzipFile(t, path+".1") // read already, through the open file
+	waitCaughtUp(t, run.tl, path)
+	require.NoError(t, run.stop())
+	require.NotContains(t, run.logs.String(), "-compressed and not read")
+	requireEachLineOnce(t, k, path, 2000)
+
+	// Down: rotated twice and compressed at once; the middle file's lines
+	// exist only compressed.
+	lw.write(2500)
+	lw.rotate() // .1 (read up to 2000) -> .1, .1.gz stays
+	lw.reopen()
+	lw.write(3000)
+	lw.rotate()
+	lw.reopen()
+	gzipFile(t, path+".1") // lines 2500..2999, never read
+	lw.write(3100)
+	run = startTail(t, k, opts, []string{path})
+	waitCaughtUp(t, run.tl, path)
+	require.NoError(t, run.stop())
+	require.Contains(t, run.logs.String(), "access.log.1.gz is gzip-compressed and not read; if it holds lines never read")
+	require.Equal(t, 1, strings.Count(run.logs.String(), "gzip-compressed"), "said once")
+	require.Empty(t, readAll(t, k.seeds, k.dlq), "compressed bytes are never sent as lines")
 }

@@ -1,10 +1,13 @@
 package ingest
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeebo/xxh3"
 )
 
 // watch follows one path: the live file at it and the rotated files it
@@ -30,6 +35,8 @@ type watch struct {
 
 	announcedWaiting bool
 	lastScan         time.Time
+	knownFPs         []fingerprint   // of files read to their end, in this run or before
+	warnedCompressed map[fileID]bool // compressed files already reported
 }
 
 // scanInterval is how often an idle watch looks at its rotated names.
@@ -47,14 +54,49 @@ func (w *watch) markSeen(f *os.File) {
 }
 
 // candidate is a file that may hold lines of a watch: the file at its
-// path or one matching its rotated patterns.
+// path or one matching its rotated patterns. It is opened only when its
+// content is needed, so looking at a folder of many files costs a stat
+// each.
 type candidate struct {
-	name  string
-	f     *os.File
-	fi    os.FileInfo
-	id    fileID
-	glob  bool // matched a rotated pattern (not just found in the folder)
-	taken bool
+	name   string
+	fi     os.FileInfo
+	id     fileID
+	glob   bool // matched a rotated pattern (not just found in the folder)
+	taken  bool
+	f      *os.File
+	failed bool
+}
+
+// open opens the file once; nil when it is gone or another file has its
+// name since it was looked at.
+func (c *candidate) open() *os.File {
+	if c.f == nil && !c.failed {
+		f, err := os.Open(c.name)
+		if err == nil && sameID(f, c.id) {
+			c.f = f
+		} else {
+			if f != nil {
+				_ = f.Close()
+			}
+			c.failed = true
+		}
+	}
+	return c.f
+}
+
+// startsWith reports whether the file starts with the bytes fp was taken
+// of.
+func (c *candidate) startsWith(fp fingerprint) bool {
+	f := c.open()
+	return f != nil && fp.matches(f, c.fi.Size())
+}
+
+// close closes the file unless it was taken.
+func (c *candidate) close() {
+	if c.f != nil && !c.taken {
+		_ = c.f.Close()
+		c.f = nil
+	}
 }
 
 // rotatedGlobs turns the rotated patterns of TailOptions into absolute
@@ -72,11 +114,11 @@ func rotatedGlobs(path string, patterns []string) []string {
 	return out
 }
 
-// findCandidates opens the regular files in path's folder: the ones
+// findCandidates lists the regular files in path's folder: the ones
 // matching the rotated patterns, and, so that a rotated file is found by
 // its identity whatever its new name, every other one too (glob false).
-// Followed paths are left out. The caller closes the ones it does not
-// take.
+// Followed paths are left out. The caller closes the ones it opened and
+// did not take.
 func (w *watch) findCandidates(skip map[string]bool) []*candidate {
 	entries, err := os.ReadDir(filepath.Dir(w.path))
 	if err != nil {
@@ -94,16 +136,11 @@ func (w *watch) findCandidates(skip map[string]bool) []*candidate {
 				glob = true
 			}
 		}
-		f, err := os.Open(name)
+		fi, err := e.Info()
 		if err != nil {
 			continue
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			_ = f.Close()
-			continue
-		}
-		out = append(out, &candidate{name: name, f: f, fi: fi, id: fileIDOf(fi), glob: glob})
+		out = append(out, &candidate{name: name, fi: fi, id: fileIDOf(fi), glob: glob})
 	}
 	return out
 }
@@ -132,13 +169,7 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, others m
 	if pinned != nil {
 		if fi, err := pinned.Stat(); err == nil {
 			live = &candidate{name: w.path, f: pinned, fi: fi, id: fileIDOf(fi)}
-			cands = slices.DeleteFunc(cands, func(c *candidate) bool {
-				if c.id == live.id {
-					_ = c.f.Close()
-					return true
-				}
-				return false
-			})
+			cands = slices.DeleteFunc(cands, func(c *candidate) bool { return c.id == live.id })
 			cands = append(cands, live)
 		} else {
 			_ = pinned.Close()
@@ -146,9 +177,7 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, others m
 	}
 	defer func() {
 		for _, c := range cands {
-			if !c.taken {
-				_ = c.f.Close()
-			}
+			c.close()
 		}
 	}()
 
@@ -162,13 +191,13 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, others m
 		fp := fingerprint{n: p.FPLen, sum: p.FP}
 		var c *candidate
 		for _, x := range cands {
-			if !x.taken && x.id == (fileID{Dev: p.Dev, Ino: p.Ino}) && x.fi.Size() >= p.Offset && fp.matches(x.f, x.fi.Size()) {
+			if !x.taken && x.id == (fileID{Dev: p.Dev, Ino: p.Ino}) && x.fi.Size() >= p.Offset && x.startsWith(fp) {
 				c = x
 				break
 			}
 		}
 		for _, x := range cands {
-			if c == nil && !x.taken && x.glob && x.fi.Size() >= p.Offset && p.FPLen > 0 && fp.matches(x.f, x.fi.Size()) {
+			if c == nil && !x.taken && x.glob && x.fi.Size() >= p.Offset && p.FPLen > 0 && !w.compressed(x) && x.startsWith(fp) {
 				c = x
 			}
 		}
@@ -184,11 +213,14 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, others m
 			forget = append(forget, p.key())
 			continue
 		}
-		c.taken = true
 		if p.Done {
-			w.markSeen(c.f)
+			w.markSeen(c.open())
+			w.knownFPs = append(w.knownFPs, fp)
+			c.taken = true
+			c.close()
 			continue // read already; kept so it is not read again
 		}
+		c.taken = true
 		tf := w.newTFile(c.f, c.name, p.key(), p.Offset, fp)
 		tf.committed = p
 		tf.rotated = c != live
@@ -212,6 +244,9 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, others m
 		case len(saved) == 0 && fromStart:
 			why = "from its start (--from-start)"
 		default:
+			continue
+		}
+		if w.compressed(c) || c.open() == nil {
 			continue
 		}
 		c.taken = true
@@ -438,6 +473,9 @@ func (w *watch) openNew(fi os.FileInfo) (bool, error) {
 // one. It returns the names of the files taken in.
 func (w *watch) adoptRotated() (missed []string) {
 	for _, c := range w.findCandidates(w.t.followed()) {
+		if !c.glob {
+			continue
+		}
 		var open *tfile
 		for _, tf := range w.files {
 			if tf.f != nil && sameID(tf.f, c.id) {
@@ -447,15 +485,15 @@ func (w *watch) adoptRotated() (missed []string) {
 		switch {
 		case open != nil:
 			open.name = c.name
-		case c.glob && !w.seen[c.id] && c.fi.ModTime().UnixMilli() > w.sinceMs && !w.copyOfFollowed(c):
+		case !w.seen[c.id] && c.fi.ModTime().UnixMilli() > w.sinceMs && !w.compressed(c) && c.open() != nil && !w.copyOfFollowed(c):
 			fp, _ := fingerprintOf(c.f, c.fi.Size())
 			tf := w.newTFile(c.f, c.name, posKey{Dev: c.id.Dev, Ino: c.id.Ino}, 0, fp)
 			tf.rotated = true
+			c.taken = true
 			w.files = append(w.files, tf)
 			missed = append(missed, filepath.Base(c.name))
-			continue
 		}
-		_ = c.f.Close()
+		c.close()
 	}
 	slices.SortStableFunc(w.files, func(a, b *tfile) int {
 		switch {
@@ -487,13 +525,12 @@ func (w *watch) truncated(ctx context.Context) error {
 	var cp *candidate
 	others := w.t.followed()
 	for _, c := range w.findCandidates(others) {
-		switch {
-		case cp == nil && c.glob && c.id != (fileID{Dev: old.key.Dev, Ino: old.key.Ino}) && !w.tracks(c.id) &&
-			c.fi.Size() >= old.sent() && old.fp.n > 0 && old.fp.matches(c.f, c.fi.Size()):
+		if cp == nil && c.glob && c.id != (fileID{Dev: old.key.Dev, Ino: old.key.Ino}) && !w.tracks(c.id) &&
+			c.fi.Size() >= old.sent() && old.fp.n > 0 && !w.compressed(c) && c.startsWith(old.fp) {
 			cp = c
-		default:
-			_ = c.f.Close()
+			c.taken = true
 		}
+		c.close()
 	}
 	if cp != nil {
 		// The copy continues the old generation: same identity, same
@@ -540,7 +577,76 @@ func (w *watch) truncated(ctx context.Context) error {
 // lines are read from the original.
 func (w *watch) copyOfFollowed(c *candidate) bool {
 	for _, tf := range w.files {
-		if tf.f != nil && tf.fp.n > 0 && tf.fp.matches(c.f, c.fi.Size()) {
+		if tf.f != nil && tf.fp.n > 0 && c.startsWith(tf.fp) {
+			return true
+		}
+	}
+	return false
+}
+
+// compressed reports whether c is a compressed file (gzip, bzip2, xz,
+// zstd), which tail does not read. A gzip file whose content starts like
+// a file this watch read or reads is left alone quietly (logrotate's
+// compress made it of one); any other is reported once, since its lines
+// may never have been read.
+func (w *watch) compressed(c *candidate) bool {
+	f := c.open()
+	if f == nil {
+		return false
+	}
+	var head [6]byte
+	n, _ := f.ReadAt(head[:], 0)
+	kind := compression(head[:n])
+	if kind == "" {
+		return false
+	}
+	if w.warnedCompressed[c.id] {
+		return true
+	}
+	if kind == "gzip" && w.gzipOfKnown(f) {
+		return true
+	}
+	if w.warnedCompressed == nil {
+		w.warnedCompressed = map[fileID]bool{}
+	}
+	w.warnedCompressed[c.id] = true
+	w.t.log.Warn(fmt.Sprintf("tail %s: %s is %s-compressed and not read; if it holds lines never read (compressed before ingest got to them), send them with: zcat %s | ingest stdin (logrotate's delaycompress avoids this)",
+		w.path, filepath.Base(c.name), kind, c.name), "path", w.path)
+	return true
+}
+
+// compression names the compression head starts with, or "".
+func compression(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return "gzip"
+	case bytes.HasPrefix(head, []byte("BZh")):
+		return "bzip2"
+	case bytes.HasPrefix(head, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
+		return "xz"
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return "zstd"
+	}
+	return ""
+}
+
+// gzipOfKnown reports whether the gzip file f decompresses to content
+// starting like a file this watch read or reads.
+func (w *watch) gzipOfKnown(f *os.File) bool {
+	zr, err := gzip.NewReader(io.NewSectionReader(f, 0, 1<<62))
+	if err != nil {
+		return false
+	}
+	defer zr.Close()
+	head := make([]byte, fpBytes)
+	n, _ := io.ReadFull(zr, head)
+	head = head[:n]
+	fps := slices.Clone(w.knownFPs)
+	for _, tf := range w.files {
+		fps = append(fps, tf.fp)
+	}
+	for _, fp := range fps {
+		if fp.n > 0 && fp.n <= len(head) && xxh3.Hash(head[:fp.n]) == fp.sum {
 			return true
 		}
 	}
