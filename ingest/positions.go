@@ -147,6 +147,11 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 	marker := hex.EncodeToString(nonce[:])
 	markerKey := s.tailID + "/start"
 	cl := s.prod.cl
+	// A transaction left open by a failed attempt (an abort Kafka did not
+	// confirm) is ended first; with none open this does nothing.
+	if err := abortTxn(ctx, cl); err != nil {
+		return nil, fmt.Errorf("end the open transaction: %w", err)
+	}
 	if err := cl.BeginTransaction(); err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
