@@ -128,8 +128,8 @@ func (s *positionStore) parseKey(key []byte) (posKey, bool) {
 	var n [3]uint64
 	for i, p := range parts {
 		v, err := strconv.ParseUint(p, 10, 64)
-		if err != nil {
-			return posKey{}, false
+		if err != nil || strconv.FormatUint(v, 10) != p {
+			return posKey{}, false // only the form recordKey writes
 		}
 		n[i] = v
 	}

@@ -6,11 +6,15 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -108,4 +112,18 @@ func TestPrintError(t *testing.T) {
 	b.Reset()
 	printError(&b, errors.Join(errors.New("log.level: x"), errors.New("kafka.partitions: y")))
 	require.Equal(t, "ingest: 2 problems:\n  log.level: x\n  kafka.partitions: y\n", b.String())
+}
+
+// TestTailNeedsItsPositionsTopic: the tail's positions are written at
+// start; a positions topic it may not create is an error before anything
+// is read, naming the topic and what to do.
+func TestTailNeedsItsPositionsTopic(t *testing.T) {
+	seeds := testenv.KFake(t)
+	events, dlq := testenv.NewTopic(t, seeds, 1), testenv.NewTopic(t, seeds, 1)
+	root := newRoot(nil)
+	root.SetArgs([]string{"tail", filepath.Join(t.TempDir(), "a.log"), "--kafka.brokers=" + strings.Join(seeds, ","),
+		"--kafka.topics.events=" + events, "--kafka.topics.dlq=" + dlq, "--kafka.create_topics=false",
+		"--ingest.positions_topic=no.such.positions", "--log.level=error"})
+	err := root.ExecuteContext(context.Background())
+	require.ErrorContains(t, err, "kafka topics no.such.positions do not exist: create them, or set kafka.create_topics: true")
 }
