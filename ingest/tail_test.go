@@ -858,3 +858,30 @@ func TestTailCompressedRotated(t *testing.T) {
 	require.Equal(t, 1, strings.Count(run.logs.String(), "gzip-compressed"), "said once")
 	require.Empty(t, readAll(t, k.seeds, k.dlq), "compressed bytes are never sent as lines")
 }
+
+// TestTailFencedBySameID: a second tail with the same tail id fences the
+// first, which stops with an error saying so instead of fighting over the
+// positions; the second delivers every line once.
+func TestTailFencedBySameID(t *testing.T) {
+	brokers(t, func(t *testing.T, seeds []string) {
+		k := newKafkaEnv(t, seeds, 2)
+		path := filepath.Join(t.TempDir(), "access.log")
+		lw := newLineWriter(t, path)
+		opts := fastTail(t, k)
+		lw.write(500)
+		first := startTail(t, k, opts, []string{path})
+		waitCaughtUp(t, first.tl, path)
+		second := startTail(t, k, opts, []string{path})
+		waitCaughtUp(t, second.tl, path)
+		lw.write(1000)
+		select {
+		case <-first.done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the fenced tail kept running")
+		}
+		require.ErrorContains(t, first.err, "another ingest tail with tail_id "+opts.TailID)
+		waitCaughtUp(t, second.tl, path)
+		require.NoError(t, second.stop())
+		requireEachLineOnce(t, k, path, 1000)
+	})
+}
