@@ -34,10 +34,13 @@ type TailOptions struct {
 	PositionsTopic string `mapstructure:"positions_topic"`
 	// Rotated are glob patterns of a followed file's rotated names;
 	// {name} stands for its base name, and a relative pattern is looked
-	// up in its folder. Files matching them that changed while ingest was
-	// down are read before the live file, oldest first; a copy left by
-	// copytruncate is found among them. Nil takes the default; a pattern
-	// that matches nothing turns the search off.
+	// up in its folder. Files matching them that changed since this tail
+	// id first followed the file, and that it has not read, are taken for
+	// rotated files that went by (while ingest was down, or between two
+	// looks) and read before the live file, oldest first; a copy left by
+	// copytruncate is found among them. So they must match only rotated
+	// copies of the file, not other logs written beside it. Nil takes the
+	// default; a pattern that matches nothing turns the search off.
 	Rotated []string `mapstructure:"rotated"`
 	// RotatedIdle is how long a rotated file must go without growing,
 	// while the file at its path holds data, before it is closed for good

@@ -154,17 +154,17 @@ type plan struct {
 // start decides, from the positions saved for this path, which files to
 // read and from where, opens them and says so in one line. pinned is the
 // file at the path as Run found it before talking to Kafka (nil when
-// there was none); saved are this path's positions; known are the keys
-// of every saved position of this tail id, so a file another path
-// accounts for is not read here. It returns the keys to forget.
-func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, others map[string]bool) (forget []posKey) {
+// there was none); saved are this path's positions; followed are the
+// followed paths, never taken for rotated files of this one. It returns
+// the keys of positions to forget (files gone).
+func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, followed map[string]bool) (forget []posKey) {
 	t := w.t
 	nowMs := time.Now().UnixMilli()
 	w.sinceMs = nowMs
 	for _, p := range saved {
 		w.sinceMs = min(w.sinceMs, p.SinceMs)
 	}
-	cands := w.findCandidates(others)
+	cands := w.findCandidates(followed)
 	var live *candidate
 	if pinned != nil {
 		if fi, err := pinned.Stat(); err == nil {
