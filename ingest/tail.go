@@ -258,19 +258,23 @@ func (t *Tailer) Run(ctx context.Context) error {
 	// long for it, and a file rotated away meanwhile would otherwise never
 	// be read on a first start (no position names it). An open file keeps
 	// its inode, so this pins the files as they were when ingest started.
-	pinned := make([]*os.File, len(t.cfg.Paths))
+	startMs := time.Now().UnixMilli()
+	pinned := make([]pin, len(t.cfg.Paths))
 	for i, p := range t.cfg.Paths {
 		if f, err := os.Open(p); err == nil {
-			pinned[i] = f
+			pinned[i].f = f
+			if fi, err := f.Stat(); err == nil {
+				pinned[i].size = fi.Size()
+			}
 		}
 	}
 	// Nothing is read before the positions are loaded, so a stop meanwhile
 	// ends the wait at once.
 	saved, err := t.store.load(ctx)
 	if err != nil {
-		for _, f := range pinned {
-			if f != nil {
-				_ = f.Close()
+		for _, p := range pinned {
+			if p.f != nil {
+				_ = p.f.Close()
 			}
 		}
 		if ctx.Err() != nil {
@@ -280,7 +284,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	}
 	giveUp, cancelGiveUp := giveUpContext(ctx, t.cfg.StopTimeout, t.cfg.Force)
 	defer cancelGiveUp()
-	t.startWatches(pinned, saved)
+	t.startWatches(pinned, startMs, saved)
 	defer func() {
 		t.gate.Lock()
 		defer t.gate.Unlock()
@@ -377,8 +381,15 @@ func (t *Tailer) follow(ctx, giveUp context.Context, w *watch) error {
 	return nil
 }
 
+// pin is a file opened at the start, before anything talked to Kafka, and
+// its size then.
+type pin struct {
+	f    *os.File
+	size int64
+}
+
 // startWatches makes a watch per path and decides where each reads from.
-func (t *Tailer) startWatches(pinned []*os.File, saved map[posKey]filePos) {
+func (t *Tailer) startWatches(pinned []pin, startMs int64, saved map[posKey]filePos) {
 	t.gate.Lock()
 	defer t.gate.Unlock()
 	followed := t.followed()
@@ -391,7 +402,7 @@ func (t *Tailer) startWatches(pinned []*os.File, saved map[posKey]filePos) {
 			}
 		}
 		slices.SortFunc(mine, func(a, b filePos) int { return strings.Compare(a.Name, b.Name) })
-		t.forget = append(t.forget, w.start(pinned[i], mine, t.cfg.FromStart, followed)...)
+		t.forget = append(t.forget, w.start(pinned[i], startMs, mine, t.cfg.FromStart, followed)...)
 		t.watches = append(t.watches, w)
 	}
 }

@@ -619,37 +619,58 @@ func TestTailStartLines(t *testing.T) {
 
 // TestTailPinsFilesBeforeKafka: the file at the path when ingest starts is
 // read even if it is rotated away while the start waits for Kafka. kfake
-// holds the start's first transactional request while the test rotates
-// the file.
+// holds the start's first transactional request while the test writes
+// and rotates the file. With --from-start everything is read; without,
+// what was written after ingest started: the rest of the pinned file from
+// its end then, and the new file whole.
 func TestTailPinsFilesBeforeKafka(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	k := newKafkaEnv(t, c.ListenAddrs(), 2)
-	path := filepath.Join(t.TempDir(), "access.log")
-	lw := newLineWriter(t, path)
-	lw.write(100)
+	for _, fromStart := range []bool{true, false} {
+		t.Run(fmt.Sprintf("from_start=%v", fromStart), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1))
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			k := newKafkaEnv(t, c.ListenAddrs(), 2)
+			path := filepath.Join(t.TempDir(), "access.log")
+			lw := newLineWriter(t, path)
+			lw.write(100)
 
-	inStart, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	c.ControlKey(int16(kmsg.InitProducerID), func(kmsg.Request) (kmsg.Response, error, bool) {
-		once.Do(func() { close(inStart); <-release })
-		return nil, nil, false // then let the cluster answer it
-	})
-	run := startTail(t, k, fastTail(t, k), []string{path})
-	select {
-	case <-inStart:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the tailer never started a transaction")
+			inStart, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			c.ControlKey(int16(kmsg.InitProducerID), func(kmsg.Request) (kmsg.Response, error, bool) {
+				once.Do(func() { close(inStart); <-release })
+				return nil, nil, false // then let the cluster answer it
+			})
+			run := startTail(t, k, fastTail(t, k), []string{path}, func(c *TailConfig) { c.FromStart = fromStart })
+			select {
+			case <-inStart:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the tailer never started a transaction")
+			}
+			lw.write(120)
+			lw.rotate()
+			lw.reopen()
+			lw.write(150)
+			close(release)
+
+			waitCaughtUp(t, run.tl, path)
+			require.NoError(t, run.stop())
+			first := 0
+			if !fromStart {
+				first = 100
+			}
+			got := map[int]int{}
+			for _, r := range readAll(t, k.seeds, k.events) {
+				got[seqOf(t, r)]++
+			}
+			for i := range 150 {
+				want := 0
+				if i >= first {
+					want = 1
+				}
+				require.Equal(t, want, got[i], "line %d", i)
+			}
+		})
 	}
-	lw.rotate()
-	lw.reopen()
-	lw.write(150)
-	close(release)
-
-	waitCaughtUp(t, run.tl, path)
-	require.NoError(t, run.stop())
-	requireEachLineOnce(t, k, path, 150)
 }
 
 // TestTailAbortedTransaction: when Kafka refuses a commit, the tailer

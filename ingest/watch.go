@@ -153,26 +153,53 @@ type plan struct {
 
 // start decides, from the positions saved for this path, which files to
 // read and from where, opens them and says so in one line. pinned is the
-// file at the path as Run found it before talking to Kafka (nil when
-// there was none); saved are this path's positions; followed are the
-// followed paths, never taken for rotated files of this one. It returns
-// the keys of positions to forget (files gone).
-func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, followed map[string]bool) (forget []posKey) {
+// file at the path as Run found it before talking to Kafka, at startMs
+// (none when there was none); saved are this path's positions; followed
+// are the followed paths, never taken for rotated files of this one. It
+// returns the keys of positions to forget (files gone).
+//
+// The file pinned may have been rotated away while the start waited for
+// Kafka; it is then the oldest file to read, and the files that went by
+// since (changed after startMs) and the one now at the path are read
+// after it, from their start.
+func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool, followed map[string]bool) (forget []posKey) {
 	t := w.t
-	nowMs := time.Now().UnixMilli()
-	w.sinceMs = nowMs
+	w.sinceMs = startMs
 	for _, p := range saved {
 		w.sinceMs = min(w.sinceMs, p.SinceMs)
 	}
 	cands := w.findCandidates(followed)
-	var live *candidate
-	if pinned != nil {
-		if fi, err := pinned.Stat(); err == nil {
-			live = &candidate{name: w.path, f: pinned, fi: fi, id: fileIDOf(fi)}
-			cands = slices.DeleteFunc(cands, func(c *candidate) bool { return c.id == live.id })
-			cands = append(cands, live)
+	var live, pin *candidate
+	pinSize := pinned.size
+	if pinned.f != nil {
+		if fi, err := pinned.f.Stat(); err == nil {
+			pin = &candidate{name: w.path, f: pinned.f, fi: fi, id: fileIDOf(fi), glob: true}
+			cands = slices.DeleteFunc(cands, func(c *candidate) bool {
+				if c.id == pin.id {
+					pin.name = c.name // rotated away: its name now
+					return true
+				}
+				return false
+			})
+			cands = append(cands, pin)
+			if cur, err := os.Stat(w.path); err == nil && os.SameFile(cur, fi) {
+				live, pin.name = pin, w.path
+			}
 		} else {
-			_ = pinned.Close()
+			_ = pinned.f.Close()
+		}
+	}
+	if live == nil {
+		// Nothing was at the path when ingest started, or what was there
+		// has been rotated away since: the file there now, if any, is new.
+		if f, err := os.Open(w.path); err == nil {
+			if fi, err := f.Stat(); err == nil {
+				live = &candidate{name: w.path, f: f, fi: fi, id: fileIDOf(fi)}
+				cands = slices.DeleteFunc(cands, func(c *candidate) bool { return c.id == live.id })
+				cands = append(cands, live)
+			} else {
+				_ = f.Close()
+			}
 		}
 	}
 	defer func() {
@@ -230,19 +257,27 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, followed
 		}
 		plans = append(plans, plan{tf, fmt.Sprintf("from byte %d, its saved position", p.Offset)})
 	}
-	// Files with none: rotated while ingest was down (changed after this
-	// tail first followed the path), or everything rotated at a first
-	// start with --from-start.
+	// Files with none: the file pinned at the start and rotated away
+	// since; files rotated while ingest was down or since it started
+	// (changed after this tail first followed the path); everything
+	// rotated, at a first start with --from-start.
 	for _, c := range cands {
 		if c.taken || c == live || !c.glob {
 			continue
 		}
-		var why string
+		off, why := int64(0), ""
 		switch {
-		case len(saved) > 0 && c.fi.ModTime().UnixMilli() > w.sinceMs:
-			why = "from its start: rotated while ingest was down"
+		case c == pin && len(saved) == 0 && !fromStart:
+			off = pinSize
+			why = fmt.Sprintf("from byte %d, its end when ingest started (rotated since)", off)
+		case c == pin:
+			why = "from its start (at the path when ingest started, rotated since)"
 		case len(saved) == 0 && fromStart:
 			why = "from its start (--from-start)"
+		case c.fi.ModTime().UnixMilli() > w.sinceMs && len(saved) > 0:
+			why = "from its start: rotated while ingest was down"
+		case c.fi.ModTime().UnixMilli() > w.sinceMs:
+			why = "from its start: rotated since ingest started"
 		default:
 			continue
 		}
@@ -251,7 +286,7 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, followed
 		}
 		c.taken = true
 		fp, _ := fingerprintOf(c.f, c.fi.Size())
-		tf := w.newTFile(c.f, c.name, posKey{Dev: c.id.Dev, Ino: c.id.Ino}, 0, fp)
+		tf := w.newTFile(c.f, c.name, posKey{Dev: c.id.Dev, Ino: c.id.Ino}, off, fp)
 		tf.rotated = true
 		plans = append(plans, plan{tf, why})
 	}
@@ -275,8 +310,10 @@ func (w *watch) start(pinned *os.File, saved []filePos, fromStart bool, followed
 			why = "from its start: it is new since the last run"
 		case fromStart:
 			why = "from its start (--from-start)"
+		case live != pin:
+			why = "from its start: it is new since ingest started"
 		default:
-			off = live.fi.Size()
+			off = pinSize
 			why = fmt.Sprintf("from its end, byte %d: new lines only (no saved position; --from-start sends what it holds already)", off)
 		}
 		w.live = w.newTFile(live.f, w.path, posKey{Dev: live.id.Dev, Ino: live.id.Ino}, off, fp)
