@@ -94,20 +94,47 @@ func newAdmin(t testing.TB, seeds []string) *kadm.Client {
 }
 
 // ReadCommitted returns every record of topic up to its last stable
-// offset now, as a consumer with read_committed isolation sees them: the
+// offset, as a consumer with read_committed isolation sees them: the
 // records of aborted transactions and the transaction markers are left
-// out, and records of transactions still open are not reached.
+// out. It first waits, up to half a minute, for the transactions open on
+// topic to end (a commit's markers land a moment after it returns); the
+// records of one still open then are not reached.
 func ReadCommitted(t testing.TB, seeds []string, topic string) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*adminTimeout)
 	defer cancel()
 	adm := newAdmin(t, seeds)
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		t.Fatalf("list the last stable offsets of %s: %v", topic, err)
+	// A transaction's commit returns before its markers are written: wait
+	// (a while) until no transaction is open, so that one a test just
+	// committed is counted.
+	var ends kadm.ListedOffsets
+	deadline := time.Now().Add(adminTimeout)
+	for {
+		var err error
+		ends, err = adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			t.Fatalf("list the last stable offsets of %s: %v", topic, err)
+		}
+		hw, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = hw.Error()
+		}
+		if err != nil {
+			t.Fatalf("list the end offsets of %s: %v", topic, err)
+		}
+		open := false
+		hw.Each(func(o kadm.ListedOffset) {
+			if c, ok := ends.Lookup(topic, o.Partition); !ok || c.Offset < o.Offset {
+				open = true
+			}
+		})
+		if !open || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
