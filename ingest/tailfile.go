@@ -25,6 +25,17 @@ type fingerprint struct {
 	sum uint64
 }
 
+// minTelling is how many bytes a fingerprint must cover to tell files
+// apart by content alone (a copy from another file): a few lines. A
+// shorter one, of a file just created or caught in the middle of its
+// first write, matches every file starting with the same few bytes
+// ({"key": …); it still tells a reused inode from the file it had.
+const minTelling = 256
+
+// telling reports whether fp covers enough to tell files apart by content
+// alone.
+func (fp fingerprint) telling() bool { return fp.n >= minTelling }
+
 // fingerprintOf hashes the first min(size, fpBytes) bytes of f.
 func fingerprintOf(f *os.File, size int64) (fingerprint, error) {
 	n := int(min(size, fpBytes))

@@ -224,7 +224,7 @@ func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool
 			}
 		}
 		for _, x := range cands {
-			if c == nil && !x.taken && x.glob && x.fi.Size() >= p.Offset && p.FPLen > 0 && !w.compressed(x) && x.startsWith(fp) {
+			if c == nil && !x.taken && x.glob && x.fi.Size() >= p.Offset && fp.telling() && !w.compressed(x) && x.startsWith(fp) {
 				c = x
 			}
 		}
@@ -563,7 +563,7 @@ func (w *watch) truncated(ctx context.Context) error {
 	others := w.t.followed()
 	for _, c := range w.findCandidates(others) {
 		if cp == nil && c.glob && c.id != (fileID{Dev: old.key.Dev, Ino: old.key.Ino}) && !w.tracks(c.id) &&
-			c.fi.Size() >= old.sent() && old.fp.n > 0 && !w.compressed(c) && c.startsWith(old.fp) {
+			c.fi.Size() >= old.sent() && old.fp.telling() && !w.compressed(c) && c.startsWith(old.fp) {
 			cp = c
 			c.taken = true
 		}
@@ -614,7 +614,7 @@ func (w *watch) truncated(ctx context.Context) error {
 // lines are read from the original.
 func (w *watch) copyOfFollowed(c *candidate) bool {
 	for _, tf := range w.files {
-		if tf.f != nil && tf.fp.n > 0 && c.startsWith(tf.fp) {
+		if tf.f != nil && tf.fp.telling() && c.startsWith(tf.fp) {
 			return true
 		}
 	}
@@ -683,7 +683,7 @@ func (w *watch) gzipOfKnown(f *os.File) bool {
 		fps = append(fps, tf.fp)
 	}
 	for _, fp := range fps {
-		if fp.n > 0 && fp.n <= len(head) && xxh3.Hash(head[:fp.n]) == fp.sum {
+		if fp.telling() && fp.n <= len(head) && xxh3.Hash(head[:fp.n]) == fp.sum {
 			return true
 		}
 	}
