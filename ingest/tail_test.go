@@ -808,18 +808,20 @@ func TestTailStopWhileKafkaDown(t *testing.T) {
 		waitCaughtUp(t, run.tl, path)
 		b.Stop(t)
 		lw.write(3000)
-		waitFor(t, "the new lines read", func() bool { return run.tl.Waiting() == 2000 })
+		// Reading pauses while a commit waits for Kafka: how many of the
+		// new lines are read by the stop varies.
+		waitFor(t, "new lines read", func() bool { return run.tl.Waiting() > 0 })
 		err := run.stop()
 		var ue *UndeliveredError
 		require.ErrorAs(t, err, &ue)
-		require.EqualValues(t, 2000, ue.Lines)
+		require.True(t, ue.Lines > 0 && ue.Lines <= 2000, "%d lines undelivered", ue.Lines)
 		abs, _ := filepath.Abs(path)
 		sizeAt1000 := int64(0)
 		for i := range 1000 {
 			sizeAt1000 += int64(len(line(i)))
 		}
 		require.Contains(t, ue.Error(), fmt.Sprintf("the next start resumes at %s byte %d", abs, sizeAt1000))
-		require.EqualValues(t, 2000, run.tl.pl.stats.Undelivered.Load())
+		require.Equal(t, ue.Lines, run.tl.pl.stats.Undelivered.Load())
 		require.EqualValues(t, 1000, run.tl.pl.stats.Delivered.Load())
 
 		b.Start(t)
@@ -938,7 +940,12 @@ func TestTailShortFingerprintHidesNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(path+".2", []byte(older.String()), 0o644))
 	time.Sleep(20 * time.Millisecond) // file times tick coarsely; let them differ
 	require.NoError(t, os.WriteFile(path+".1", []byte(newer.String()), 0o644))
-	waitFor(t, "the rotated files taken in", func() bool { return strings.Contains(run.logs.String(), "rotated away before they were seen") })
+	waitFor(t, "the rotated files taken in", func() bool {
+		run.tl.gate.Lock()
+		defer run.tl.gate.Unlock()
+		return len(run.tl.watches[0].files) == 3
+	})
+	require.Contains(t, run.logs.String(), "rotated away before they were seen")
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(t, err)
 	_, err = f.WriteString(first[5:])
