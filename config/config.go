@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/logparse"
@@ -68,9 +70,13 @@ type Kafka struct {
 	Partitions int `mapstructure:"partitions"`
 	// ReplicationFactor of a topic keyheat creates; -1 uses the broker's
 	// default.replication.factor.
-	ReplicationFactor int  `mapstructure:"replication_factor"`
-	SASL              SASL `mapstructure:"sasl"`
-	TLS               TLS  `mapstructure:"tls"`
+	ReplicationFactor int `mapstructure:"replication_factor"`
+	// ConnectTimeout bounds how long a command waits at start for the
+	// brokers to answer; 0 waits as long as it takes (as a broker going
+	// away mid-run is waited for).
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout" cmd:"ingest"`
+	SASL           SASL          `mapstructure:"sasl"`
+	TLS            TLS           `mapstructure:"tls"`
 }
 
 // Topics names keyheat's Kafka topics.
@@ -126,11 +132,14 @@ type Events struct {
 // ingest.topic: for the topic source), each options type contributing its
 // own: how lines are parsed (logparse.Config: format, app, json, combined,
 // regex), bounded (ingest.LineOptions) and produced
-// (ingest.ProducerOptions), and the settings of the tail and topic sources.
+// (ingest.ProducerOptions), how long Kafka is waited for at the end
+// (ingest.DeliveryOptions), and the settings of the tail and topic
+// sources.
 type Ingest struct {
 	Parse    logparse.Config        `mapstructure:",squash"`
 	Lines    ingest.LineOptions     `mapstructure:",squash"`
 	Producer ingest.ProducerOptions `mapstructure:",squash"`
+	Delivery ingest.DeliveryOptions `mapstructure:",squash"`
 	Tail     ingest.TailOptions     `mapstructure:",squash"`
 	Topic    ingest.TopicOptions    `mapstructure:"topic"`
 }
@@ -160,6 +169,7 @@ func Defaults() Config {
 			Parse:    logparse.DefaultConfig(),
 			Lines:    ingest.DefaultLineOptions(),
 			Producer: ingest.DefaultProducerOptions(),
+			Delivery: ingest.DefaultDeliveryOptions(),
 			Tail:     ingest.DefaultTailOptions(),
 			Topic:    ingest.DefaultTopicOptions(),
 		},

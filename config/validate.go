@@ -133,6 +133,9 @@ func (k *Kafka) validate(p *problems, cmd Command) {
 	if k.Partitions < 1 || k.Partitions > 100_000 {
 		p.add("kafka.partitions", "%d is outside 1..100000", k.Partitions)
 	}
+	if k.ConnectTimeout < 0 && cmd.Reads("kafka.connect_timeout") {
+		p.add("kafka.connect_timeout", "must not be negative; 0 waits as long as it takes")
+	}
 	if k.ReplicationFactor != -1 && (k.ReplicationFactor < 1 || k.ReplicationFactor > 32767) {
 		p.add("kafka.replication_factor", "%d: want -1 (broker default) or 1..32767", k.ReplicationFactor)
 	}
@@ -171,9 +174,13 @@ func (e *Events) validate(p *problems) {
 }
 
 func (in *Ingest) validate(p *problems, out *Topics) {
+	if t := in.Tail.PositionsTopic; t == out.Events || t == out.DLQ {
+		p.add("ingest.positions_topic", "%q is also kafka.topics.events or .dlq; the positions need a topic of their own", t)
+	}
 	in.validateParse(p)
 	p.addOptions("ingest.", in.Lines.Validate())
 	p.addOptions("ingest.", in.Producer.Validate())
+	p.addOptions("ingest.", in.Delivery.Validate())
 	p.addOptions("ingest.", in.Tail.Validate())
 	p.addOptions("ingest.topic.", in.Topic.Validate())
 	for _, t := range in.Topic.Topics {

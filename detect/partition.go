@@ -427,7 +427,7 @@ func (w *partWorker) deadLetter(r *kgo.Record, cause error, nowMs int64) {
 	d := schemas.NewDeadLetter(nowMs, schemas.KafkaSource(w.tp.topic, w.tp.partition, r.Offset), cause, r.Value, s.cfg.DLQMaxRaw)
 	off, reason := r.Offset, d.Reason
 	rec := &kgo.Record{Topic: s.cfg.Topics.DLQ, Value: schemas.AppendDeadLetter(nil, &d),
-		Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil, w.idPrefix, off)}}}
+		Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil, w.idPrefix, off, 0)}}}
 	w.dlq = append(w.dlq, dlqEntry{offset: off})
 	w.inbox.expect(1)
 	s.produce(w.ctx, rec, func(err error) { w.inbox.post(ack{kind: ackDLQ, offset: off, reason: reason, err: err}) })

@@ -25,53 +25,90 @@ type HotKey struct {
 }
 
 // ParseHotKey reads the --hot flag syntax:
-// "key=product:42,start=10s,for=30s,share=5%" (share also as 0.05).
+// "key=product:42,start=10s,for=30s,share=5%". key and share are
+// required; start defaults to 0 and for to the rest of the run. share is
+// a percentage and must say so ("5%", "0.5%"): a bare 5 could mean 5% or
+// 500%, so it is refused rather than guessed. Every problem names its
+// field.
 func ParseHotKey(s string) (HotKey, error) {
-	var h HotKey
+	h := HotKey{For: forever}
+	bad := func(format string, args ...any) (HotKey, error) {
+		return HotKey{}, fmt.Errorf("hot key %q: %s (want key=NAME,share=PCT%%[,start=DUR][,for=DUR], e.g. key=product:42,start=10s,for=30s,share=5%%)",
+			s, fmt.Sprintf(format, args...))
+	}
+	seen := map[string]bool{}
 	for part := range strings.SplitSeq(s, ",") {
 		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
-			return h, fmt.Errorf("hot key %q: %q is not name=value", s, part)
+			return bad("%q is not name=value", part)
 		}
-		var err error
+		if seen[name] {
+			return bad("%s is given twice", name)
+		}
+		seen[name] = true
 		switch name {
 		case "key":
-			h.Key = val
-		case "start":
-			h.Start, err = time.ParseDuration(val)
-		case "for":
-			h.For, err = time.ParseDuration(val)
-		case "share":
-			if p, ok := strings.CutSuffix(val, "%"); ok {
-				h.Share, err = strconv.ParseFloat(p, 64)
-				h.Share /= 100
-			} else {
-				h.Share, err = strconv.ParseFloat(val, 64)
+			if val == "" {
+				return bad("key: must not be empty")
 			}
+			h.Key = val
+		case "start", "for":
+			d, err := time.ParseDuration(val)
+			switch {
+			case err != nil:
+				return bad("%s: %q is not a duration like 10s or 1m30s", name, val)
+			case name == "start" && d < 0:
+				return bad("start: %s is negative", val)
+			case name == "for" && d <= 0:
+				return bad("for: %s is not positive", val)
+			case name == "start":
+				h.Start = d
+			default:
+				h.For = d
+			}
+		case "share":
+			p, ok := strings.CutSuffix(val, "%")
+			if !ok {
+				return bad("share: %q has no %% sign; give a percentage, e.g. share=5%%", val)
+			}
+			pct, err := strconv.ParseFloat(p, 64)
+			switch {
+			case err != nil || math.IsNaN(pct) || math.IsInf(pct, 0):
+				return bad("share: %q is not a percentage", val)
+			case pct <= 0 || pct > 100:
+				return bad("share: %s is outside (0%%, 100%%]", val)
+			}
+			h.Share = pct / 100
 		default:
-			return h, fmt.Errorf("hot key %q: unknown field %q (want key, start, for, share)", s, name)
-		}
-		if err != nil {
-			return h, fmt.Errorf("hot key %q: %s: %w", s, name, err)
+			return bad("unknown field %q (fields: key, share, start, for)", name)
 		}
 	}
 	switch {
 	case h.Key == "":
-		return h, fmt.Errorf("hot key %q: key= is required", s)
-	case h.Start < 0 || h.For <= 0:
-		return h, fmt.Errorf("hot key %q: start must be >= 0 and for > 0", s)
-	case !(h.Share > 0 && h.Share <= 1):
-		return h, fmt.Errorf("hot key %q: share must be in (0%%, 100%%]", s)
+		return bad("key: required")
+	case h.Share == 0:
+		return bad("share: required")
 	}
 	return h, nil
+}
+
+// forever is the For of a planted key without for=: the rest of the run.
+const forever = time.Duration(math.MaxInt64)
+
+// end is when h stops, without overflowing for a key planted forever.
+func (h *HotKey) end() time.Duration {
+	if h.For > forever-h.Start {
+		return forever
+	}
+	return h.Start + h.For
 }
 
 // GenConfig configures synthetic traffic.
 type GenConfig struct {
 	// Keys is the number of distinct background keys, "key:0" … ; ranks
-	// follow Zipf(S): rank r has weight 1/(r+1)^S. Default 100000, at most 10M.
+	// follow Zipf(S): rank r has weight 1/(r+1)^S. 1 to 10M.
 	Keys int
-	// S is the Zipf exponent; 0 is uniform. Default 1.1.
+	// S is the Zipf exponent; 0 is uniform.
 	S float64
 	// Rate is events per second; 0 produces as fast as possible. With a
 	// rate, event times are exactly i/Rate after the start, so a run is
@@ -90,6 +127,11 @@ type GenConfig struct {
 	App string
 	// Start is the event time of the first event; zero means now.
 	Start time.Time
+	// StopTimeout bounds the wait for Kafka after Run's ctx ended
+	// (DeliveryOptions.StopTimeout); Force, when closed, ends it at once.
+	// A run that reaches its count or duration waits as long as it takes.
+	StopTimeout time.Duration
+	Force       <-chan struct{}
 }
 
 // Gen produces synthetic AccessEvents with planted hot keys.
@@ -107,22 +149,16 @@ type Gen struct {
 
 // NewGen validates cfg and precomputes the Zipf table.
 func NewGen(cfg GenConfig, prod *Producer, stats *Stats) (*Gen, error) {
-	if cfg.Keys == 0 {
-		cfg.Keys = 100_000
-	}
-	if cfg.S == 0 {
-		cfg.S = 1.1
-	}
 	if cfg.App == "" {
 		cfg.App = "gen"
 	}
 	switch {
 	case cfg.Keys < 1 || cfg.Keys > 10_000_000:
 		return nil, fmt.Errorf("gen: keys %d is outside 1..10000000", cfg.Keys)
-	case cfg.S < 0 || math.IsNaN(cfg.S):
-		return nil, errors.New("gen: the Zipf exponent must be >= 0")
-	case cfg.Rate < 0:
-		return nil, errors.New("gen: rate must be >= 0 (0: as fast as possible)")
+	case cfg.S < 0 || math.IsNaN(cfg.S) || math.IsInf(cfg.S, 0):
+		return nil, errors.New("gen: the Zipf exponent must be a number >= 0 (0: uniform)")
+	case cfg.Rate < 0 || math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0):
+		return nil, errors.New("gen: rate must be a number >= 0 (0: as fast as possible)")
 	case cfg.Duration <= 0 && cfg.Count <= 0:
 		return nil, errors.New("gen: set a duration or a count")
 	}
@@ -130,7 +166,7 @@ func NewGen(cfg GenConfig, prod *Producer, stats *Stats) (*Gen, error) {
 	for _, a := range cfg.Hot {
 		sum := 0.0
 		for _, b := range cfg.Hot {
-			if b.Start <= a.Start && a.Start < b.Start+b.For {
+			if b.Start <= a.Start && a.Start < b.end() {
 				sum += b.Share
 			}
 		}
@@ -159,7 +195,9 @@ func NewGen(cfg GenConfig, prod *Producer, stats *Stats) (*Gen, error) {
 // Ack implements Acker: seq is the planted key's index + 1, or 0.
 func (g *Gen) Ack(seq uint64, err error) {
 	if err != nil {
-		g.stats.Failed.Add(1)
+		if refused(err) {
+			g.stats.Failed.Add(1)
+		}
 		g.mu.Lock()
 		if g.err == nil {
 			g.err = err
@@ -168,6 +206,7 @@ func (g *Gen) Ack(seq uint64, err error) {
 		return
 	}
 	g.stats.Events.Add(1)
+	g.stats.Delivered.Add(1)
 	if seq > 0 {
 		g.counts[seq-1].Add(1)
 	}
@@ -183,8 +222,10 @@ func (g *Gen) Counts() map[string]int64 {
 }
 
 // Run generates until the count or duration is reached or ctx ends, then
-// flushes and returns the acknowledged count of every planted key: the
-// exact number of its events on the topic.
+// waits for Kafka to take what it produced (after ctx ended, at most
+// StopTimeout or until Force) and returns the acknowledged count of every
+// planted key: the exact number of its events on the topic. Events Kafka
+// did not take are not sent again; Run then returns an *UndeliveredError.
 func (g *Gen) Run(ctx context.Context) (map[string]int64, error) {
 	rng := rand.New(rand.NewPCG(g.cfg.Seed, g.cfg.Seed^0x9e3779b97f4a7c15))
 	start := g.cfg.Start
@@ -226,7 +267,7 @@ func (g *Gen) Run(ctx context.Context) (map[string]int64, error) {
 		u := rng.Float64()
 		for h := range g.cfg.Hot {
 			hk := &g.cfg.Hot[h]
-			if elapsed >= hk.Start && elapsed < hk.Start+hk.For {
+			if elapsed >= hk.Start && elapsed < hk.end() {
 				if u < hk.Share {
 					e.Key, seq = hk.Key, uint64(h+1)
 					break
@@ -259,19 +300,28 @@ func (g *Gen) Run(ctx context.Context) (map[string]int64, error) {
 		}
 	}
 	g.stats.Lines.Add(pending)
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	giveUp, cancel := giveUpContext(ctx, g.cfg.StopTimeout, g.cfg.Force)
 	defer cancel()
-	ferr := g.prod.Flush(fctx)
+	if g.prod.Flush(giveUp) != nil {
+		g.prod.abandon()
+		fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = g.prod.Flush(fctx) // every promise has run: the counts are final
+		fcancel()
+	}
 	g.mu.Lock()
 	perr := g.err
 	g.mu.Unlock()
 	if ctx.Err() != nil {
 		err = nil // a stop by signal is a clean end
 	}
-	if errors.Is(perr, context.Canceled) {
-		perr = nil
+	if perr != nil && !refused(perr) {
+		perr = nil // not sent rather than refused: counted as undelivered below
 	}
-	return g.Counts(), errors.Join(err, ferr, perr)
+	if n := g.stats.Waiting(); n > 0 {
+		g.stats.Undelivered.Add(n)
+		err = errors.Join(err, &UndeliveredError{Lines: n, Resume: "gen does not send them again; the planted counts are what is on Kafka"})
+	}
+	return g.Counts(), errors.Join(err, perr)
 }
 
 // aliasSlot is one column of an alias table: rank i is drawn when the

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -13,13 +14,78 @@ import (
 )
 
 func TestParseHotKey(t *testing.T) {
-	h, err := ParseHotKey("key=product:42,start=10s,for=30s,share=5%")
-	require.NoError(t, err)
-	require.Equal(t, HotKey{Key: "product:42", Start: 10 * time.Second, For: 30 * time.Second, Share: 0.05}, h)
-	for _, bad := range []string{"", "key=a", "key=a,for=1s", "key=a,for=1s,share=0", "key=a,for=1s,share=120%",
-		"start=1s,for=1s,share=1%", "key=a,for=1s,share=1%,color=red", "key=a,for=-1s,share=1%"} {
-		_, err := ParseHotKey(bad)
-		require.Error(t, err, bad)
+	for _, tc := range []struct {
+		spec string
+		want HotKey
+		err  string // "": valid
+	}{
+		{"key=product:42,start=10s,for=30s,share=5%", HotKey{Key: "product:42", Start: 10 * time.Second, For: 30 * time.Second, Share: 0.05}, ""},
+		{"key=a,share=0.5%", HotKey{Key: "a", For: forever, Share: 0.005}, ""},
+		{" key=a , share=100% ", HotKey{Key: "a", For: forever, Share: 1}, ""},
+		{"share=150%", HotKey{}, "share: 150% is outside (0%, 100%]"},
+		{"key=a,share=150%", HotKey{}, "share: 150% is outside (0%, 100%]"},
+		{"key=a,share=0%", HotKey{}, "share: 0% is outside (0%, 100%]"},
+		{"key=a,share=5", HotKey{}, `share: "5" has no % sign; give a percentage, e.g. share=5%`},
+		{"key=a,share=0.05", HotKey{}, `share: "0.05" has no % sign`},
+		{"key=a,share=x%", HotKey{}, `share: "x%" is not a percentage`},
+		{"key=a,share=NaN%", HotKey{}, `share: "NaN%" is not a percentage`},
+		{"key=a", HotKey{}, "share: required"},
+		{"share=5%", HotKey{}, "key: required"},
+		{"key=,share=5%", HotKey{}, "key: must not be empty"},
+		{"", HotKey{}, `"" is not name=value`},
+		{"key=a,share=5%,for=-1s", HotKey{}, "for: -1s is not positive"},
+		{"key=a,share=5%,for=0s", HotKey{}, "for: 0s is not positive"},
+		{"key=a,share=5%,for=soon", HotKey{}, `for: "soon" is not a duration like 10s or 1m30s`},
+		{"key=a,share=5%,start=-1s", HotKey{}, "start: -1s is negative"},
+		{"key=a,share=5%,start=10", HotKey{}, `start: "10" is not a duration`},
+		{"key=a,share=5%,color=red", HotKey{}, `unknown field "color" (fields: key, share, start, for)`},
+		{"key=a,key=b,share=5%", HotKey{}, "key is given twice"},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			h, err := ParseHotKey(tc.spec)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, fmt.Sprintf("hot key %q: ", tc.spec), "the spec is named")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, h)
+		})
+	}
+}
+
+// TestNewGenChecks: every unusable setting is refused, naming it; a
+// planted key without for= lasts the whole run.
+func TestNewGenChecks(t *testing.T) {
+	ok := GenConfig{Keys: 10, S: 1.1, Count: 1}
+	for _, tc := range []struct {
+		name string
+		mod  func(*GenConfig)
+		err  string
+	}{
+		{"defaults", func(*GenConfig) {}, ""},
+		{"uniform", func(c *GenConfig) { c.S = 0 }, ""},
+		{"no keys", func(c *GenConfig) { c.Keys = 0 }, "gen: keys 0 is outside 1..10000000"},
+		{"negative keys", func(c *GenConfig) { c.Keys = -1 }, "gen: keys -1 is outside 1..10000000"},
+		{"negative zipf", func(c *GenConfig) { c.S = -1 }, "Zipf exponent"},
+		{"no end", func(c *GenConfig) { c.Count = 0 }, "set a duration or a count"},
+		{"shares above 100% forever", func(c *GenConfig) {
+			c.Hot = []HotKey{{Key: "a", For: forever, Share: 0.6}, {Key: "b", Start: time.Hour, For: forever, Share: 0.6}}
+		}, "gen: planted shares add up to 120% at 1h0m0s"},
+		{"shares apart in time", func(c *GenConfig) {
+			c.Hot = []HotKey{{Key: "a", For: time.Minute, Share: 0.6}, {Key: "b", Start: time.Minute, For: forever, Share: 0.6}}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok
+			tc.mod(&cfg)
+			_, err := NewGen(cfg, nil, nil)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+		})
 	}
 }
 

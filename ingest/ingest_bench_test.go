@@ -82,7 +82,7 @@ func BenchmarkGenKFake(b *testing.B) {
 		defer p.Close()
 		// Built once, as one ingest gen process does; each loop replays
 		// the same seed.
-		g, err := NewGen(GenConfig{Keys: 100_000, Count: n, Seed: 1,
+		g, err := NewGen(GenConfig{Keys: 100_000, S: 1.1, Count: n, Seed: 1,
 			Hot: []HotKey{{Key: "product:42", For: time.Hour, Share: 0.05}}}, p, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -97,7 +97,9 @@ func BenchmarkGenKFake(b *testing.B) {
 }
 
 // BenchmarkTailKFake follows a 2M-line nginx combined file from its start
-// into kfake, end to end: read, parse, encode, produce, acknowledged.
+// into kfake, end to end: read, parse, encode, produce, and commit, each
+// commit a Kafka transaction with the file's position; a line counts once
+// its transaction committed.
 func BenchmarkTailKFake(b *testing.B) {
 	const n = 2_000_000
 	path := filepath.Join(b.TempDir(), "access.log")
@@ -116,13 +118,20 @@ func BenchmarkTailKFake(b *testing.B) {
 	seeds := testenv.KFake(b)
 	events := testenv.NewTopic(b, seeds, 6)
 	dlq := testenv.NewTopic(b, seeds, 1)
+	positions := testenv.NewTopicWithConfigs(b, seeds, 1, PositionsTopicConfigs())
 	parser, err := logparse.New(logparse.Config{Format: "combined", Combined: logparse.CombinedConfig{Key: "path_noquery"}})
 	if err != nil {
 		b.Fatal(err)
 	}
+	loop := 0
 	for b.Loop() {
+		// A tail id of its own per loop, so each reads the file from its
+		// start; the default commit interval, so every loop commits
+		// several transactions as the real command does.
+		loop++
+		opts := TailOptions{TailID: fmt.Sprintf("bench-%d", loop), PositionsTopic: positions}
 		p, err := NewProducer(ProducerConfig{ProducerOptions: benchProducerOptions(), ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)},
-			Topic: events, DLQTopic: dlq, Codec: schemas.Binary})
+			Topic: events, DLQTopic: dlq, Codec: schemas.Binary, TransactionalID: opts.TransactionalID(), PositionsTopic: positions})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -130,7 +139,7 @@ func BenchmarkTailKFake(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		tl, err := NewTailer(TailConfig{Paths: []string{path}, FromStart: true}, pl)
+		tl, err := NewTailer(TailConfig{TailOptions: opts, Paths: []string{path}, FromStart: true}, pl)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -133,26 +133,36 @@ type Line struct {
 	// Err, when set, dead-letters the line with this error instead of
 	// parsing it (a source's own verdict, e.g. schemas.ReasonLineTooLong).
 	Err error
+	// Unterminated marks the last bytes of a file closed for good without
+	// a newline after them: parsed like any line, and when that fails its
+	// dead letter says it was left unfinished.
+	Unterminated bool
 }
 
 // Send parses l and produces the result; ack.Ack(seq, …) follows once it
 // is acknowledged (at once for a skipped line). A line that records
-// several accesses (a redis MGET) becomes one record per key, all with
-// the line's id, and is acknowledged once they all are; if one of its
+// several accesses (a redis MGET) becomes one record per key, all with the
+// line's position in their id and each with its own Index
+// (schemas.RecordID), and is acknowledged once they all are; if one of its
 // events is invalid the whole line is dead-lettered instead, so replaying
-// the dead letter never counts a key twice. Send blocks while the
-// producer's buffer is full and returns ctx's error if ctx ends first.
+// the dead letter never counts a key twice. Optional fields the parser
+// dropped are counted per field (Stats.DroppedFields). Send blocks while
+// the producer's buffer is full and returns ctx's error if ctx ends first.
 func (s *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) error {
-	s.stats.Lines.Add(1)
-	s.stats.Bytes.Add(int64(len(l.Data)))
+	return s.send(ctx, l, ack, seq, s.stats)
+}
+
+// send is Send counting into st: the tail counts each transaction apart.
+func (s *LineSender) send(ctx context.Context, l *Line, ack Acker, seq uint64, st *Stats) error {
+	st.Lines.Add(1)
+	st.Bytes.Add(int64(len(l.Data)))
 	now := s.now()
 	err := l.Err
 	var one [1]schemas.AccessEvent
 	var evs []schemas.AccessEvent
+	var dropped logparse.Fields
 	if err == nil {
-		// The optional fields Parse dropped (second result) are not
-		// counted yet.
-		evs, _, err = s.parser.Parse(one[:0], l.Data)
+		evs, dropped, err = s.parser.Parse(one[:0], l.Data)
 	}
 	for i := 0; err == nil && i < len(evs); i++ {
 		e := &evs[i]
@@ -166,11 +176,14 @@ func (s *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) e
 	}
 	switch {
 	case err == nil:
+		if dropped != 0 {
+			st.countDropped(dropped)
+		}
 		if len(evs) > 1 {
 			ack = &lineAcker{next: ack, left: len(evs)}
 		}
 		for i := range evs {
-			if err := s.prod.event(ctx, &evs[i], l.IDPrefix, l.Offset, ack, seq, s.stats); err != nil {
+			if err := s.prod.event(ctx, &evs[i], l.IDPrefix, l.Offset, i, ack, seq, st); err != nil {
 				// The failed record's promise acks it; the records not
 				// produced are acked here, so the line's ack still comes.
 				for range evs[i+1:] {
@@ -181,23 +194,33 @@ func (s *LineSender) Send(ctx context.Context, l *Line, ack Acker, seq uint64) e
 		}
 		return nil
 	case errors.Is(err, logparse.ErrSkip):
-		s.stats.Skipped.Add(1)
+		st.Skipped.Add(1)
 		ack.Ack(seq, nil)
 		return nil
+	}
+	if l.Unterminated {
+		err = &schemas.InvalidEventError{Reason: schemas.ReasonOf(err),
+			Detail: "unterminated last line of a file closed for good (a torn write?): " + detailOf(err)}
 	}
 	source := l.Source
 	if l.SourceAtOffset {
 		source += "@" + strconv.FormatInt(l.Offset, 10)
 	}
 	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, s.maxRaw)
-	return s.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, s.stats)
+	return s.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, st)
+}
+
+// detailOf is what a dead letter would say about err.
+func detailOf(err error) string {
+	var ie *schemas.InvalidEventError
+	if errors.As(err, &ie) {
+		return ie.Detail
+	}
+	return err.Error()
 }
 
 // lineAcker passes the ack of a line that became several records on to
-// next once every record was acknowledged, with the first error. It is
-// not a placedAcker, so such a line raises no Kafka floor (see
-// readBack): a floor only bounds where a restart starts reading, and a
-// lower one reads more, never less.
+// next once every record was acknowledged, with the first error.
 type lineAcker struct {
 	next Acker
 	mu   sync.Mutex

@@ -6,7 +6,8 @@ import (
 )
 
 // OptionError is a problem with one option of an options type of this
-// package (ProducerOptions, LineOptions, TailOptions, TopicOptions).
+// package (ProducerOptions, LineOptions, DeliveryOptions, TailOptions,
+// TopicOptions).
 // Option is the option's name as its mapstructure tag spells it, which is
 // its key in a config file under the section the type is mapped onto, so
 // a config loader can name the key.

@@ -59,10 +59,16 @@ func TestOptionsValidate(t *testing.T) {
 		{"no line", line(func(o *LineOptions) { o.MaxLineBytes = 0 }), []string{"max_line_bytes: must be at least 1"}},
 		{"no dlq raw", line(func(o *LineOptions) { o.DLQMaxRaw = -1 }), []string{"dlq_max_raw: must be at least 1"}},
 
-		{"state file", tail(func(o *TailOptions) { o.StateFile = "/var/lib/keyheat/tail.json" }), nil},
+		{"tail id", tail(func(o *TailOptions) { o.TailID = "web-1" }), nil},
+		{"illegal tail id", tail(func(o *TailOptions) { o.TailID = "web/1" }), []string{`tail_id: "web/1" has '/'`}},
+		{"no positions topic", tail(func(o *TailOptions) { o.PositionsTopic = "" }), []string{"positions_topic: must not be empty"}},
+		{"bad rotated glob", tail(func(o *TailOptions) { o.Rotated = []string{"ok.*", "[x"} }), []string{`rotated: "[x" is not a glob pattern`}},
+		{"negative rotated idle", tail(func(o *TailOptions) { o.RotatedIdle = -1 }), []string{"rotated_idle: must not be negative"}},
 		{"no poll interval", tail(func(o *TailOptions) { o.PollInterval = 0 }), []string{"poll_interval: must be positive"}},
-		{"negative save interval", tail(func(o *TailOptions) { o.SaveInterval = -time.Second }), []string{"save_interval: must be positive"}},
-		{"no read-back", tail(func(o *TailOptions) { o.ReadBackMaxRecords = 0 }), []string{"readback_max_records: must be at least 1"}},
+		{"no commit interval", tail(func(o *TailOptions) { o.CommitInterval = 0 }), []string{"commit_interval: must be positive"}},
+		{"delivery defaults", DefaultDeliveryOptions().Validate(), nil},
+		{"negative stop timeout", DeliveryOptions{StopTimeout: -1}.Validate(), []string{"stop_timeout: must not be negative"}},
+		{"negative end timeout", DeliveryOptions{EndTimeout: -1}.Validate(), []string{"end_timeout: must not be negative"}},
 
 		{"raw topics", topic(func(o *TopicOptions) { o.Topics = []string{"app.raw", "db.raw"} }), nil},
 		{"illegal raw topic", topic(func(o *TopicOptions) { o.Topics = []string{"a b"} }), []string{`topics: "a b" has ' '`}},
@@ -101,10 +107,18 @@ func TestConstructorsFillZeroOptions(t *testing.T) {
 	_, err = NewLineSender(LineSenderConfig{LineOptions: LineOptions{MaxLineBytes: -1}, Parser: parser, Producer: p})
 	require.ErrorContains(t, err, "max_line_bytes")
 
-	tl, err := NewTailer(TailConfig{Paths: []string{"a.log"}}, ls)
+	_, err = NewTailer(TailConfig{Paths: []string{"a.log"}}, ls)
+	require.ErrorContains(t, err, "tail: the producer must be transactional with id "+DefaultTailOptions().TransactionalID())
+	tp, err := NewProducer(ProducerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}, Topic: "ev", DLQTopic: "dlq",
+		TransactionalID: DefaultTailOptions().TransactionalID(), PositionsTopic: DefaultTailOptions().PositionsTopic})
+	require.NoError(t, err)
+	defer tp.Close()
+	tls, err := NewLineSender(LineSenderConfig{Parser: parser, Producer: tp})
+	require.NoError(t, err)
+	tl, err := NewTailer(TailConfig{Paths: []string{"a.log"}}, tls)
 	require.NoError(t, err)
 	require.Equal(t, DefaultTailOptions(), tl.cfg.TailOptions)
-	_, err = NewTailer(TailConfig{Paths: []string{"a.log"}, TailOptions: TailOptions{PollInterval: -1}}, ls)
+	_, err = NewTailer(TailConfig{Paths: []string{"a.log"}, TailOptions: TailOptions{PollInterval: -1}}, tls)
 	require.ErrorContains(t, err, "tail: poll_interval: must be positive")
 
 	for _, tc := range []struct {

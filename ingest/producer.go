@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +110,20 @@ type ProducerConfig struct {
 	// MaxBufferedBytes bounds the records in flight in bytes, besides
 	// MaxBufferedRecords; default 64 MiB.
 	MaxBufferedBytes int
+	// TransactionalID makes a transactional producer (the tail's, see
+	// TailOptions.TransactionalID); empty makes an idempotent one.
+	TransactionalID string
+	// TransactionTimeout is how long the broker lets a transaction stay
+	// open before it aborts it; default 60s. A tail that dies with a
+	// transaction open holds back read_committed readers of the
+	// partitions it wrote for at most this long (its restart ends the
+	// transaction at once).
+	TransactionTimeout time.Duration
+	// PositionsTopic is the tail's positions topic: its records always go
+	// to partition 0, so one partition holds every position in order.
+	PositionsTopic string
+	// Health, when set, learns from the client whether Kafka answers.
+	Health *KafkaHealth
 	// Logger receives client errors; nil discards.
 	Logger *slog.Logger
 }
@@ -123,8 +138,8 @@ func (c *ProducerConfig) validate() error {
 	if c.DLQTopic == "" {
 		errs = append(errs, errors.New("DLQ topic must be set"))
 	}
-	if c.MaxBufferedBytes < 0 {
-		errs = append(errs, errors.New("max buffered bytes must not be negative"))
+	if c.MaxBufferedBytes < 0 || c.TransactionTimeout < 0 {
+		errs = append(errs, errors.New("max buffered bytes and transaction timeout must not be negative"))
 	}
 	errs = append(errs, c.ProducerOptions.withDefaults().Validate())
 	if err := errors.Join(errs...); err != nil {
@@ -135,14 +150,18 @@ func (c *ProducerConfig) validate() error {
 
 // Producer writes events and dead letters to Kafka with franz-go's
 // idempotent producer (acks=all, so a retried batch is never duplicated by
-// the broker and order per partition holds). Produce calls block while
-// MaxBufferedRecords or MaxBufferedBytes are outstanding, so a slow broker
-// slows reading instead of growing memory.
+// the broker and order per partition holds), or with its transactional
+// producer when ProducerConfig.TransactionalID is set. Produce calls block
+// while MaxBufferedRecords or MaxBufferedBytes are outstanding, so a slow
+// broker slows reading instead of growing memory. Records are retried
+// without a deadline: an unreachable broker is waited for.
 type Producer struct {
 	cl        *kgo.Client
-	opts      []kgo.Opt // ProducerConfig.ClientOpts, for the clients that read back
+	opts      []kgo.Opt // ProducerConfig.ClientOpts, for the clients that read positions
 	topic     string
 	dlq       string
+	positions string
+	txnID     string
 	codec     schemas.Codec
 	pool      sync.Pool
 	promiseFn func(*kgo.Record, error) // p.promise, bound once
@@ -189,14 +208,24 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 		kgo.MaxBufferedBytes(maxBytes),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 	}, cfg.ClientOpts...)
-	if cfg.Logger != nil {
-		opts = append(opts, kgo.WithLogger(kslog{cfg.Logger}))
+	if cfg.TransactionalID != "" {
+		timeout := cfg.TransactionTimeout
+		if timeout == 0 {
+			timeout = 60 * time.Second
+		}
+		opts = append(opts, kgo.TransactionalID(cfg.TransactionalID), kgo.TransactionTimeout(timeout))
 	}
+	if cfg.PositionsTopic != "" {
+		opts = append(opts, kgo.RecordPartitioner(pinnedPartitioner{topic: cfg.PositionsTopic,
+			base: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}))
+	}
+	opts = append(opts, clientLogOpts(cfg.Logger, cfg.Health)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	p := &Producer{cl: cl, opts: cfg.ClientOpts, topic: cfg.Topic, dlq: cfg.DLQTopic, codec: codec}
+	p := &Producer{cl: cl, opts: append(slices.Clone(cfg.ClientOpts), clientLogOpts(cfg.Logger, cfg.Health)...), topic: cfg.Topic,
+		dlq: cfg.DLQTopic, positions: cfg.PositionsTopic, txnID: cfg.TransactionalID, codec: codec}
 	p.pool.New = func() any { return &record{} }
 	p.promiseFn = p.promise
 	return p, nil
@@ -205,17 +234,30 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 // Client returns the underlying franz-go client (for Ping and admin use).
 func (p *Producer) Client() *kgo.Client { return p.cl }
 
-// Event produces e to the events topic with record key e.Key and the
-// keyheat-id header of the schemas.RecordID whose Prefix is idPrefix and
-// whose offset is idOffset. ack.Ack(seq, err) is called once Kafka
-// acknowledged or finally refused the record. It blocks while the buffer
-// is full; if ctx ends first the record is not produced, ack hears ctx's
-// error, and Event returns it.
-func (p *Producer) Event(ctx context.Context, e *schemas.AccessEvent, idPrefix string, idOffset int64, ack Acker, seq uint64) error {
-	return p.event(ctx, e, idPrefix, idOffset, ack, seq, nil)
+// clientLogOpts are the options that give a client our logger and health
+// hooks.
+func clientLogOpts(log *slog.Logger, h *KafkaHealth) []kgo.Opt {
+	var opts []kgo.Opt
+	if log != nil {
+		opts = append(opts, kgo.WithLogger(kslog{l: log, h: h}))
+	}
+	if h != nil {
+		opts = append(opts, kgo.WithHooks(h.hook()))
+	}
+	return opts
 }
 
-func (p *Producer) event(ctx context.Context, e *schemas.AccessEvent, idPrefix string, idOffset int64, ack Acker, seq uint64, stats *Stats) error {
+// Event produces e to the events topic with record key e.Key and the
+// keyheat-id header of the schemas.RecordID whose Prefix is idPrefix,
+// whose offset is idOffset and whose Index is 0. ack.Ack(seq, err) is
+// called once Kafka acknowledged or finally refused the record. It blocks
+// while the buffer is full; if ctx ends first the record is not produced,
+// ack hears ctx's error, and Event returns it.
+func (p *Producer) Event(ctx context.Context, e *schemas.AccessEvent, idPrefix string, idOffset int64, ack Acker, seq uint64) error {
+	return p.event(ctx, e, idPrefix, idOffset, 0, ack, seq, nil)
+}
+
+func (p *Producer) event(ctx context.Context, e *schemas.AccessEvent, idPrefix string, idOffset int64, index int, ack Acker, seq uint64, stats *Stats) error {
 	r := p.get()
 	r.stats, r.dlq = stats, -1
 	b := r.buf[:0]
@@ -223,7 +265,7 @@ func (p *Producer) event(ctx context.Context, e *schemas.AccessEvent, idPrefix s
 	kl := len(b)
 	b = p.codec.Append(b, e)
 	vl := len(b)
-	b = schemas.AppendRecordID(b, idPrefix, idOffset)
+	b = schemas.AppendRecordID(b, idPrefix, idOffset, index)
 	r.buf = b
 	r.Topic = p.topic
 	r.Key = b[:kl:kl]
@@ -242,7 +284,7 @@ func (p *Producer) deadLetter(ctx context.Context, d *schemas.DeadLetter, idPref
 	r.stats, r.dlq = stats, reasonIndex(d.Reason)
 	b := schemas.AppendDeadLetter(r.buf[:0], d)
 	vl := len(b)
-	b = schemas.AppendRecordID(b, idPrefix, idOffset)
+	b = schemas.AppendRecordID(b, idPrefix, idOffset, 0)
 	r.buf = b
 	r.Topic = p.dlq
 	r.Key = nil
@@ -279,7 +321,9 @@ func (p *Producer) promise(kr *kgo.Record, err error) {
 		// Counted once Kafka answered, so totals are what is on Kafka.
 		switch {
 		case err != nil:
-			s.Failed.Add(1)
+			if refused(err) {
+				s.Failed.Add(1)
+			}
 		case r.dlq < 0:
 			s.Events.Add(1)
 		default:
@@ -287,37 +331,73 @@ func (p *Producer) promise(kr *kgo.Record, err error) {
 			s.dlq[r.dlq].Add(1)
 		}
 	}
-	topic, part, off := topicEvents, kr.Partition, kr.Offset
-	if r.dlq >= 0 {
-		topic = topicDLQ
-	}
 	if cap(r.buf) <= 64<<10 {
 		p.pool.Put(r)
-	}
-	if pa, ok := ack.(placedAcker); ok && err == nil {
-		pa.AckAt(seq, topic, part, off)
-		return
 	}
 	ack.Ack(seq, err)
 }
 
+// refused reports whether err is Kafka refusing a record, rather than
+// ingest not sending it (stopping, giving up).
+func refused(err error) bool {
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!errors.Is(err, kgo.ErrAborting) && !errors.Is(err, kgo.ErrClientClosed)
+}
+
 // Flush waits until every record produced so far is acknowledged or failed.
 func (p *Producer) Flush(ctx context.Context) error { return p.cl.Flush(ctx) }
+
+// abandon fails every record not yet acknowledged at once, without
+// waiting for requests in flight: what a source that gives up on Kafka
+// does before it writes down what was not delivered. A record in flight
+// may still have reached the broker; its Acker hears an error anyway.
+func (p *Producer) abandon() { p.cl.UnsafeAbortBufferedRecords() }
 
 // Close closes the client without flushing: records still buffered fail
 // (their Acker sees kgo.ErrClientClosed), which is what a crash does. Call
 // Flush first for a clean stop. Close is idempotent.
 func (p *Producer) Close() { p.closeOnce.Do(p.cl.Close) }
 
-// kslog adapts slog to kgo.Logger.
-type kslog struct{ l *slog.Logger }
+// pinnedPartitioner sends every record of one topic to its partition 0
+// and partitions the others with base.
+type pinnedPartitioner struct {
+	topic string
+	base  kgo.Partitioner
+}
 
-func (k kslog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+func (p pinnedPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if topic == p.topic {
+		return partitionZero{}
+	}
+	return p.base.ForTopic(topic)
+}
+
+type partitionZero struct{}
+
+func (partitionZero) RequiresConsistency(*kgo.Record) bool { return true }
+func (partitionZero) Partition(*kgo.Record, int) int       { return 0 }
+
+// kslog adapts slog to kgo.Logger. franz-go's own lines are shown from
+// warn up, and below only when the logger is at debug; while KafkaHealth
+// knows Kafka is unreachable its retry warnings go to debug too, since the
+// outage was already said once, plainly.
+type kslog struct {
+	l *slog.Logger
+	h *KafkaHealth
+}
+
+func (k kslog) Level() kgo.LogLevel {
+	if k.l.Enabled(context.Background(), slog.LevelDebug) {
+		return kgo.LogLevelDebug
+	}
+	return kgo.LogLevelWarn
+}
+
 func (k kslog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	switch level {
-	case kgo.LogLevelError:
+	switch {
+	case level == kgo.LogLevelError:
 		k.l.Error(msg, keyvals...)
-	case kgo.LogLevelWarn:
+	case level == kgo.LogLevelWarn && (k.h == nil || !k.h.Unreachable()):
 		k.l.Warn(msg, keyvals...)
 	default:
 		k.l.Debug(msg, keyvals...)

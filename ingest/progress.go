@@ -29,11 +29,11 @@ func Progress(ctx context.Context, s *Stats, tty io.Writer, log *slog.Logger, in
 			rate := float64(ev-last) / now.Sub(lastT).Seconds()
 			last, lastT = ev, now
 			if tty != nil {
-				fmt.Fprintf(tty, "\r%10.0f events/s  lines %d  events %d  dlq %d  skipped %d  failed %d ",
-					rate, s.Lines.Load(), ev, s.DLQ.Load(), s.Skipped.Load(), s.Failed.Load())
+				fmt.Fprintf(tty, "\r%10.0f events/s  lines %d  delivered %d  events %d  dlq %d  skipped %d  failed %d ",
+					rate, s.Lines.Load(), s.Delivered.Load(), ev, s.DLQ.Load(), s.Skipped.Load(), s.Failed.Load())
 				continue
 			}
-			log.Info("progress", "events_per_s", int64(rate), "lines", s.Lines.Load(), "events", ev,
+			log.Info("progress", "events_per_s", int64(rate), "lines", s.Lines.Load(), "delivered", s.Delivered.Load(), "events", ev,
 				"dlq", s.DLQ.Load(), "skipped", s.Skipped.Load(), "failed", s.Failed.Load())
 		}
 	}

@@ -88,9 +88,14 @@ type TopicConfig struct {
 	// MaxPollRecords bounds the records handled between two chances to
 	// rebalance; default 10000.
 	MaxPollRecords int
-	// FlushTimeout bounds the flush before a revoke's commit and at
-	// shutdown; default 30s.
+	// FlushTimeout bounds the flush before a revoke's commit; default 30s.
 	FlushTimeout time.Duration
+	// StopTimeout bounds the wait for Kafka once Run's ctx ended
+	// (DeliveryOptions.StopTimeout); Force, when closed, ends it at once.
+	StopTimeout time.Duration
+	Force       <-chan struct{}
+	// Health, when set, learns from the consumer whether Kafka answers.
+	Health *KafkaHealth
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -151,8 +156,8 @@ func NewTopic(cfg TopicConfig, pl *LineSender) (*Topic, error) {
 			errs = append(errs, fmt.Errorf("topic %s is an output topic; read a raw log topic", t))
 		}
 	}
-	if cfg.MaxPollRecords < 0 || cfg.FlushTimeout < 0 {
-		errs = append(errs, errors.New("max poll records and flush timeout must not be negative"))
+	if cfg.MaxPollRecords < 0 || cfg.FlushTimeout < 0 || cfg.StopTimeout < 0 {
+		errs = append(errs, errors.New("max poll records, flush and stop timeouts must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("topic source: %w", err)
@@ -176,8 +181,8 @@ func NewTopic(cfg TopicConfig, pl *LineSender) (*Topic, error) {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
-		kgo.WithLogger(kslog{cfg.Logger}),
 	)
+	opts = append(opts, clientLogOpts(cfg.Logger, cfg.Health)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("topic source: kafka client: %w", err)
@@ -187,8 +192,12 @@ func NewTopic(cfg TopicConfig, pl *LineSender) (*Topic, error) {
 }
 
 // Run reads until ctx ends or a record fails. Then it stops reading,
-// flushes, commits the acknowledged offsets, leaves the group and returns:
-// nil after a clean stop.
+// waits for Kafka to take what was sent (at most StopTimeout, or until
+// Force), commits the acknowledged offsets, leaves the group and returns:
+// nil when everything read was delivered, an *UndeliveredError when
+// records read are not on Kafka (the group's committed offsets sit before
+// them, so the next start reads and sends them again, with the same
+// keyheat-id).
 func (s *Topic) Run(ctx context.Context) error {
 	defer s.Close()
 	var runErr error
@@ -240,17 +249,28 @@ func (s *Topic) Run(ctx context.Context) error {
 	// Stop: what was sent is flushed and its acknowledged prefix committed
 	// while we still own the partitions. Close then leaves the group; the
 	// revoke callback it triggers finds nothing new to commit.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
-	defer cancel()
-	ferr := s.pl.Producer().Flush(fctx)
-	if ferr != nil {
-		ferr = fmt.Errorf("flush at shutdown: %w", ferr)
+	giveUp, cancelGiveUp := giveUpContext(ctx, s.cfg.StopTimeout, s.cfg.Force)
+	defer cancelGiveUp()
+	if runErr != nil {
+		cancelGiveUp() // a record failed: nothing past it can be committed anyway
 	}
-	s.commit(fctx, nil)
+	flushed := s.pl.Producer().Flush(giveUp) == nil
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+	defer cancel()
+	s.commit(cctx, nil)
 	if runErr == nil {
 		runErr = s.failed()
 	}
-	return errors.Join(runErr, ferr)
+	if !flushed {
+		s.pl.prod.abandon()
+		_ = s.pl.Producer().Flush(cctx) // every promise has run: the counts are final
+	}
+	if n := s.pl.stats.Waiting(); n > 0 {
+		s.pl.stats.Undelivered.Add(n)
+		runErr = errors.Join(runErr, &UndeliveredError{Lines: n,
+			Resume: "the consumer group's committed offsets are before them, so the next start reads and sends them again (same keyheat-id)"})
+	}
+	return runErr
 }
 
 // Close leaves the group and closes the consumer; Run calls it. It is
@@ -281,7 +301,7 @@ func (s *Topic) send(ctx context.Context, pa *partAcks, r *kgo.Record) error {
 		l.Data = data[:maxL]
 		l.Err = tooLongErr(fmt.Sprintf("record value is %d bytes, more than %d", len(data), maxL))
 	}
-	return s.pl.Send(ctx, &l, seqAcker{pa.acks}, pa.acks.Add(r.Offset+1))
+	return s.pl.Send(ctx, &l, seqAcker{seq: pa.acks, stats: s.pl.stats}, pa.acks.Add(r.Offset+1))
 }
 
 // failed returns the first produce error of any partition: Kafka refused
@@ -291,7 +311,7 @@ func (s *Topic) failed() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for tp, pa := range s.parts {
-		if _, err := pa.acks.Acked(); err != nil {
+		if _, err := pa.acks.Acked(); err != nil && refused(err) {
 			return fmt.Errorf("kafka refused an event of %s:%d: %w", tp.topic, tp.partition, err)
 		}
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/logparse"
@@ -213,4 +215,43 @@ func TestTopicRebalance(t *testing.T) {
 		requireCommittedAtEnd(t, seeds, raw, group)
 		checkRepublished(t, k, raw, n)
 	})
+}
+
+// TestTopicStopUndelivered: stopped while Kafka does not answer its
+// produce requests, the topic source waits StopTimeout, commits only what
+// was acknowledged, and returns an *UndeliveredError counting the records
+// read and not delivered: the group's offsets are before them, so the next
+// start sends them.
+func TestTopicStopUndelivered(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	seeds := c.ListenAddrs()
+	k := newKafkaEnv(t, seeds, 2)
+	raw := testenv.NewTopic(t, seeds, 2)
+	produceRaw(t, seeds, raw, 0, 300)
+	// From now on produce requests get no answer.
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, nil, true
+	})
+	parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes"}, "raw")
+	require.NoError(t, err)
+	pl := lineSender(t, k.producer(t, schemas.Binary), parser, LineOptions{})
+	src, err := NewTopic(TopicConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(50 * time.Millisecond)},
+		TopicOptions: TopicOptions{Topics: []string{raw}, Group: testenv.UniqueName(t, "g")}, StopTimeout: 200 * time.Millisecond}, pl)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	waitFor(t, "300 records read", func() bool { return pl.stats.Lines.Load() == 300 })
+	cancel()
+	err = <-done
+	var ue *UndeliveredError
+	require.ErrorAs(t, err, &ue)
+	require.EqualValues(t, 300, ue.Lines)
+	require.Contains(t, err.Error(), "the next start reads and sends them again")
+	require.EqualValues(t, 300, pl.stats.Undelivered.Load())
+	require.Zero(t, pl.stats.Delivered.Load())
+	require.Zero(t, pl.stats.Failed.Load(), "not sent is not refused")
 }

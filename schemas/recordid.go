@@ -28,9 +28,12 @@ const (
 var ErrMalformedRecordID = errors.New("malformed record id")
 
 // RecordID is the deterministic identity of an ingested record: the source
-// it came from and its position there. A record sent again after a crash
-// carries the same id, so a consumer can drop the duplicate; a tail restart
-// reads the ids back to find the lines it already sent.
+// it came from, its position there, and its index among the records its
+// line became. A record sent again (a source that delivers at least once
+// re-sends after a crash) carries the same id, so a consumer that keeps
+// the ids it has seen can drop the duplicate. Ids are unique per record:
+// the records of one line that names several keys (a redis MGET k1 k2)
+// differ in Index, even when two of them have the same key.
 //
 // The text form, by kind (every number a canonical decimal: no sign, no
 // leading zero):
@@ -40,6 +43,9 @@ var ErrMalformedRecordID = errors.New("malformed record id")
 //	topic  <topic>/<partition>/<offset>            app.raw/3/1187
 //	gen    gen:<seed>:<seq>                        gen:1:42
 //
+// followed, for a record whose Index is not 0, by #<index>:
+// /var/log/a.log@2049:131:0:1234#2 is the third record of that line.
+//
 // A tail path is absolute (it starts with '/') and may hold '@' and ':',
 // so the numbers after it are read from the right; dev and ino are the
 // file's identity and filegen counts the times it was found truncated, so
@@ -47,7 +53,10 @@ var ErrMalformedRecordID = errors.New("malformed record id")
 // run's start in Unix nanoseconds: stdin cannot be read twice, so its ids
 // are unique per run, not stable across runs. A topic is a legal Kafka
 // topic name (letters, digits, '.', '_', '-'), which can hold none of
-// '/', '@' and ':'. The four forms cannot be mistaken for one another.
+// '/', '@' and ':'. The four forms cannot be mistaken for one another, and
+// a suffix cannot be mistaken for part of one: every form ends in digits
+// after a ':' or '/', so a '#' followed only by digits at the very end is
+// the suffix (a path may hold '#', but never after its id's last ':').
 type RecordID struct {
 	Kind IDKind
 	// Path, Dev, Ino and FileGen name a tailed file (IDTail).
@@ -65,6 +74,9 @@ type RecordID struct {
 	// first byte (IDTail, IDStdin), a record's offset (IDTopic), an
 	// event's sequence number (IDGen). Never negative.
 	Offset int64
+	// Index is the record's place among the records its line became, from
+	// 0; nearly every line becomes one record, whose Index is 0.
+	Index int
 }
 
 // Prefix returns the text form of id up to, not including, its offset:
@@ -103,15 +115,21 @@ func (id RecordID) Prefix() string {
 
 // String returns the text form of id, as the keyheat-id header holds it.
 func (id RecordID) String() string {
-	return string(AppendRecordID(nil, id.Prefix(), id.Offset))
+	return string(AppendRecordID(nil, id.Prefix(), id.Offset, id.Index))
 }
 
-// AppendRecordID appends the text form of the id whose Prefix is prefix
-// and whose offset is offset to dst. It is the per-record half of
-// building an id and does not allocate beyond growing dst.
-func AppendRecordID(dst []byte, prefix string, offset int64) []byte {
+// AppendRecordID appends the text form of the id whose Prefix is prefix,
+// whose offset is offset and whose Index is index to dst. It is the
+// per-record half of building an id and does not allocate beyond growing
+// dst.
+func AppendRecordID(dst []byte, prefix string, offset int64, index int) []byte {
 	dst = append(dst, prefix...)
-	return strconv.AppendInt(dst, offset, 10)
+	dst = strconv.AppendInt(dst, offset, 10)
+	if index > 0 {
+		dst = append(dst, '#')
+		dst = strconv.AppendInt(dst, int64(index), 10)
+	}
+	return dst
 }
 
 // ParseRecordID reads the text form of a RecordID. It accepts exactly what
@@ -126,6 +144,31 @@ func ParseRecordID(s string) (RecordID, error) {
 }
 
 func parseRecordID(s string) (RecordID, string) {
+	index := 0
+	if j := strings.LastIndexByte(s, '#'); j >= 0 && allDigits(s[j+1:]) {
+		v, ok := canonicalUint(s[j+1:], math.MaxInt32)
+		if !ok || v == 0 {
+			return RecordID{}, fmt.Sprintf("index %q is not a canonical number above 0", s[j+1:])
+		}
+		index, s = int(v), s[:j]
+	}
+	id, why := parseStream(s)
+	id.Index = index
+	return id, why
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// parseStream reads an id without its #index.
+func parseStream(s string) (RecordID, string) {
 	switch {
 	case strings.HasPrefix(s, "/"):
 		// Numbers from the right: the path may hold '@' and ':'.

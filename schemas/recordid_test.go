@@ -23,6 +23,12 @@ func TestParseRecordID(t *testing.T) {
 		{"A_b-9/2147483647/0", RecordID{Kind: IDTopic, Topic: "A_b-9", Partition: math.MaxInt32}},
 		{"gen:1:42", RecordID{Kind: IDGen, Seed: 1, Offset: 42}},
 		{"gen:18446744073709551615:0", RecordID{Kind: IDGen, Seed: math.MaxUint64}},
+		{"/var/log/a.log@2049:131:0:1234#2", RecordID{Kind: IDTail, Path: "/var/log/a.log", Dev: 2049, Ino: 131, Offset: 1234, Index: 2}},
+		{"/a#1@1:2:0:5", RecordID{Kind: IDTail, Path: "/a#1", Dev: 1, Ino: 2, Offset: 5}},
+		{"/a#1@1:2:0:5#1", RecordID{Kind: IDTail, Path: "/a#1", Dev: 1, Ino: 2, Offset: 5, Index: 1}},
+		{"stdin@1:2#2147483647", RecordID{Kind: IDStdin, StartNs: 1, Offset: 2, Index: math.MaxInt32}},
+		{"app.raw/3/1187#3", RecordID{Kind: IDTopic, Topic: "app.raw", Partition: 3, Offset: 1187, Index: 3}},
+		{"gen:1:42#1", RecordID{Kind: IDGen, Seed: 1, Offset: 42, Index: 1}},
 
 		{"", RecordID{}},
 		{"@1:2:3:4", RecordID{}},                      // no path
@@ -48,6 +54,11 @@ func TestParseRecordID(t *testing.T) {
 		{"/3/4", RecordID{}},                          // a tail id without @
 		{"t/2147483648/0", RecordID{}},                // partition past int32
 		{"t/03/0", RecordID{}},                        // not canonical
+		{"gen:1:42#0", RecordID{}},                    // index 0 is written without a suffix
+		{"gen:1:42#01", RecordID{}},                   // not canonical
+		{"gen:1:42#", RecordID{}},                     // empty index
+		{"gen:1:42#2147483648", RecordID{}},           // index past int32
+		{"gen:1:42#1#1", RecordID{}},                  // two suffixes
 	} {
 		got, err := ParseRecordID(tc.text)
 		if tc.want.Kind == 0 {
@@ -71,9 +82,11 @@ func TestParseGenSlashIsTopic(t *testing.T) {
 
 func TestAppendRecordID(t *testing.T) {
 	id := RecordID{Kind: IDTopic, Topic: "raw", Partition: 2}
-	b := AppendRecordID([]byte("x"), id.Prefix(), 99)
+	b := AppendRecordID([]byte("x"), id.Prefix(), 99, 0)
 	require.Equal(t, "xraw/2/99", string(b))
-	allocs := testing.AllocsPerRun(100, func() { b = AppendRecordID(b[:0], "raw/2/", 123456) })
+	b = AppendRecordID(b[:0], id.Prefix(), 99, 2)
+	require.Equal(t, "raw/2/99#2", string(b))
+	allocs := testing.AllocsPerRun(100, func() { b = AppendRecordID(b[:0], "raw/2/", 123456, 1) })
 	require.Zero(t, allocs, "appending an id into a buffer with room allocates nothing")
 }
 
@@ -81,7 +94,7 @@ func TestAppendRecordID(t *testing.T) {
 // and parses each back to itself.
 func TestRecordIDRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	pathRunes := []rune("/ab@:.-_ é0")
+	pathRunes := []rune("/ab@:#.-_ é0")
 	topicRunes := []rune("abcXYZ019._-")
 	str := func(alphabet []rune, n int) string {
 		r := make([]rune, n)
@@ -103,6 +116,9 @@ func TestRecordIDRoundTrip(t *testing.T) {
 		case IDGen:
 			id = RecordID{Kind: IDGen, Seed: rng.Uint64(), Offset: off}
 		}
+		if rng.IntN(4) == 0 {
+			id.Index = 1 + rng.IntN(math.MaxInt32)
+		}
 		back, err := ParseRecordID(id.String())
 		require.NoError(t, err, "%+v as %q", id, id.String())
 		require.Equal(t, id, back)
@@ -113,7 +129,7 @@ func TestRecordIDRoundTrip(t *testing.T) {
 // whatever fails says it is malformed.
 func FuzzParseRecordID(f *testing.F) {
 	for _, s := range []string{"/var/log/a.log@2049:131:0:1234", "/x@y:z/a@1:2:3:0", "stdin@1742220131000000000:77",
-		"app.raw/3/1187", "gen:1:42", "@1:2:3:4", "/a@1:2:3:01", "gen/7/12", "t/2147483648/0"} {
+		"app.raw/3/1187", "gen:1:42", "@1:2:3:4", "/a@1:2:3:01", "gen/7/12", "t/2147483648/0", "gen:1:42#3", "/a#1@1:2:0:5#1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

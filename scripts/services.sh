@@ -13,6 +13,10 @@
 #   scripts/services.sh status  say what runs (exit 3 when a service is stopped)
 #   scripts/services.sh down    stop both (TERM, then KILL) and delete their data
 #
+#   kafka-up | kafka-stop | kafka-start | kafka-down: the broker alone, for
+#   tests that stop it mid-run (internal/testenv.PrivateKafka): kafka-stop
+#   keeps its data and kafka-start brings it back with it.
+#
 #   eval "$(scripts/services.sh up)"   # progress goes to stderr, env to stdout
 #
 # Environment:
@@ -290,14 +294,10 @@ kafka_up() {
 		log "kafka: already running (pid $(pid_of kafka))"
 		return
 	fi
-	local p
-	for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
-		port_open "$p" && die "kafka: port $p is taken by a process this script did not start"
-	done
+	kafka_ports_free
 	kafka_fetch
 
-	local t0 pid cluster_id
-	t0=$(now)
+	local cluster_id
 	# A stopped broker's folder is stale (down deletes it; a crash may not):
 	# format afresh so every up starts from an empty cluster.
 	rm -rf "$KAFKA_DIR"
@@ -319,6 +319,28 @@ kafka_up() {
 		tail_log "$LOG_DIR/kafka.log"
 		exit 1
 	fi
+	kafka_launch
+}
+
+kafka_ports_free() {
+	local p
+	for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+		port_open "$p" && die "kafka: port $p is taken by a process this script did not start"
+	done
+	return 0
+}
+
+# kafka_launch starts the broker on the formatted folder and waits until it
+# answers. kafka-start uses it alone, to bring a stopped broker back with
+# the data it had (tests stop and start a private broker mid-run).
+kafka_launch() {
+	local t0 pid
+	t0=$(now)
+	[[ -f $KAFKA_DIR/server.properties ]] || die "kafka: no formatted broker in $KAFKA_DIR (run kafka-up first)"
+	# The readiness probe below waits for this line; an earlier start's
+	# copy of it must not count.
+	[[ -f $LOG_DIR/kafka.log ]] && mv "$LOG_DIR/kafka.log" "$LOG_DIR/kafka.log.prev"
+	: >"$LOG_DIR/kafka.log"
 
 	# A test broker moves little data: C1-only JIT and the serial collector
 	# cut its CPU to ready from ~5 s to ~2 s, which is what decides the
@@ -421,8 +443,31 @@ main() {
 		;;
 	env) print_env ;;
 	status) status ;;
+	kafka-up)
+		with_lock
+		kafka_up
+		print_env
+		;;
+	kafka-stop)
+		with_lock
+		stop kafka
+		;;
+	kafka-start)
+		with_lock
+		if [[ -n $(pid_of kafka) ]] && port_open "$KAFKA_PORT"; then
+			log "kafka: already running (pid $(pid_of kafka))"
+		else
+			kafka_ports_free
+			kafka_launch
+		fi
+		;;
+	kafka-down)
+		with_lock
+		stop kafka
+		rm -rf "$KAFKA_DIR"
+		;;
 	*)
-		echo "usage: $0 up|down|env|status" >&2
+		echo "usage: $0 up|down|env|status|kafka-up|kafka-stop|kafka-start|kafka-down" >&2
 		exit 2
 		;;
 	esac

@@ -43,6 +43,13 @@ func KFake(t testing.TB, opts ...kfake.Opt) []string {
 // the single-node test broker).
 func NewTopic(t testing.TB, seeds []string, partitions int32) string {
 	t.Helper()
+	return NewTopicWithConfigs(t, seeds, partitions, nil)
+}
+
+// NewTopicWithConfigs is NewTopic for a topic created with configs, e.g.
+// cleanup.policy: compact.
+func NewTopicWithConfigs(t testing.TB, seeds []string, partitions int32, configs map[string]string) string {
+	t.Helper()
 	topic := UniqueName(t, "t")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
@@ -55,7 +62,7 @@ func NewTopic(t testing.TB, seeds []string, partitions int32) string {
 	// test that lists offsets or produces at once would fail on it.
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	if err := topics.Ensure(ctx, cl, true, topics.Spec{Name: topic, Partitions: partitions, ReplicationFactor: -1}); err != nil {
+	if err := topics.Ensure(ctx, cl, true, topics.Spec{Name: topic, Partitions: partitions, ReplicationFactor: -1, Configs: configs}); err != nil {
 		t.Fatalf("create topic %s with %d partitions on %v: %v", topic, partitions, seeds, err)
 	}
 
@@ -84,4 +91,84 @@ func newAdmin(t testing.TB, seeds []string) *kadm.Client {
 	}
 	t.Cleanup(cl.Close)
 	return kadm.NewClient(cl)
+}
+
+// ReadCommitted returns every record of topic up to its last stable
+// offset, as a consumer with read_committed isolation sees them: the
+// records of aborted transactions and the transaction markers are left
+// out. It first waits, up to half a minute, for the transactions open on
+// topic to end (a commit's markers land a moment after it returns); the
+// records of one still open then are not reached.
+func ReadCommitted(t testing.TB, seeds []string, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*adminTimeout)
+	defer cancel()
+	adm := newAdmin(t, seeds)
+	// A transaction's commit returns before its markers are written: wait
+	// (a while) until no transaction is open, so that one a test just
+	// committed is counted.
+	var ends kadm.ListedOffsets
+	deadline := time.Now().Add(adminTimeout)
+	for {
+		var err error
+		ends, err = adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			t.Fatalf("list the last stable offsets of %s: %v", topic, err)
+		}
+		hw, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = hw.Error()
+		}
+		if err != nil {
+			t.Fatalf("list the end offsets of %s: %v", topic, err)
+		}
+		open := false
+		hw.Each(func(o kadm.ListedOffset) {
+			if c, ok := ends.Lookup(topic, o.Partition); !ok || c.Offset < o.Offset {
+				open = true
+			}
+		})
+		if !open || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	// With the markers kept, the record just below the last stable offset
+	// always arrives (a marker follows every transaction, aborted ones
+	// too), so the end is known by offset, not by counting records.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("kafka client for %v: %v", seeds, err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d records of %s; partitions not read to their end: %v", len(out), topic, want)
+		}
+		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("read %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {
+				delete(want, r.Partition)
+			}
+			if r.Offset < ends[topic][r.Partition].Offset && !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
 }

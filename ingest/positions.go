@@ -1,0 +1,228 @@
+package ingest
+
+// The tail's positions live in Kafka, beside the records they account for.
+//
+// Each commit of the tail is one Kafka transaction holding the records of
+// the lines read since the last commit and, on the positions topic, one
+// record per file whose position moved: "every line before this byte
+// offset is in a committed transaction". Both become visible together or
+// not at all, so after any crash the committed positions say exactly
+// which lines are on Kafka for read_committed readers: a restart sends
+// each line once. This is how Kafka Connect makes source connectors
+// exactly once (KIP-618: records and source offsets in one transaction,
+// offsets in a compacted topic).
+//
+// The positions topic is compacted and every record goes to its partition
+// 0. A record's key is "<tail_id>/<dev>:<ino>:<gen>": the tail's id, the
+// file's identity (device and inode when first seen) and its generation
+// (how often it was found truncated in place); its value is a filePos in
+// JSON, or nothing (a tombstone) for a file forgotten. The key
+// "<tail_id>/start" holds the marker a load writes (below).
+//
+// Reading the positions back must see every committed transaction of this
+// tail id. A read_committed consumer stops at the last stable offset, in
+// front of any transaction still open, and a transaction of this tail that
+// died open ends only when its transactional id is used again. So a load
+// first commits a transaction of its own holding a fresh marker, which
+// fences and aborts whatever this tail id left open, and then reads the
+// partition until it meets that marker: everything committed before it is
+// then behind it.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// PositionsTopicConfigs are the topic configs the positions topic is
+// created with: compacted, so it keeps the last position of each file,
+// with hourly segments so that compaction (which skips the open segment)
+// keeps what a start reads small.
+func PositionsTopicConfigs() map[string]string {
+	return map[string]string{"cleanup.policy": "compact", "segment.ms": "3600000", "min.cleanable.dirty.ratio": "0.1"}
+}
+
+// posKey is a file's identity in the positions topic and in record ids.
+type posKey struct {
+	Dev, Ino, Gen uint64
+}
+
+// filePos is a file's position as the positions topic holds it.
+type filePos struct {
+	// Path is the followed path the file was found at; Name its name when
+	// last seen (a rotated file's new name), for messages.
+	Path string `json:"path"`
+	Name string `json:"name,omitempty"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	Gen  uint64 `json:"gen"`
+	// Offset: every line before it is delivered.
+	Offset int64 `json:"offset"`
+	// Size is how far the file was read, for saying how much was never
+	// read if it disappears.
+	Size int64 `json:"size"`
+	// FPLen and FP fingerprint the file: the xxh3 hash of its first FPLen
+	// bytes, so that a reused inode is not taken for the file, and a copy
+	// of it (copytruncate) is recognised by its content.
+	FPLen int    `json:"fp_len"`
+	FP    uint64 `json:"fp"`
+	// Rotated: the file no longer is at Path. Done: read to its end and
+	// closed for good; kept so that a start does not read it again.
+	Rotated bool `json:"rotated,omitempty"`
+	Done    bool `json:"done,omitempty"`
+	// SinceMs is when this tail id first followed Path, in Unix ms: a
+	// rotated file changed after it is one this tail has to read.
+	SinceMs int64 `json:"since_ms"`
+}
+
+func (p filePos) key() posKey { return posKey{p.Dev, p.Ino, p.Gen} }
+
+// sameButSize reports whether p and q differ at most in Size, which moves
+// with every read and alone is not worth a record.
+func (p filePos) sameButSize(q filePos) bool {
+	p.Size = q.Size
+	return p == q
+}
+
+// positionStore reads and writes one tail id's positions.
+type positionStore struct {
+	prod   *Producer
+	topic  string
+	tailID string
+}
+
+func (s *positionStore) recordKey(k posKey) []byte {
+	return []byte(s.tailID + "/" + strconv.FormatUint(k.Dev, 10) + ":" + strconv.FormatUint(k.Ino, 10) + ":" + strconv.FormatUint(k.Gen, 10))
+}
+
+// record returns the position record of p, or a tombstone of k when p is
+// nil.
+func (s *positionStore) record(k posKey, p *filePos) *kgo.Record {
+	r := &kgo.Record{Topic: s.topic, Key: s.recordKey(k)}
+	if p != nil {
+		r.Value, _ = json.Marshal(p) // plain fields: cannot fail
+	}
+	return r
+}
+
+// parseKey reads a record key of this tail id; ok is false for another
+// tail's key or the marker.
+func (s *positionStore) parseKey(key []byte) (posKey, bool) {
+	rest, ok := strings.CutPrefix(string(key), s.tailID+"/")
+	if !ok {
+		return posKey{}, false
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) != 3 {
+		return posKey{}, false
+	}
+	var n [3]uint64
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 10, 64)
+		if err != nil || strconv.FormatUint(v, 10) != p {
+			return posKey{}, false // only the form recordKey writes
+		}
+		n[i] = v
+	}
+	return posKey{n[0], n[1], n[2]}, true
+}
+
+// load commits a fresh marker in a transaction of its own (fencing and
+// aborting any transaction this tail id left open) and reads the
+// positions topic until it meets the marker. It must not run while a
+// transaction of the producer is open. It waits for Kafka as long as ctx
+// allows.
+func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
+	var nonce [12]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
+	marker := hex.EncodeToString(nonce[:])
+	markerKey := s.tailID + "/start"
+	cl := s.prod.cl
+	// A transaction left open by a failed attempt (an abort Kafka did not
+	// confirm) is ended first; with none open this does nothing.
+	if err := abortTxn(ctx, cl); err != nil {
+		return nil, fmt.Errorf("end the open transaction: %w", err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	var perr error
+	cl.Produce(ctx, &kgo.Record{Topic: s.topic, Key: []byte(markerKey), Value: []byte(marker)}, func(_ *kgo.Record, err error) { perr = err })
+	err := cl.Flush(ctx)
+	if err == nil {
+		err = perr
+	}
+	if err == nil {
+		err = cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if err != nil {
+		_ = abortTxn(ctx, cl)
+		return nil, fmt.Errorf("write the start marker to %s: %w", s.topic, err)
+	}
+
+	rd, err := kgo.NewClient(append(slices.Clone(s.prod.opts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(200*time.Millisecond))...)
+	if err != nil {
+		return nil, fmt.Errorf("positions reader: %w", err)
+	}
+	defer rd.Close()
+	out := map[posKey]filePos{}
+	for {
+		fs := rd.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.topic, err)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("read %s/%d: %w", t, p, err)) })
+		if ferr != nil {
+			return nil, ferr
+		}
+		found := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if found {
+				return
+			}
+			if string(r.Key) == markerKey {
+				found = string(r.Value) == marker
+				return
+			}
+			k, ok := s.parseKey(r.Key)
+			if !ok {
+				return
+			}
+			if r.Value == nil {
+				delete(out, k)
+				return
+			}
+			var p filePos
+			if json.Unmarshal(r.Value, &p) == nil && p.key() == k {
+				out[k] = p
+			}
+		})
+		if found {
+			return out, nil
+		}
+	}
+}
+
+// abortTxn abandons the open transaction of cl: it fails what is buffered
+// and has the coordinator abort the rest. It waits for Kafka as long as
+// ctx allows; a transaction it could not end is aborted by the broker when
+// its timeout passes, or by the next load, which fences the id.
+func abortTxn(ctx context.Context, cl *kgo.Client) error {
+	if err := cl.AbortBufferedRecords(ctx); err != nil {
+		cl.UnsafeAbortBufferedRecords()
+	}
+	return cl.EndTransaction(ctx, kgo.TryAbort)
+}
