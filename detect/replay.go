@@ -71,17 +71,21 @@ const replayBatch = 4096
 
 // replayer runs archived events through the cores and the merger.
 type replayer struct {
-	cfg    ReplayConfig
-	sink   ReplaySink
-	log    *slog.Logger
-	keyed  bool
-	cores  map[tp]*pipeline.Partition
-	merger *pipeline.Merger
-	out    pipeline.Output
-	ev     schemas.AccessEvent
-	buf    []byte
-	offset int64 // the windows topic's offsets, as the merger sees them
-	stats  ReplayStats
+	cfg   ReplayConfig
+	sink  ReplaySink
+	log   *slog.Logger
+	keyed bool
+	cores map[tp]*pipeline.Partition
+	// lastTopic's cores by partition: events of one topic need no map
+	// lookup, which costs as much as a tenth of a replay.
+	lastTopic string
+	byPart    []*pipeline.Partition
+	merger    *pipeline.Merger
+	out       pipeline.Output
+	ev        schemas.AccessEvent
+	buf       []byte
+	offset    int64 // the windows topic's offsets, as the merger sees them
+	stats     ReplayStats
 }
 
 // Replay runs the events src yields through the code live detection runs:
@@ -176,9 +180,21 @@ func newReplayer(cfg ReplayConfig, sink ReplaySink) (*replayer, error) {
 // process feeds one archived event to its partition's core and publishes
 // what the core emitted, as the live worker does after each record.
 func (r *replayer) process(row *schemas.EventRow) error {
-	k := tp{row.Topic, row.Partition}
-	core := r.cores[k]
+	if row.Topic != r.lastTopic || r.byPart == nil {
+		r.lastTopic, r.byPart = row.Topic, r.byPart[:0]
+		for k, c := range r.cores {
+			if k.topic == row.Topic {
+				r.byPart = growTo(r.byPart, int(k.partition)+1)
+				r.byPart[k.partition] = c
+			}
+		}
+	}
+	var core *pipeline.Partition
+	if int(row.Partition) < len(r.byPart) {
+		core = r.byPart[row.Partition]
+	}
 	if core == nil {
+		k := tp{row.Topic, row.Partition}
 		parts := max(r.cfg.Partitions[row.Topic], row.Partition+1)
 		src := pipeline.Source{Topic: row.Topic, Partition: row.Partition, Partitions: parts, Keyed: r.keyed}
 		var err error
@@ -187,6 +203,8 @@ func (r *replayer) process(row *schemas.EventRow) error {
 			return fmt.Errorf("replay: partition %s/%d: %w", row.Topic, row.Partition, err)
 		}
 		r.cores[k] = core
+		r.byPart = growTo(r.byPart, int(row.Partition)+1)
+		r.byPart[row.Partition] = core
 	}
 	r.ev = row.Event()
 	core.Process(&r.ev, row.Offset, &r.out)
@@ -231,6 +249,14 @@ func (r *replayer) emit(core *pipeline.Partition) error {
 	// Wall-clock deadlines are off (0, as in an --exit-at-end run):
 	// windows are reported when complete, or by Finish.
 	return r.report(r.merger.Ready(0))
+}
+
+// growTo returns s with at least n elements, new ones nil.
+func growTo(s []*pipeline.Partition, n int) []*pipeline.Partition {
+	for len(s) < n {
+		s = append(s, nil)
+	}
+	return s
 }
 
 func (r *replayer) report(mws []pipeline.MergedWindow) error {
