@@ -6,6 +6,8 @@
 //	detect run                                   # the service, as configured (keyheat.yaml, KEYHEAT_*, flags)
 //	detect run --from=2026-01-02T15:00:00Z --exit-at-end --print=text   # a batch run over a range
 //	detect run --format=combined --detect.topics=nginx.raw               # raw access logs, no ingest hop
+//	detect replay --from=2026-01-02T14:00:00Z --to=2026-01-02T14:10:00Z  # the archive through the same detection
+//	detect query top --since=1h --app=shop                               # ask ClickHouse
 package main
 
 import (
@@ -81,7 +83,7 @@ func newRoot(stdout io.Writer) *cobra.Command {
 			_, err := stdout.Write(config.Example())
 			return err
 		}}
-	root.AddCommand(run, demo, example)
+	root.AddCommand(run, demo, example, newReplayCmd(stdout), newQueryCmd(stdout))
 	return root
 }
 

@@ -181,3 +181,22 @@ func TestBadRecordFiles(t *testing.T) {
 	require.Len(t, got, 1, "the good report")
 	require.Len(t, skipped, 1, "the bad file")
 }
+
+// TestReaderTotals: Rows counts the selected row groups' rows (what a
+// replay of the whole archive reads) and Partitions the partitions that
+// archived something, per topic.
+func TestReaderTotals(t *testing.T) {
+	ins := genEvents(0, 2000, []string{"shop", "ads"}, 1_000)
+	root := writeArchive(t, ins)
+	r, err := archive.OpenEvents(context.Background(), root, archive.Query{}, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	require.EqualValues(t, len(ins), r.Rows(), "every row of the archive")
+	require.Equal(t, map[string]int32{testTopic: 1}, r.Partitions(), "partition 0 archived: one partition")
+
+	none, err := archive.OpenEvents(context.Background(), root, archive.Query{Apps: []string{"nobody"}}, nil)
+	require.NoError(t, err)
+	defer none.Close()
+	require.Zero(t, none.Rows(), "nothing selected")
+	require.Empty(t, none.Partitions())
+}

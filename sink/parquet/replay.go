@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -36,6 +37,9 @@ type EventReader struct {
 	skipped   []*BadFileError
 	err       error
 	closed    bool
+
+	rows       int64            // rows of the selected row groups
+	partitions map[string]int32 // topic → highest partition with a selected file, + 1
 }
 
 type pendingFile struct {
@@ -68,7 +72,7 @@ func OpenEventsFS(ctx context.Context, fsys FS, q Query, log *slog.Logger) (*Eve
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &EventReader{fs: fsys, q: q, log: log}
+	r := &EventReader{fs: fsys, q: q, log: log, partitions: map[string]int32{}}
 	names, err := listFiles(fsys, KindEvents, &q)
 	if err != nil {
 		return nil, err
@@ -85,15 +89,21 @@ func OpenEventsFS(ctx context.Context, fsys FS, q Query, log *slog.Logger) (*Eve
 			continue
 		}
 		minMs := int64(1<<63 - 1)
+		var rows int64
 		for rg := range ef.numRowGroups() {
 			lo, hi := ef.timeBounds(rg)
 			if q.overlaps(lo, hi+1) {
 				minMs = min(minMs, lo)
+				rows += ef.pf.RowGroups()[rg].NumRows()
 			}
 		}
 		ef.Close()
 		if minMs != 1<<63-1 {
 			r.pending = append(r.pending, pendingFile{path: name, minMs: minMs})
+			r.rows += rows
+			if info, ok := ParseEventFileName(name); ok {
+				r.partitions[info.Topic] = max(r.partitions[info.Topic], info.Partition+1)
+			}
 		}
 	}
 	slices.SortStableFunc(r.pending, func(a, b pendingFile) int { return cmpInt(a.minMs, b.minMs) })
@@ -114,6 +124,20 @@ func (r *EventReader) bad(err error) error {
 // Skipped returns the files skipped so far (Query.SkipBadFiles). Rows a
 // file yielded before it turned out corrupt were yielded.
 func (r *EventReader) Skipped() []*BadFileError { return r.skipped }
+
+// Rows returns how many rows the row groups the query selects hold, from
+// their footers: what Read yields, or more when an app or key filter drops
+// rows inside a row group or a bad file is skipped. A progress display's
+// total.
+func (r *EventReader) Rows() int64 { return r.rows }
+
+// Partitions returns, per topic, one more than the highest partition
+// number of the events files the query selects: the partition count a
+// replay assumes when nobody says better. Topics are as file names spell
+// them, which for a Kafka topic name of up to 120 bytes is the name
+// itself (Kafka allows only letters, digits, '.', '_' and '-', none of
+// which is escaped; longer names are cut and hashed).
+func (r *EventReader) Partitions() map[string]int32 { return maps.Clone(r.partitions) }
 
 // Read fills dst with the next events and returns how many; io.EOF after
 // the last. The strings of the rows share memory with other rows and are
