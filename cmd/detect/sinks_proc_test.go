@@ -519,3 +519,76 @@ func TestKillRestartSinks(t *testing.T) {
 	require.EqualValues(t, len(hotKeyIDs(t, seeds, e.hotkeys)), hot.final, "hot-key events in ClickHouse and on Kafka")
 	t.Logf("reports rows: %+v, hot-key rows: %+v", ch.mustCounts("reports"), hot)
 }
+
+// TestSinksRunTwice: two detect processes start at once on an empty
+// database, migrate it (one logical record per migration, each table
+// once) and together write every window of the input; a second run of
+// the same input under a new group re-sends every row (more physical
+// rows) but adds no logical one, applies no migration, and leaves the
+// archive with every event once.
+func TestSinksRunTwice(t *testing.T) {
+	t.Parallel()
+	seeds := testenv.KafkaSeeds(t)
+	conn := testenv.ClickHouseConn(t)
+	db := testenv.UniqueName(t, "keyheat") // made by detect
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = conn.Exec(c, "DROP DATABASE IF EXISTS "+db)
+	})
+	events := testenv.NewTopic(t, seeds, 4)
+	root := t.TempDir()
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+	const n = 20_000
+	produceEvents(t, seeds, events, n, base, 1, 4, 1000) // 20 windows, "hot" hot
+	args := append([]string{"run", "--exit-at-end", sinkRules, "--merge.max_pending_windows=1000",
+		"--archive.root=" + root, "--archive.segment_age=200ms"}, chFlags(testenv.ClickHouseAddr(t), db)...)
+	applied := regexpOf(`msg="applied clickhouse migration"`)
+
+	first := newRunEnv(t, seeds, events)
+	binary(t)
+	a := start(t, nil, append(args, first.flags()...)...)
+	b := start(t, nil, append(args, first.flags()...)...)
+	require.Equal(t, 0, a.waitExit(3*time.Minute))
+	require.Equal(t, 0, b.waitExit(3*time.Minute))
+	migrations, err := chschema.Migrations()
+	require.NoError(t, err)
+	nApplied := len(a.stderr.match(applied)) + len(b.stderr.match(applied))
+	require.GreaterOrEqual(t, nApplied, len(migrations), "the migrations were applied")
+	ch := openCH(t, testenv.ClickHouseAddr(t), db)
+	var records uint64
+	require.NoError(t, ch.conn.QueryRow(ctx(t), "SELECT count() FROM "+db+"."+chschema.MigrationsTable+" FINAL").Scan(&records))
+	require.EqualValues(t, len(migrations), records, "one logical record per migration")
+	for _, tb := range chschema.Tables() {
+		var k uint64
+		require.NoError(t, ch.conn.QueryRow(ctx(t), "SELECT count() FROM system.tables WHERE database = @db AND name = @t",
+			clickhouse.Named("db", db), clickhouse.Named("t", tb.Name)).Scan(&k))
+		require.EqualValues(t, 1, k, "table %s", tb.Name)
+	}
+	want := windowEvents(n, base, 1)
+	ch.requireWindows(want)
+	requireArchive(t, seeds, events, root, n)
+	counts := map[string]tableCounts{}
+	for _, tb := range chschema.Tables() {
+		counts[tb.Name] = ch.mustCounts(tb.Name)
+	}
+	require.Positive(t, counts["hotkey_events"].final, "the planted key turned hot")
+
+	second := newRunEnv(t, seeds, events)
+	p := start(t, nil, append(args, second.flags()...)...)
+	require.Equal(t, 0, p.waitExit(3*time.Minute))
+	require.Empty(t, p.stderr.match(applied), "a second start applies no migration")
+	ch.requireWindows(want)
+	requireArchive(t, seeds, events, root, n)
+	resent := map[string]tableCounts{}
+	for _, tb := range chschema.Tables() {
+		again := ch.mustCounts(tb.Name)
+		resent[tb.Name] = again
+		require.Equal(t, counts[tb.Name].final, again.final, "%s: logical rows after the second run", tb.Name)
+		if counts[tb.Name].final > 0 {
+			// Unless a background merge already folded them.
+			require.GreaterOrEqual(t, again.raw, counts[tb.Name].raw, "%s: rows sent again", tb.Name)
+		}
+	}
+	t.Logf("first run: %d migration applications by two processes; rows %v; after the second run %v", nApplied, counts, resent)
+}
