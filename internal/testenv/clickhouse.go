@@ -70,9 +70,9 @@ func ClickHouseDatabase(t testing.TB, conn driver.Conn) string {
 // what keyheat does while ClickHouse is away. It is removed, data and
 // all, when the test ends.
 type ClickHouseServer struct {
-	addr  string
-	run   func(t testing.TB, what string)
-	mu    sync.Mutex
+	addr    string
+	run     func(t testing.TB, what string)
+	mu      sync.Mutex
 	running bool
 }
 
