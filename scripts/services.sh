@@ -16,6 +16,9 @@
 #   kafka-up | kafka-stop | kafka-start | kafka-down: the broker alone, for
 #   tests that stop it mid-run (internal/testenv.PrivateKafka): kafka-stop
 #   keeps its data and kafka-start brings it back with it.
+#   clickhouse-up | clickhouse-stop | clickhouse-start | clickhouse-down: the
+#   same for the ClickHouse server alone (internal/testenv.PrivateClickHouse);
+#   clickhouse-up starts from an empty data folder.
 #
 #   eval "$(scripts/services.sh up)"   # progress goes to stderr, env to stdout
 #
@@ -466,8 +469,29 @@ main() {
 		stop kafka
 		rm -rf "$KAFKA_DIR"
 		;;
+	clickhouse-up)
+		with_lock
+		# Like kafka-up, a fresh server: a stale folder (a crashed test's)
+		# must not hand a test someone else's tables.
+		[[ -n $(pid_of clickhouse) ]] || rm -rf "$CH_DIR"
+		ch_up
+		print_env
+		;;
+	clickhouse-stop)
+		with_lock
+		stop clickhouse
+		;;
+	clickhouse-start)
+		with_lock
+		ch_up
+		;;
+	clickhouse-down)
+		with_lock
+		stop clickhouse
+		rm -rf "$CH_DIR"
+		;;
 	*)
-		echo "usage: $0 up|down|env|status|kafka-up|kafka-stop|kafka-start|kafka-down" >&2
+		echo "usage: $0 up|down|env|status|kafka-up|kafka-stop|kafka-start|kafka-down|clickhouse-up|clickhouse-stop|clickhouse-start|clickhouse-down" >&2
 		exit 2
 		;;
 	esac

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -141,9 +142,13 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	if err != nil {
 		return err
 	}
-	var svc *detect.Service
+	// /readyz is served from the start, while the service is still being
+	// built (ClickHouse migrations can take a while): the handler reads
+	// the service from another goroutine, hence the atomic.
+	var ready atomic.Pointer[detect.Service]
 	if cfg.Metrics.Addr != "" {
 		srv, err := cli.Serve(cfg.Metrics.Addr, reg, func() error {
+			svc := ready.Load()
 			if svc == nil {
 				return errors.New("starting")
 			}
@@ -197,10 +202,11 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		}()
 		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
 	}
-	svc, err = detect.New(dc)
+	svc, err := detect.New(dc)
 	if err != nil {
 		return err
 	}
+	ready.Store(svc)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})

@@ -93,31 +93,10 @@ func RestartableKFake(t testing.TB) *Broker {
 func PrivateKafka(t testing.TB) *Broker {
 	t.Helper()
 	Require(t, EnvKafka)
-	script := filepath.Join(repoRoot(t), "scripts", "services.sh")
-	dir := t.TempDir()
 	// services.sh places the broker at 19092 and its controller at 19093,
-	// plus an offset; find one whose two ports are free.
-	var off int
-	for i := 0; ; i++ {
-		off = 1000 + rand.IntN(9000)
-		if portFree(19092+off) && portFree(19093+off) {
-			break
-		}
-		if i > 100 {
-			t.Fatalf("no free pair of ports for a private broker")
-		}
-	}
-	run := func(t testing.TB, what string) {
-		t.Helper()
-		cmd := exec.Command("bash", script, what)
-		cmd.Env = append(os.Environ(), "KEYHEAT_SERVICES_DIR="+dir, "KEYHEAT_SERVICES_PORT_OFFSET="+strconv.Itoa(off),
-			"KEYHEAT_SERVICES_KAFKA_HEAP=512m")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("services.sh %s: %v\n%s", what, err, out.String())
-		}
-	}
+	// plus an offset.
+	off := freeOffset(t, 19092, 19093)
+	run := servicesRunner(t, off, "KEYHEAT_SERVICES_KAFKA_HEAP=512m")
 	b := &Broker{seeds: []string{"127.0.0.1:" + strconv.Itoa(19092+off)}}
 	b.start = func(t testing.TB) { run(t, "kafka-start") }
 	b.stop = func(t testing.TB) { run(t, "kafka-stop") }
@@ -125,6 +104,44 @@ func PrivateKafka(t testing.TB) *Broker {
 	b.running = true
 	t.Cleanup(func() { run(t, "kafka-down") })
 	return b
+}
+
+// freeOffset returns a port offset for scripts/services.sh at which every
+// one of ports, plus the offset, is free now.
+func freeOffset(t testing.TB, ports ...int) int {
+	t.Helper()
+	for range 100 {
+		off := 1000 + rand.IntN(9000)
+		free := true
+		for _, p := range ports {
+			free = free && portFree(p+off)
+		}
+		if free {
+			return off
+		}
+	}
+	t.Fatalf("no free ports %v plus an offset for a private service", ports)
+	return 0
+}
+
+// servicesRunner returns a function that runs a scripts/services.sh
+// subcommand with a run folder of the test's own and the port offset off,
+// failing the test with the script's output when it fails.
+func servicesRunner(t testing.TB, off int, env ...string) func(t testing.TB, what string) {
+	t.Helper()
+	script := filepath.Join(repoRoot(t), "scripts", "services.sh")
+	dir := t.TempDir()
+	return func(t testing.TB, what string) {
+		t.Helper()
+		cmd := exec.Command("bash", script, what)
+		cmd.Env = append(os.Environ(), append([]string{"KEYHEAT_SERVICES_DIR=" + dir,
+			"KEYHEAT_SERVICES_PORT_OFFSET=" + strconv.Itoa(off)}, env...)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("services.sh %s: %v\n%s", what, err, out.String())
+		}
+	}
 }
 
 // repoRoot is the folder holding the module's go.mod, above the test's

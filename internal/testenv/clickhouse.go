@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,4 +63,62 @@ func ClickHouseDatabase(t testing.TB, conn driver.Conn) string {
 		}
 	})
 	return db
+}
+
+// ClickHouseServer is a ClickHouse server of a test's own that the test can
+// stop and start again, keeping its data and its address: for tests of
+// what keyheat does while ClickHouse is away. It is removed, data and
+// all, when the test ends.
+type ClickHouseServer struct {
+	addr    string
+	run     func(t testing.TB, what string)
+	mu      sync.Mutex
+	running bool
+}
+
+// Addr returns the server's native-protocol address, host:port.
+func (s *ClickHouseServer) Addr() string { return s.addr }
+
+// Stop stops the server (TERM, then KILL after half a minute); clients get
+// connection refused until Start.
+func (s *ClickHouseServer) Stop(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		s.run(t, "clickhouse-stop")
+		s.running = false
+	}
+}
+
+// Start starts the stopped server again on the same address with the data
+// it had, and returns once it answers a query.
+func (s *ClickHouseServer) Start(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		s.run(t, "clickhouse-start")
+		s.running = true
+	}
+}
+
+// PrivateClickHouse starts a ClickHouse server of the test's own, with
+// scripts/services.sh (clickhouse-up) on ports no other test uses and a
+// run folder of its own, so stopping it disturbs nothing else: never stop
+// the shared server. Like [ClickHouseAddr] it skips the test when
+// KEYHEAT_TEST_CLICKHOUSE is unset (fails under CI=true): a machine with
+// the shared server has the clickhouse-server binary this one runs. A
+// start takes about a second.
+func PrivateClickHouse(t testing.TB) *ClickHouseServer {
+	t.Helper()
+	Require(t, EnvClickHouse)
+	// services.sh places the native port at 19000, HTTP at 18123 and the
+	// interserver port at 19009, plus an offset.
+	off := freeOffset(t, 19000, 18123, 19009)
+	s := &ClickHouseServer{addr: "127.0.0.1:" + strconv.Itoa(19000+off), run: servicesRunner(t, off)}
+	s.run(t, "clickhouse-up")
+	s.running = true
+	t.Cleanup(func() { s.run(t, "clickhouse-down") })
+	return s
 }
