@@ -123,8 +123,9 @@ func readTopic(t testing.TB, seeds []string, topic string) []*kgo.Record {
 	return out
 }
 
-// reports returns the reports on the topic by ID, each ID's last version,
-// and how many records the topic held.
+// reports returns the reports on the topic by ID and how many records the
+// topic held; a report published more than once must have the same
+// content every time.
 func reports(t testing.TB, seeds []string, topic string) (map[string]string, int) {
 	t.Helper()
 	recs := readTopic(t, seeds, topic)
@@ -133,6 +134,9 @@ func reports(t testing.TB, seeds []string, topic string) (map[string]string, int
 		rep, err := schemas.DecodeWindowReport(r.Value)
 		require.NoError(t, err)
 		require.Equal(t, rep.ID, string(r.Key))
+		if prev, ok := out[rep.ID]; ok {
+			require.Equal(t, prev, string(r.Value), "report %s published again with other content", rep.ID)
+		}
 		out[rep.ID] = string(r.Value)
 	}
 	return out, len(recs)
