@@ -187,7 +187,8 @@ func (v *View) draw() {
 	_, _ = io.WriteString(v.cfg.Out, b.String())
 }
 
-// summaryLine is the plain-mode line of the latest report.
+// summaryLine is the plain-mode line of the latest report; its top keys
+// read app/key.
 func (v *View) summaryLine() string {
 	r := v.last
 	var b strings.Builder
@@ -197,7 +198,7 @@ func (v *View) summaryLine() string {
 		if i == min(v.cfg.Top, 5) {
 			break
 		}
-		fmt.Fprintf(&b, " %s %.1f%%", k.Key, 100*k.Share)
+		fmt.Fprintf(&b, " %s/%s %.1f%%", k.App, k.Key, 100*k.Share) // two apps may share key names
 	}
 	return b.String()
 }

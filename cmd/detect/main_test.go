@@ -105,7 +105,7 @@ func TestDemo(t *testing.T) {
 	p.waitOut(`^keyheat demo: Kafka on 127\.0\.0\.1:\d+`, time.Minute)
 	line := p.waitOut(`HOT +shop "smoke:hot"`, time.Minute)
 	require.Contains(t, line, "rule=default")
-	p.waitOut(`window events=\d+ .* top: smoke:hot `, time.Minute)
+	p.waitOut(`window events=\d+ .* top: shop/smoke:hot `, time.Minute)
 	require.Equal(t, 0, p.stop(30*time.Second), "a stop by SIGTERM is a clean exit")
 	require.Empty(t, p.stderr.match(regexp.MustCompile(`level=(ERROR|WARN)`)), "no warning or error in the log")
 	require.NotEmpty(t, p.stderr.match(regexp.MustCompile(`msg="partitions released".*lost=false`)), "the stop committed its partitions")
