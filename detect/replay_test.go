@@ -184,7 +184,7 @@ func writeTestArchive(t *testing.T, recs []*kgo.Record) string {
 		}
 		var e schemas.AccessEvent
 		require.NoError(t, schemas.DecodeAny(r.Value, &e))
-		require.NoError(t, w.Append(next[r.Partition], &e))
+		require.NoError(t, w.Append(next[r.Partition], e))
 		next[r.Partition]++
 	}
 	require.NoError(t, ar.Close())
@@ -298,3 +298,4 @@ func TestReplayErrors(t *testing.T) {
 		})
 	}
 }
+

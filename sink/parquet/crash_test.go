@@ -97,7 +97,7 @@ func TestCrashBeforeRollRewritesIdentically(t *testing.T) {
 	want := cleanRun(t, ins)
 	require.Greater(t, len(segmentFirsts(t, want)), 5, "the reference run has several segments")
 
-	// The first run dies after handing over 1100 events: the segments
+	// The first run dies after handing over about 1100 events: the segments
 	// rolled so far are durable, the open one was only in memory, and
 	// staging may hold nothing (it is written at the roll only).
 	crash := func(t *testing.T) (root string, durable int64, firsts []int64) {
@@ -105,9 +105,10 @@ func TestCrashBeforeRollRewritesIdentically(t *testing.T) {
 		a := openArchive(t, testOptions(root))
 		w, err := a.Partition(context.Background(), testTopic, 5, 0)
 		require.NoError(t, err)
-		appendAll(t, w, ins[:1100], ins[1100].offset)
+		cut := recordStart(ins, 1100)
+		appendAll(t, w, ins[:cut], ins[cut].offset)
 		durable = w.Durable()
-		require.Less(t, durable, ins[1100].offset, "the open segment is not durable")
+		require.Less(t, durable, ins[cut].offset, "the open segment is not durable")
 		require.Positive(t, durable, "some segments are durable")
 		a.Crash()
 		return root, durable, segmentFirsts(t, tree(t, root))
@@ -168,13 +169,13 @@ func TestCrashMidPublishRewritesIdentically(t *testing.T) {
 			w, err := a.Partition(context.Background(), testTopic, 5, 0)
 			require.NoError(t, err)
 			var failed error
-			for i := range ins {
-				if failed = w.Append(ins[i].offset, &ins[i].ev); failed != nil {
+			for _, r := range records(ins) {
+				if failed = w.Append(r.offset, r.evs...); failed != nil {
 					break
 				}
 			}
 			require.ErrorIs(t, failed, errInjected, "the publish fails part way")
-			require.ErrorIs(t, w.Append(1<<40, &ins[0].ev), errInjected, "the writer refuses work after a failed roll")
+			require.ErrorIs(t, w.Append(1<<40, ins[0].ev), errInjected, "the writer refuses work after a failed roll")
 			committed := w.Durable()
 			a.Crash()
 
@@ -233,8 +234,8 @@ func TestRewriteKeepsRecordedBoundary(t *testing.T) {
 	a := archive.OpenFSForTest(t, testOptions(root), &faultFS{FS: dir, okRenames: 9}, time.Now)
 	w, err := a.Partition(context.Background(), testTopic, 5, 0)
 	require.NoError(t, err)
-	for i := range ins {
-		if w.Append(ins[i].offset, &ins[i].ev) != nil {
+	for _, r := range records(ins) {
+		if w.Append(r.offset, r.evs...) != nil {
 			break
 		}
 	}
@@ -266,3 +267,4 @@ func TestRewriteKeepsRecordedBoundary(t *testing.T) {
 	require.Positive(t, rewritten, "the half-published segment's files are there")
 	requireAllOnce(t, root, ins)
 }
+
