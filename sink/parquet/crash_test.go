@@ -2,6 +2,7 @@ package parquet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -268,3 +269,57 @@ func TestRewriteKeepsRecordedBoundary(t *testing.T) {
 	requireAllOnce(t, root, ins)
 }
 
+// TestRewriteRecordsNewSizes: a half-published segment re-written with
+// another zstd level holds the same rows in files of other sizes; its
+// manifest records the new sizes, so the next restart finds it complete.
+func TestRewriteRecordsNewSizes(t *testing.T) {
+	ins := crashInputs()
+	root := t.TempDir()
+	dir, err := archive.NewDirFS(root)
+	require.NoError(t, err)
+	a := archive.OpenFSForTest(t, testOptions(root), &faultFS{FS: dir, okRenames: 9}, time.Now)
+	w, err := a.Partition(context.Background(), testTopic, 5, 0)
+	require.NoError(t, err)
+	for _, r := range records(ins) {
+		if w.Append(r.offset, r.evs...) != nil {
+			break
+		}
+	}
+	committed := w.Durable()
+	a.Crash()
+
+	opts := testOptions(root)
+	opts.Zstd = "better"
+	a2 := openArchive(t, opts)
+	w2, err := a2.Partition(context.Background(), testTopic, 5, committed)
+	require.NoError(t, err)
+	var rest []input
+	for _, in := range ins {
+		if in.offset >= committed {
+			rest = append(rest, in)
+		}
+	}
+	appendAll(t, w2, rest, ins[len(ins)-1].offset+1)
+	require.NoError(t, a2.Close())
+
+	tr := tree(t, root)
+	var checked int
+	for p, b := range tr {
+		if !strings.Contains(p, "/segments/") {
+			continue
+		}
+		var m struct {
+			Files []struct {
+				Path  string `json:"path"`
+				Bytes int64  `json:"bytes"`
+			} `json:"files"`
+		}
+		require.NoError(t, json.Unmarshal(b, &m), "manifest %s", p)
+		for _, f := range m.Files {
+			require.EqualValues(t, len(tr[f.Path]), f.Bytes, "manifest %s records the size of %s", p, f.Path)
+			checked++
+		}
+	}
+	require.Positive(t, checked)
+	requireAllOnce(t, root, ins)
+}

@@ -517,7 +517,10 @@ func (p *PartitionWriter) roll(last int64, reason string) error {
 				"topic", p.topic, "partition", p.partition, "first", s.first, "last", last)
 		}
 	}
-	if s.rewrite == nil || !m.sameFiles(s.rewrite) {
+	// Sizes differ from the record, with the same rows, when the zstd
+	// level or the layout version changed since: record them too, or
+	// every restart would take the segment for incomplete.
+	if s.rewrite == nil || !slices.Equal(m.Files, s.rewrite.Files) {
 		if err := p.writeManifest(m); err != nil {
 			return err
 		}
