@@ -30,7 +30,6 @@ type metrics struct {
 	core         *prometheus.CounterVec // counter: pipeline counters summed over partitions
 	produceWait  prometheus.Counter     // seconds a partition waited for sink space
 	paused       *prometheus.GaugeVec   // topic, partition: fetching paused for backpressure
-	archiveSkip  prometheus.Counter     // events of multi-event records not archived
 	rulesLoaded  prometheus.Gauge       // unix seconds of the rules in force
 }
 
@@ -80,14 +79,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Time partitions and the merger waited for a sink's buffer (backpressure)."}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "keyheat_detect_paused",
 			Help: "1 while fetching a partition is paused because its worker is behind."}, part),
-		archiveSkip: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_detect_archive_skipped_events_total",
-			Help: "Events after the first of a multi-event record, not archived (the archive takes one event per offset)."}),
 		rulesLoaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keyheat_detect_rules_loaded_timestamp_seconds",
 			Help: "When the rules in force were applied."}),
 	}
 	all := []prometheus.Collector{m.records, m.events, m.late, m.lag, m.committed, m.dlq, m.skipped, m.dropped,
 		m.keyMismatch, m.alerts, m.alertDelay, m.windows, m.reports, m.mergeInvalid, m.commits, m.assigned, m.merging,
-		m.reloads, m.core, m.produceWait, m.paused, m.archiveSkip, m.rulesLoaded}
+		m.reloads, m.core, m.produceWait, m.paused, m.rulesLoaded}
 	if reg != nil {
 		for _, c := range all {
 			if err := reg.Register(c); err != nil {

@@ -290,12 +290,9 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 		}
 		events += len(evs)
 		if w.archive != nil {
-			if err := w.archive.Append(r.Offset, &evs[0]); err != nil {
+			if err := w.archive.Append(r.Offset, evs...); err != nil {
 				s.fail(fmt.Errorf("detect: archive %s/%d: %w", w.tp.topic, w.tp.partition, err))
 				return
-			}
-			if len(evs) > 1 {
-				s.m.archiveSkip.Add(float64(len(evs) - 1))
 			}
 		}
 		w.next = r.Offset + 1

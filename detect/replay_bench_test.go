@@ -60,7 +60,7 @@ func replayBenchArchive(b *testing.B) (root string, files []string) {
 		}
 		e := schemas.AccessEvent{TimeMs: base + int64(i/300), Key: key, App: apps[k%3], Op: ops[rng.IntN(len(ops))],
 			Bytes: int64(rng.IntN(4096)), Status: 200, Node: fmt.Sprintf("redis-%02d", k%16), LatencyUs: int64(rng.IntN(2000))}
-		require.NoError(b, ws[p].Append(next[p], &e))
+		require.NoError(b, ws[p].Append(next[p], e))
 		next[p]++
 	}
 	require.NoError(b, a.Close())

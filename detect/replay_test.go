@@ -184,7 +184,7 @@ func writeTestArchive(t *testing.T, recs []*kgo.Record) string {
 		}
 		var e schemas.AccessEvent
 		require.NoError(t, schemas.DecodeAny(r.Value, &e))
-		require.NoError(t, w.Append(next[r.Partition], &e))
+		require.NoError(t, w.Append(next[r.Partition], e))
 		next[r.Partition]++
 	}
 	require.NoError(t, ar.Close())
@@ -295,6 +295,114 @@ func TestReplayErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := detect.Replay(context.Background(), tc.src, tc.rc, &collect{})
 			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// rawMultiKeyInput is a raw redis-format topic over parts partitions:
+// MGET, DEL and MSET lines naming several keys, single-key lines and
+// PINGs (no key), times never going backwards within a partition, and a
+// key per partition that turns hot. It returns the records and how many
+// keys their lines name in all: the events detection counts.
+func rawMultiKeyInput(topic string, parts int32, baseMs int64) ([]*kgo.Record, int) {
+	var recs []*kgo.Record
+	keys := 0
+	for p := range parts {
+		for i := range int64(800) {
+			tsMs := baseMs + i*3 + int64(p)
+			k := func(j int64) string { return fmt.Sprintf(`"user:%d"`, (i*7919+j*31+int64(p)*13)%211) }
+			hot := fmt.Sprintf(`"hot:%d"`, p)
+			var line string
+			var n int
+			switch i % 5 {
+			case 0:
+				line, n = `"mget" `+k(0)+" "+k(1)+" "+k(2), 3
+			case 1:
+				line, n = `"get" `+k(0), 1
+			case 2:
+				line, n = `"del" `+k(0)+" "+k(1), 2
+			case 3:
+				line, n = `"mset" `+k(0)+` "v" `+k(1)+` "w"`, 2
+			case 4:
+				line, n = `"ping"`, 0
+			}
+			if i > 200 && i < 500 && i%5 == 0 {
+				line, n = `"mget" `+hot+" "+k(1)+" "+hot, 3 // the same key twice: two events
+			}
+			keys += n
+			recs = append(recs, raw(topic, p, monitorLine(tsMs, line)))
+		}
+	}
+	return recs, keys
+}
+
+// TestReplayMatchesLiveRawMultiKey: records of a raw log topic that name
+// several keys are archived whole, one row per key, and a replay of the
+// archive reports what the live run reported.
+func TestReplayMatchesLiveRawMultiKey(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			const parts = 2
+			e := newEnv(t, b.seeds(t), parts)
+			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+			recs, keys := rawMultiKeyInput(e.events, parts, base)
+			produce(t, e.seeds, recs...)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			arOpts := parquet.DefaultOptions()
+			arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond
+			arOpts.SegmentBytes = 32 << 10 // several segments per partition
+			ar, err := parquet.Open(ctx, arOpts, testLogger(t), nil)
+			require.NoError(t, err)
+			cfg := e.config(t)
+			cfg.ExitAtEnd = true
+			cfg.Parse.Format, cfg.Parse.App = "redis", "cache"
+			cfg.Keyed = detect.KeyedFalse // raw records carry no access key
+			cfg.Archive, cfg.ArchiveFlush = ar, arOpts.SegmentAge
+			svc, err := detect.New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, svc.Run(ctx))
+			require.NoError(t, ar.Close())
+
+			live := map[string]string{}
+			var liveEvents uint64
+			for _, r := range readAll(t, e.seeds, e.reports) {
+				rep, err := schemas.DecodeWindowReport(r.Value)
+				require.NoError(t, err)
+				live[rep.ID] = reportJSON(t, rep)
+				if rep.Scope == schemas.ScopeCluster {
+					liveEvents += rep.Events
+				}
+			}
+			require.EqualValues(t, keys, liveEvents, "the live run counted one event per key")
+			liveHot := map[string]string{}
+			for _, r := range readAll(t, e.seeds, e.hotkeys) {
+				h, err := schemas.DecodeHotKeyEvent(r.Value)
+				require.NoError(t, err)
+				liveHot[h.ID] = hotJSON(t, h)
+			}
+			require.NotEmpty(t, liveHot, "the live run found hot keys")
+
+			got, st := replayArchive(t, arOpts.Root, parquet.Query{}, cfg)
+			require.EqualValues(t, keys, st.Events, "the archive holds one row per key of every line")
+			replayed := map[string]string{}
+			for _, r := range got.reports {
+				replayed[r.ID] = reportJSON(t, r)
+			}
+			require.Equal(t, sortedKeys(live), sortedKeys(replayed), "the same report IDs")
+			for id, want := range live {
+				require.JSONEq(t, want, replayed[id], "report %s", id)
+			}
+			replayedHot := map[string]string{}
+			for _, h := range got.hot {
+				replayedHot[h.ID] = hotJSON(t, h)
+			}
+			require.Equal(t, sortedKeys(liveHot), sortedKeys(replayedHot), "the same hot-key event IDs")
+			for id, want := range liveHot {
+				require.JSONEq(t, want, replayedHot[id], "hot-key event %s", id)
+			}
+			t.Logf("%d keys in %d lines; %d reports and %d hot-key events identical", keys, len(recs), len(live), len(liveHot))
 		})
 	}
 }

@@ -6,7 +6,11 @@ import "fmt"
 // archive file carries it in its key/value metadata under
 // ParquetVersionKey; a reader refuses a file with another version instead
 // of misreading it. Adding a column is a new version.
-const ParquetVersion = 1
+//
+// Version 2 added EventRow's event_index column; a reader that knows
+// version 2 reads a version-1 events file with every event_index 0, which
+// is what it was (version 1 archived only the first event of a record).
+const ParquetVersion = 2
 
 // ParquetVersionKey is the Parquet key/value metadata key holding
 // ParquetVersion, and ParquetKindKey the one naming the row layout
@@ -18,8 +22,10 @@ const (
 )
 
 // EventRow is one archived AccessEvent: the event's fields plus where it was
-// read from (topic, partition, offset), which is what makes a row unique and
-// lets a replay order equal event times the same way every time.
+// read from (topic, partition, offset) and its index among the events its
+// record gave (a raw log line such as a Redis MGET gives one per key). The
+// four make a row unique and let a replay order equal event times the same
+// way every time.
 //
 // Column names are snake_case so SQL tools need no quoting. time_ms carries
 // the TIMESTAMP(MILLIS, UTC) logical type, so DuckDB and Arrow show a time
@@ -41,20 +47,21 @@ type EventRow struct {
 	Topic     string `parquet:"topic,dict"`
 	Partition int32  `parquet:"partition"`
 	Offset    int64  `parquet:"offset,delta"`
+	Index     int32  `parquet:"event_index"`
 }
 
 // EventRowColumns are EventRow's column names in schema order, for readers
 // that address columns by position and must check a file has them.
 var EventRowColumns = [...]string{"time_ms", "app", "key", "op", "bytes", "status",
-	"client", "node", "latency_us", "topic", "partition", "offset"}
+	"client", "node", "latency_us", "topic", "partition", "offset", "event_index"}
 
-// MakeEventRow returns the row archiving e, read at offset of partition of
-// topic.
-func MakeEventRow(topic string, partition int32, offset int64, e *AccessEvent) EventRow {
+// MakeEventRow returns the row archiving e, the index-th event of the
+// record read at offset of partition of topic.
+func MakeEventRow(topic string, partition int32, offset int64, index int32, e *AccessEvent) EventRow {
 	return EventRow{
 		TimeMs: e.TimeMs, App: e.App, Key: e.Key, Op: e.Op, Bytes: e.Bytes, Status: e.Status,
 		Client: e.Client, Node: e.Node, LatencyUs: e.LatencyUs,
-		Topic: topic, Partition: partition, Offset: offset,
+		Topic: topic, Partition: partition, Offset: offset, Index: index,
 	}
 }
 

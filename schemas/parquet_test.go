@@ -9,9 +9,9 @@ import (
 func TestEventRowRoundTrip(t *testing.T) {
 	e := AccessEvent{TimeMs: 1767225600123, Key: "product:42\xff", App: "shop", Op: "GET", Bytes: 512,
 		Status: 200, Client: "10.0.0.1", Node: "redis-3", LatencyUs: 77}
-	r := MakeEventRow("keyheat.events", 3, 9001, &e)
+	r := MakeEventRow("keyheat.events", 3, 9001, 2, &e)
 	require.Equal(t, EventRow{TimeMs: e.TimeMs, App: "shop", Key: e.Key, Op: "GET", Bytes: 512, Status: 200,
-		Client: "10.0.0.1", Node: "redis-3", LatencyUs: 77, Topic: "keyheat.events", Partition: 3, Offset: 9001}, r)
+		Client: "10.0.0.1", Node: "redis-3", LatencyUs: 77, Topic: "keyheat.events", Partition: 3, Offset: 9001, Index: 2}, r)
 	require.Equal(t, e, r.Event(), "the event comes back exactly, bytes that are not UTF-8 included")
 }
 

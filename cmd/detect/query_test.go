@@ -54,7 +54,7 @@ func TestQueryAgainstInsertedRows(t *testing.T) {
 				key, app = "product:42", "shop"
 			}
 			e := schemas.AccessEvent{TimeMs: base + i, Key: key, App: app, Op: []string{"GET", "SET"}[i%2], Bytes: 10 + i%90}
-			require.NoError(t, w.Append(i, &e))
+			require.NoError(t, w.Append(i, e))
 		}
 	}
 	require.NoError(t, a.Close())

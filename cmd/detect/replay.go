@@ -390,7 +390,7 @@ func replayToTopic(ctx context.Context, cfg *config.Config, o replayOpts, r *par
 			ev := row.Event()
 			rec := &kgo.Record{Topic: o.toTopic, Key: []byte(row.Key), Value: codec.Append(nil, &ev),
 				Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil,
-					schemas.RecordID{Kind: schemas.IDTopic, Topic: row.Topic, Partition: row.Partition}.Prefix(), row.Offset, 0)}}}
+					schemas.RecordID{Kind: schemas.IDTopic, Topic: row.Topic, Partition: row.Partition}.Prefix(), row.Offset, int(row.Index))}}}
 			wg.Add(1)
 			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
 				defer wg.Done()

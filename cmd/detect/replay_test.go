@@ -210,7 +210,7 @@ func TestReplayBadArchive(t *testing.T) {
 	base := int64(1_767_225_600_000)
 	for i := range int64(n) {
 		e := schemas.AccessEvent{TimeMs: base + i, Key: fmt.Sprintf("k%d", i%50), App: "shop", Op: "GET"}
-		require.NoError(t, w.Append(i, &e))
+		require.NoError(t, w.Append(i, e))
 	}
 	require.NoError(t, a.Close())
 	var good string

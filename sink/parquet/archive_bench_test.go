@@ -83,7 +83,7 @@ func benchWrite(b *testing.B, evs []schemas.AccessEvent, level string) {
 		b.StartTimer()
 		cpu0 := cpuTime()
 		for j := range evs {
-			if err := w.Append(int64(j), &evs[j]); err != nil {
+			if err := w.Append(int64(j), evs[j]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -124,7 +124,7 @@ func BenchmarkArchiveRead(b *testing.B) {
 	require.NoError(b, err)
 	evs := benchEvents(benchN)
 	for j := range evs {
-		require.NoError(b, w.Append(int64(j), &evs[j]))
+		require.NoError(b, w.Append(int64(j), evs[j]))
 	}
 	require.NoError(b, a.Close())
 	var file string
@@ -215,7 +215,7 @@ func BenchmarkArchiveReplayMerge(b *testing.B) {
 		w, err := a.Partition(context.Background(), testTopic, int32(p), 0)
 		require.NoError(b, err)
 		for j := p; j < len(evs); j += parts {
-			require.NoError(b, w.Append(int64(j/parts), &evs[j]))
+			require.NoError(b, w.Append(int64(j/parts), evs[j]))
 		}
 	}
 	require.NoError(b, a.Close())

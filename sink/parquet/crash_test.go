@@ -2,6 +2,7 @@ package parquet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -97,7 +98,7 @@ func TestCrashBeforeRollRewritesIdentically(t *testing.T) {
 	want := cleanRun(t, ins)
 	require.Greater(t, len(segmentFirsts(t, want)), 5, "the reference run has several segments")
 
-	// The first run dies after handing over 1100 events: the segments
+	// The first run dies after handing over about 1100 events: the segments
 	// rolled so far are durable, the open one was only in memory, and
 	// staging may hold nothing (it is written at the roll only).
 	crash := func(t *testing.T) (root string, durable int64, firsts []int64) {
@@ -105,9 +106,10 @@ func TestCrashBeforeRollRewritesIdentically(t *testing.T) {
 		a := openArchive(t, testOptions(root))
 		w, err := a.Partition(context.Background(), testTopic, 5, 0)
 		require.NoError(t, err)
-		appendAll(t, w, ins[:1100], ins[1100].offset)
+		cut := recordStart(ins, 1100)
+		appendAll(t, w, ins[:cut], ins[cut].offset)
 		durable = w.Durable()
-		require.Less(t, durable, ins[1100].offset, "the open segment is not durable")
+		require.Less(t, durable, ins[cut].offset, "the open segment is not durable")
 		require.Positive(t, durable, "some segments are durable")
 		a.Crash()
 		return root, durable, segmentFirsts(t, tree(t, root))
@@ -168,13 +170,13 @@ func TestCrashMidPublishRewritesIdentically(t *testing.T) {
 			w, err := a.Partition(context.Background(), testTopic, 5, 0)
 			require.NoError(t, err)
 			var failed error
-			for i := range ins {
-				if failed = w.Append(ins[i].offset, &ins[i].ev); failed != nil {
+			for _, r := range records(ins) {
+				if failed = w.Append(r.offset, r.evs...); failed != nil {
 					break
 				}
 			}
 			require.ErrorIs(t, failed, errInjected, "the publish fails part way")
-			require.ErrorIs(t, w.Append(1<<40, &ins[0].ev), errInjected, "the writer refuses work after a failed roll")
+			require.ErrorIs(t, w.Append(1<<40, ins[0].ev), errInjected, "the writer refuses work after a failed roll")
 			committed := w.Durable()
 			a.Crash()
 
@@ -233,8 +235,8 @@ func TestRewriteKeepsRecordedBoundary(t *testing.T) {
 	a := archive.OpenFSForTest(t, testOptions(root), &faultFS{FS: dir, okRenames: 9}, time.Now)
 	w, err := a.Partition(context.Background(), testTopic, 5, 0)
 	require.NoError(t, err)
-	for i := range ins {
-		if w.Append(ins[i].offset, &ins[i].ev) != nil {
+	for _, r := range records(ins) {
+		if w.Append(r.offset, r.evs...) != nil {
 			break
 		}
 	}
@@ -264,5 +266,60 @@ func TestRewriteKeepsRecordedBoundary(t *testing.T) {
 		}
 	}
 	require.Positive(t, rewritten, "the half-published segment's files are there")
+	requireAllOnce(t, root, ins)
+}
+
+// TestRewriteRecordsNewSizes: a half-published segment re-written with
+// another zstd level holds the same rows in files of other sizes; its
+// manifest records the new sizes, so the next restart finds it complete.
+func TestRewriteRecordsNewSizes(t *testing.T) {
+	ins := crashInputs()
+	root := t.TempDir()
+	dir, err := archive.NewDirFS(root)
+	require.NoError(t, err)
+	a := archive.OpenFSForTest(t, testOptions(root), &faultFS{FS: dir, okRenames: 9}, time.Now)
+	w, err := a.Partition(context.Background(), testTopic, 5, 0)
+	require.NoError(t, err)
+	for _, r := range records(ins) {
+		if w.Append(r.offset, r.evs...) != nil {
+			break
+		}
+	}
+	committed := w.Durable()
+	a.Crash()
+
+	opts := testOptions(root)
+	opts.Zstd = "better"
+	a2 := openArchive(t, opts)
+	w2, err := a2.Partition(context.Background(), testTopic, 5, committed)
+	require.NoError(t, err)
+	var rest []input
+	for _, in := range ins {
+		if in.offset >= committed {
+			rest = append(rest, in)
+		}
+	}
+	appendAll(t, w2, rest, ins[len(ins)-1].offset+1)
+	require.NoError(t, a2.Close())
+
+	tr := tree(t, root)
+	var checked int
+	for p, b := range tr {
+		if !strings.Contains(p, "/segments/") {
+			continue
+		}
+		var m struct {
+			Files []struct {
+				Path  string `json:"path"`
+				Bytes int64  `json:"bytes"`
+			} `json:"files"`
+		}
+		require.NoError(t, json.Unmarshal(b, &m), "manifest %s", p)
+		for _, f := range m.Files {
+			require.EqualValues(t, len(tr[f.Path]), f.Bytes, "manifest %s records the size of %s", p, f.Path)
+			checked++
+		}
+	}
+	require.Positive(t, checked)
 	requireAllOnce(t, root, ins)
 }

@@ -30,8 +30,12 @@
 // keyheat.kind and keyheat.version in its key/value metadata, events files
 // also their topic, partition and offset range.
 //
-// Inside an events file rows are sorted by event time, then offset
-// (declared as the row groups' sorting columns), in row groups of at most
+// An events row is one event, identified by topic, partition, offset and
+// event_index, its index among the events its record gave: a raw log
+// line naming several keys (a Redis MGET, DEL or MSET) is one Kafka record
+// and several rows, all of them archived. Inside an events file rows are
+// sorted by event time, then offset, then event_index (declared as the
+// row groups' sorting columns), in row groups of at most
 // Options.RowGroupRows rows. Readers outside keyheat need nothing but the
 // tree: DuckDB's read_parquet('ROOT/kind=events/**/*.parquet',
 // hive_partitioning = true) or pyarrow.dataset with partitioning "hive"
@@ -58,8 +62,11 @@
 //
 // # Why a restart writes no event twice
 //
-// detect hands a partition's records over in offset order and commits an
-// offset C only if C <= Durable (and its own windows allow it). After a
+// detect hands a partition's records over in offset order, each record's
+// events in one Append, and commits an offset C only if C <= Durable (and
+// its own windows allow it). Segments are cut between records, never
+// inside one, so Durable is per offset: a record is durable when all its
+// events are. After a
 // crash it reopens the partition at the last committed C and hands over
 // everything from C again. The claim is: every event ends up in exactly one
 // visible file, and files written again are byte-identical (given the same zstd level and
@@ -81,9 +88,10 @@
 //     ends it exactly at the recorded last whatever the size or age limits
 //     say; Flush and Close leave such a re-write unfinished rather than
 //     end it early. Kafka hands over the same records for the same
-//     offsets, the buckets are sorted by (time, offset), and the encoder
-//     is deterministic, so each file comes out byte-identical and its
-//     rename replaces a file by the same file.
+//     offsets, a record parses into the same events in the same order,
+//     the buckets are sorted by (time, offset, index), and the encoder is
+//     deterministic, so each file comes out byte-identical and its rename
+//     replaces a file by the same file.
 //
 // Events in no recorded segment are in no visible file: a crash before
 // step 2 leaves only staging files, which Partition deletes. A new segment
@@ -117,8 +125,8 @@
 // # Reading
 //
 // EventReader merges every selected file in (time, topic, partition,
-// offset) order, opening a file only when the merge reaches its first
-// event time. It decodes columns page by page instead of through
+// offset, event_index) order, opening a file only when the merge reaches
+// its first event time. It decodes columns page by page instead of through
 // parquet-go's row reader (see eventFile). A file that is not Parquet, is
 // truncated, lacks keyheat's metadata or columns, or fails to decode is a
 // *BadFileError naming the file; with Query.SkipBadFiles the reader logs
@@ -127,6 +135,15 @@
 // page header's sizes against the file, because parquet-go allocates what
 // a corrupt header claims; and it recovers the panics parquet-go raises on
 // corrupt pages. FuzzEventFile holds it to that.
+//
+// Readers take every layout version up to schemas.ParquetVersion.
+// Version 1, before event_index, archived only the first event of each
+// record; its rows read back with event_index 0, and a replay of them
+// counts fewer events than the live run did wherever a record gave
+// several. A version-1 segment left half-published and re-written by a
+// version-2 writer gets every event of its records, so its row counts
+// differ from its manifest: the writer logs that as changed input and
+// records the new files.
 //
 // # Storage
 //

@@ -27,7 +27,7 @@ type eventFile struct {
 // from file to file, so a replay of many files allocates them once.
 type columns struct {
 	i64  [4][]int64 // time_ms, bytes, latency_us, offset
-	i32  [2][]int32 // status, partition
+	i32  [3][]int32 // status, partition, event_index
 	strs [6][]string
 	dict []string
 	// scratch holds page headers for checkPages.
@@ -48,7 +48,11 @@ const (
 	colTopic
 	colPartition
 	colOffset
+	colIndex
 )
+
+// colAbsent marks a column a file of an older layout version lacks.
+const colAbsent = -1
 
 // openEventFile opens name; cols is the scratch space it decodes into
 // (nil: its own).
@@ -68,8 +72,13 @@ func openEventFile(fsys FS, name string, cols *columns) (*eventFile, error) {
 			switch i {
 			case colTime, colBytes, colLatency, colOffset:
 				want = parquet.Int64
-			case colStatus, colPartition:
+			case colStatus, colPartition, colIndex:
 				want = parquet.Int32
+			}
+			if col == nil && i == colIndex && o.version == 1 {
+				// Version 1 archived one event per record: index 0.
+				ef.cols[i] = colAbsent
+				continue
 			}
 			if col == nil || !col.Leaf() || !col.Required() || col.Type().Kind() != want {
 				return fmt.Errorf("column %s missing or not a required %s", c, want)
@@ -109,7 +118,12 @@ func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]s
 			}
 		}
 		read32 := func(slot, col int) {
-			if err == nil {
+			switch {
+			case err != nil:
+			case ef.cols[col] == colAbsent:
+				ef.i32[slot] = slices.Grow(ef.i32[slot][:0], n)[:n]
+				clear(ef.i32[slot])
+			default:
 				ef.i32[slot], err = readInt32s(chunks[ef.cols[col]], ef.i32[slot][:0], n)
 			}
 		}
@@ -124,6 +138,7 @@ func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]s
 		read64(3, colOffset)
 		read32(0, colStatus)
 		read32(1, colPartition)
+		read32(2, colIndex)
 		readS(0, colApp)
 		readS(1, colKey)
 		readS(2, colOp)
@@ -135,7 +150,7 @@ func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]s
 		}
 		dst = slices.Grow(dst, n)
 		ts, by, lat, off := ef.i64[0], ef.i64[1], ef.i64[2], ef.i64[3]
-		st, pa := ef.i32[0], ef.i32[1]
+		st, pa, ix := ef.i32[0], ef.i32[1], ef.i32[2]
 		app, key, op, cl, node, top := ef.strs[0], ef.strs[1], ef.strs[2], ef.strs[3], ef.strs[4], ef.strs[5]
 		// The per-row checks are skipped when the footer shows the whole
 		// row group inside the query.
@@ -146,7 +161,7 @@ func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]s
 				continue
 			}
 			dst = append(dst, schemas.EventRow{TimeMs: ts[i], App: app[i], Key: key[i], Op: op[i], Bytes: by[i], Status: st[i],
-				Client: cl[i], Node: node[i], LatencyUs: lat[i], Topic: top[i], Partition: pa[i], Offset: off[i]})
+				Client: cl[i], Node: node[i], LatencyUs: lat[i], Topic: top[i], Partition: pa[i], Offset: off[i], Index: ix[i]})
 		}
 		return nil
 	})

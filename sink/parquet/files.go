@@ -141,15 +141,17 @@ func readDirs(fsys FS, dir string) ([]string, error) {
 
 // openedFile is an archive file with its footer read and checked.
 type openedFile struct {
-	path string
-	f    ReadableFile
-	pf   *parquet.File
+	path    string
+	f       ReadableFile
+	pf      *parquet.File
+	version int // schemas.ParquetVersion it was written with
 }
 
 func (o *openedFile) Close() error { return o.f.Close() }
 
 // openArchiveFile opens name and checks it is a keyheat file of kind and
-// of the version this reader knows. Errors are *BadFileError unless the
+// of a version this reader knows (every one up to schemas.ParquetVersion:
+// each added columns only, which a reader of older files does without). Errors are *BadFileError unless the
 // file system failed.
 func openArchiveFile(fsys FS, name, kind string) (_ *openedFile, err error) {
 	f, err := fsys.Open(name)
@@ -189,10 +191,11 @@ func openArchiveFile(fsys FS, name, kind string) (_ *openedFile, err error) {
 	if k != kind {
 		return nil, &BadFileError{Path: name, Err: fmt.Errorf("not a keyheat %s file (%s is %q)", kind, schemas.ParquetKindKey, k)}
 	}
-	if v != strconv.Itoa(schemas.ParquetVersion) {
-		return nil, &BadFileError{Path: name, Err: fmt.Errorf("layout version %q, this reader knows %d", v, schemas.ParquetVersion)}
+	version, verr := strconv.Atoi(v)
+	if verr != nil || version < 1 || version > schemas.ParquetVersion {
+		return nil, &BadFileError{Path: name, Err: fmt.Errorf("layout version %q, this reader knows 1 to %d", v, schemas.ParquetVersion)}
 	}
-	return &openedFile{path: name, f: f, pf: pf}, nil
+	return &openedFile{path: name, f: f, pf: pf, version: version}, nil
 }
 
 // checkFooterLength refuses a file whose trailer claims a footer longer

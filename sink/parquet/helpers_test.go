@@ -27,41 +27,78 @@ const (
 	hourMs = int64(time.Hour / time.Millisecond)
 )
 
-// input is one event as detect hands it over.
+// input is one event as detect hands it over: the index-th event of the
+// record at offset.
 type input struct {
 	partition int32
 	offset    int64
+	index     int32
 	ev        schemas.AccessEvent
 }
 
 // genEvents returns n events of partition, offsets from 0 with a gap every
-// 7th offset (a record that was not an event), spread over apps and over
+// 7th record (a record that held no event), spread over apps and over
 // hours: event time moves forward by stepMs and jitters back a little,
-// as real logs do.
+// as real logs do. Every 5th record holds three events, as a raw log line
+// naming several keys (an MGET) does: one time, three keys and apps.
 func genEvents(partition int32, n int, apps []string, stepMs int64) []input {
 	ops := []string{"GET", "SET", "HGETALL"}
 	out := make([]input, 0, n)
 	off := int64(0)
-	for i := range n {
-		if i%7 == 6 {
+	for rec := 0; len(out) < n; rec++ {
+		if rec%7 == 6 {
 			off++ // a record that held no event
 		}
-		ts := baseMs + int64(i)*stepMs - int64(i%5)*2*stepMs
-		out = append(out, input{partition: partition, offset: off, ev: schemas.AccessEvent{
-			TimeMs: ts, Key: fmt.Sprintf("product:%d", (i*7919)%97), App: apps[i%len(apps)], Op: ops[i%3],
-			Bytes: int64(100 + i%1000), Status: int32(200 + i%3), Client: fmt.Sprintf("10.0.0.%d", i%13),
-			Node: fmt.Sprintf("node-%d", i%4), LatencyUs: int64(i % 977),
-		}})
+		i0, k := len(out), 1
+		if rec%5 == 2 {
+			k = 3
+		}
+		ts := baseMs + int64(i0)*stepMs - int64(i0%5)*2*stepMs
+		for j := 0; j < k && len(out) < n; j++ {
+			i := len(out)
+			out = append(out, input{partition: partition, offset: off, index: int32(j), ev: schemas.AccessEvent{
+				TimeMs: ts, Key: fmt.Sprintf("product:%d", (i*7919)%97), App: apps[i%len(apps)], Op: ops[i%3],
+				Bytes: int64(100 + i%1000), Status: int32(200 + i%3), Client: fmt.Sprintf("10.0.0.%d", i%13),
+				Node: fmt.Sprintf("node-%d", i%4), LatencyUs: int64(i % 977),
+			}})
+		}
 		off++
 	}
 	return out
 }
 
-func rowOf(topic string, in input) schemas.EventRow {
-	return schemas.MakeEventRow(topic, in.partition, in.offset, &in.ev)
+// record is what one Append hands over: a record's events.
+type record struct {
+	offset int64
+	evs    []schemas.AccessEvent
 }
 
-// wantOrder is the order a replay must yield rows in.
+// records groups ins, in order, into the records Append takes.
+func records(ins []input) []record {
+	var out []record
+	for _, in := range ins {
+		if n := len(out); n > 0 && out[n-1].offset == in.offset {
+			out[n-1].evs = append(out[n-1].evs, in.ev)
+			continue
+		}
+		out = append(out, record{offset: in.offset, evs: []schemas.AccessEvent{in.ev}})
+	}
+	return out
+}
+
+// recordStart returns the first i >= from where a record starts.
+func recordStart(ins []input, from int) int {
+	for from < len(ins) && ins[from].index != 0 {
+		from++
+	}
+	return from
+}
+
+func rowOf(topic string, in input) schemas.EventRow {
+	return schemas.MakeEventRow(topic, in.partition, in.offset, in.index, &in.ev)
+}
+
+// sortRows puts rows in the order a replay must yield them.
 func sortRows(rows []schemas.EventRow) {
 	slices.SortFunc(rows, func(a, b schemas.EventRow) int {
 		switch {
@@ -71,8 +108,10 @@ func sortRows(rows []schemas.EventRow) {
 			return strings.Compare(a.Topic, b.Topic)
 		case a.Partition != b.Partition:
 			return cmp(int64(a.Partition), int64(b.Partition))
+		case a.Offset != b.Offset:
+			return cmp(a.Offset, b.Offset)
 		}
-		return cmp(a.Offset, b.Offset)
+		return cmp(int64(a.Index), int64(b.Index))
 	})
 }
 
@@ -107,9 +146,10 @@ func openArchive(t *testing.T, opts archive.Options) *archive.Archive {
 func appendAll(t *testing.T, w *archive.PartitionWriter, ins []input, end int64) {
 	t.Helper()
 	durable := w.Durable()
-	for i := range ins {
-		require.NoError(t, w.Append(ins[i].offset, &ins[i].ev), "append offset %d", ins[i].offset)
-		require.GreaterOrEqual(t, w.Durable(), durable, "durable never moves back (offset %d)", ins[i].offset)
+	for _, r := range records(ins) {
+		require.NoError(t, w.Append(r.offset, r.evs...), "append offset %d", r.offset)
+		require.GreaterOrEqual(t, w.Durable(), durable, "durable never moves back (offset %d)", r.offset)
+		require.True(t, w.Durable() <= r.offset || w.Durable() == r.offset+1, "durable %d is never inside a record (offset %d)", w.Durable(), r.offset)
 		durable = w.Durable()
 	}
 	require.NoError(t, w.Advance(end), "advance to %d", end)

@@ -146,7 +146,7 @@ func (a *Archive) Partition(ctx context.Context, topic string, partition int32, 
 		a: a, key: partKey{topic, partition}, topic: topic, partition: partition,
 		stateDir: partitionStateDir(topic, partition),
 		next:     startOffset, pos: startOffset,
-		enc: newEncoder[schemas.EventRow](a.opts, KindEvents, "time_ms", "offset").
+		enc: newEncoder[schemas.EventRow](a.opts, KindEvents, "time_ms", "offset", "event_index").
 			// Min/max of string pages cost a sixth of the write time and
 			// prune nothing useful (one app per file; keys in no order).
 			skipStats("app", "key", "op", "client", "node", "topic"),
@@ -214,14 +214,20 @@ func cleanStaging(fsys FS, dir string) error {
 	return nil
 }
 
-// Append hands over the event read at offset. Offsets must increase;
-// gaps are fine (records that were not events). An event that a durable
-// segment recorded by an earlier run already holds is not written again.
+// Append hands over the events of the record read at offset, in the
+// order the record gave them: each is archived with its index in evs, so
+// a record that gave several events (a raw log line naming several keys)
+// is archived whole. A record is appended once, all its events at once,
+// which is what keeps Durable per offset: a segment never ends inside a
+// record. Offsets must increase; gaps are fine (records that were not
+// events), and a record with no events is as good as Advance(offset+1).
+// Events that a durable segment recorded by an earlier run already holds
+// are not written again.
 //
 // Once a roll fails, the writer refuses everything with that error: its
 // buffered events are not durable and never will be, so the consumer must
 // stop, not commit, and reopen the partition.
-func (p *PartitionWriter) Append(offset int64, e *schemas.AccessEvent) error {
+func (p *PartitionWriter) Append(offset int64, evs ...schemas.AccessEvent) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.usable(); err != nil {
@@ -230,13 +236,19 @@ func (p *PartitionWriter) Append(offset int64, e *schemas.AccessEvent) error {
 	if offset < p.next {
 		return fmt.Errorf("archive %s/%d: offset %d after %d; hand events over in offset order", p.topic, p.partition, offset, p.next-1)
 	}
+	if len(evs) > math.MaxInt32 {
+		return fmt.Errorf("archive %s/%d: offset %d holds %d events; a record's events are indexed by int32, split the record", p.topic, p.partition, offset, len(evs))
+	}
+	if len(evs) == 0 {
+		return p.advance(offset + 1)
+	}
 	if err := p.reach(offset); err != nil {
 		return p.fail(err)
 	}
 	p.next = offset + 1
-	p.a.m.events.Inc()
+	p.a.m.events.Add(float64(len(evs)))
 	if p.skipping {
-		p.a.m.skipped.Inc()
+		p.a.m.skipped.Add(float64(len(evs)))
 		p.publishDurable()
 		return nil
 	}
@@ -244,18 +256,21 @@ func (p *PartitionWriter) Append(offset int64, e *schemas.AccessEvent) error {
 	if s == nil {
 		s = p.startSegment(p.pos)
 	}
-	b := s.last
-	if b == nil || b.key.app != e.App || e.TimeMs < b.key.hourMs || e.TimeMs >= b.key.hourMs+hourMs {
-		b = s.bucket(e.App, e.TimeMs)
+	for i := range evs {
+		e := &evs[i]
+		b := s.last
+		if b == nil || b.key.app != e.App || e.TimeMs < b.key.hourMs || e.TimeMs >= b.key.hourMs+hourMs {
+			b = s.bucket(e.App, e.TimeMs)
+		}
+		if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == cap(b.chunks[len(b.chunks)-1]) {
+			b.chunks = append(b.chunks, p.chunk(b.n))
+		}
+		last := &b.chunks[len(b.chunks)-1]
+		*last = append(*last, schemas.MakeEventRow(p.topic, p.partition, offset, int32(i), e))
+		b.n++
+		s.bytes += eventOverhead + int64(len(e.Key)+len(e.App)+len(e.Op)+len(e.Client)+len(e.Node))
 	}
-	if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == cap(b.chunks[len(b.chunks)-1]) {
-		b.chunks = append(b.chunks, p.chunk(b.n))
-	}
-	last := &b.chunks[len(b.chunks)-1]
-	*last = append(*last, schemas.MakeEventRow(p.topic, p.partition, offset, e))
-	b.n++
-	s.events++
-	s.bytes += eventOverhead + int64(len(e.Key)+len(e.App)+len(e.Op)+len(e.Client)+len(e.Node))
+	s.events += int64(len(evs))
 	switch {
 	case offset == s.limit && s.rewrite != nil:
 		return p.rollErr(offset, "rewrite")
@@ -276,6 +291,10 @@ func (p *PartitionWriter) Advance(offset int64) error {
 	if err := p.usable(); err != nil {
 		return err
 	}
+	return p.advance(offset)
+}
+
+func (p *PartitionWriter) advance(offset int64) error {
 	if offset <= p.next {
 		return nil
 	}
@@ -498,7 +517,10 @@ func (p *PartitionWriter) roll(last int64, reason string) error {
 				"topic", p.topic, "partition", p.partition, "first", s.first, "last", last)
 		}
 	}
-	if s.rewrite == nil || !m.sameFiles(s.rewrite) {
+	// Sizes differ from the record, with the same rows, when the zstd
+	// level or the layout version changed since: record them too, or
+	// every restart would take the segment for incomplete.
+	if s.rewrite == nil || !slices.Equal(m.Files, s.rewrite.Files) {
 		if err := p.writeManifest(m); err != nil {
 			return err
 		}
@@ -560,12 +582,12 @@ func (p *PartitionWriter) chunk(rows int) []schemas.EventRow {
 // sorting moves 16 bytes a row and no write barriers.
 type sortKey struct {
 	tsMs   int64
-	ci, ri int32 // chunk and row: offset order
+	ci, ri int32 // chunk and row: (offset, index) order
 }
 
-// writeSorted hands b's rows to write in (time, offset) order, in batches.
-// Rows arrive in offset order, so sorting the positions by (time,
-// position) gives that order.
+// writeSorted hands b's rows to write in (time, offset, index) order, in
+// batches. Rows arrive in (offset, index) order, so sorting the positions
+// by (time, position) gives that order.
 func (p *PartitionWriter) writeSorted(b *bucket, write func([]schemas.EventRow) error) error {
 	keys := p.keys[:0]
 	defer func() { p.keys = keys[:0] }()

@@ -14,8 +14,10 @@ import (
 
 // EventReader yields the archived events a Query selects in event-time
 // order, merged across every file: equal times are ordered by topic,
-// partition and offset, so the same archive always replays in the same
-// order. Feeding what it yields to the detection pipeline is a replay.
+// partition, offset and the event's index in its record, so the same
+// archive always replays in the same order, a record's events in the
+// order the record gave them. Feeding what it yields to the detection
+// pipeline is a replay.
 //
 // Files are opened lazily, when the merge reaches the first event time
 // they hold (from their footer statistics), and each open file holds one
@@ -300,7 +302,7 @@ func (r *EventReader) advance(top *source) error {
 	return nil
 }
 
-// less orders rows by time, topic, partition, offset.
+// less orders rows by time, topic, partition, offset, index.
 func less(a, b *schemas.EventRow) bool {
 	if a.TimeMs != b.TimeMs {
 		return a.TimeMs < b.TimeMs
@@ -311,7 +313,10 @@ func less(a, b *schemas.EventRow) bool {
 	if a.Partition != b.Partition {
 		return a.Partition < b.Partition
 	}
-	return a.Offset < b.Offset
+	if a.Offset != b.Offset {
+		return a.Offset < b.Offset
+	}
+	return a.Index < b.Index
 }
 
 func (r *EventReader) up(i int) {

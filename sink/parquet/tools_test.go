@@ -34,6 +34,10 @@ ev = f"read_parquet('{root}/kind=events/**/*.parquet', hive_partitioning = false
 evh = f"read_parquet('{root}/kind=events/**/*.parquet', hive_partitioning = true)"
 out = {}
 out["duckdb_rows"] = con.sql(f"SELECT count(*) FROM {ev}").fetchall()[0][0]
+out["duckdb_distinct_ids"] = con.sql(
+    f"SELECT count(DISTINCT (topic, partition, \"offset\", event_index)) FROM {ev}").fetchall()[0][0]
+out["duckdb_multi_records"] = con.sql(
+    f"SELECT count(*) FROM (SELECT 1 FROM {ev} GROUP BY topic, partition, \"offset\" HAVING count(*) > 1)").fetchall()[0][0]
 out["duckdb_types"] = {r[0]: r[1] for r in con.sql(f"DESCRIBE SELECT * FROM {ev}").fetchall()}
 out["duckdb_by_key"] = [list(r) for r in con.sql(
     f"SELECT app, key, count(*), sum(bytes)::BIGINT FROM {ev} GROUP BY app, key ORDER BY app, key").fetchall()]
@@ -65,6 +69,8 @@ print(json.dumps(out))
 
 type toolsResult struct {
 	DuckDBRows      int64             `json:"duckdb_rows"`
+	DuckDBDistinct  int64             `json:"duckdb_distinct_ids"`
+	DuckDBMulti     int64             `json:"duckdb_multi_records"`
 	DuckDBTypes     map[string]string `json:"duckdb_types"`
 	DuckDBByKey     [][]any           `json:"duckdb_by_key"`
 	DuckDBByHour    [][]any           `json:"duckdb_by_hive_hour"`
@@ -85,13 +91,18 @@ func TestReadableByDuckDBAndArrow(t *testing.T) {
 	type agg struct{ count, bytes int64 }
 	byKey := map[[2]string]*agg{}
 	byHour := map[[2]string]int64{}
-	var total int64
+	var total, multi int64
 	minMs, maxMs := int64(1<<62), int64(-1<<62)
 	for p := int32(0); p < 2; p++ {
 		w, err := a.Partition(context.Background(), testTopic, p, 0)
 		require.NoError(t, err)
 		ins := genEvents(p, 2500, apps, 4_000)
 		appendAll(t, w, ins, ins[len(ins)-1].offset+1)
+		for _, r := range records(ins) {
+			if len(r.evs) > 1 {
+				multi++
+			}
+		}
 		for _, in := range ins {
 			k := [2]string{in.ev.App, in.ev.Key}
 			if byKey[k] == nil {
@@ -136,19 +147,22 @@ func TestReadableByDuckDBAndArrow(t *testing.T) {
 	// Row counts.
 	require.Equal(t, total, got.DuckDBRows, "DuckDB row count")
 	require.Equal(t, total, got.ArrowRows, "pyarrow row count")
+	require.Equal(t, total, got.DuckDBDistinct, "(topic, partition, offset, event_index) identifies a row")
+	require.Equal(t, multi, got.DuckDBMulti, "records archived with several events")
 
 	// Column types, as each tool sees them.
 	for col, typ := range map[string]string{
 		"time_ms": "TIMESTAMP WITH TIME ZONE", "app": "VARCHAR", "key": "VARCHAR", "op": "VARCHAR",
 		"bytes": "BIGINT", "status": "INTEGER", "client": "VARCHAR", "node": "VARCHAR",
 		"latency_us": "BIGINT", "topic": "VARCHAR", "partition": "INTEGER", "offset": "BIGINT",
+		"event_index": "INTEGER",
 	} {
 		require.Equal(t, typ, got.DuckDBTypes[col], "DuckDB type of %s", col)
 	}
-	require.Len(t, got.DuckDBTypes, 12, "DuckDB columns without hive partitioning: %v", got.DuckDBTypes)
+	require.Len(t, got.DuckDBTypes, 13, "DuckDB columns without hive partitioning: %v", got.DuckDBTypes)
 	for col, typ := range map[string]string{
 		"time_ms": "timestamp[ms, tz=UTC]", "key": "string", "bytes": "int64", "status": "int32",
-		"partition": "int32", "offset": "int64", "dt": "string", "hour": "int32",
+		"partition": "int32", "offset": "int64", "event_index": "int32", "dt": "string", "hour": "int32",
 	} {
 		require.Equal(t, typ, got.ArrowTypes[col], "pyarrow type of %s", col)
 	}

@@ -78,9 +78,9 @@ func TestLayout(t *testing.T) {
 	w, err := a.Partition(context.Background(), "keyheat.events", 2, 40)
 	require.NoError(t, err)
 	ev := schemas.AccessEvent{TimeMs: baseMs + 3*hourMs + 5, Key: "k", App: "a/b"}
-	require.NoError(t, w.Append(41, &ev))
+	require.NoError(t, w.Append(41, ev))
 	ev.App, ev.TimeMs = "", baseMs-1 // the previous day, no app
-	require.NoError(t, w.Append(45, &ev))
+	require.NoError(t, w.Append(45, ev))
 	require.NoError(t, w.Advance(50))
 	require.NoError(t, w.Close())
 	require.NoError(t, w.Close(), "second close")
@@ -102,24 +102,27 @@ func TestPartitionWriterContract(t *testing.T) {
 	_, err = a.Partition(ctx, testTopic, 1, 100)
 	require.ErrorContains(t, err, "open already", "one writer per partition")
 
-	require.NoError(t, w.Advance(120))
-	require.Equal(t, int64(120), w.Durable(), "offsets without events are durable at once")
+	require.NoError(t, w.Advance(119))
+	require.Equal(t, int64(119), w.Durable(), "offsets without events are durable at once")
+	require.NoError(t, w.Append(119))
+	require.Equal(t, int64(120), w.Durable(), "a record without events is durable at once")
 
 	ev := schemas.AccessEvent{TimeMs: baseMs, Key: "k", App: "shop"}
-	require.NoError(t, w.Append(125, &ev))
+	require.NoError(t, w.Append(125, ev, ev))
 	require.Equal(t, int64(120), w.Durable(), "an open segment holds durable at its start")
-	require.ErrorContains(t, w.Append(124, &ev), "offset order")
+	require.ErrorContains(t, w.Append(124, ev), "offset order")
+	require.ErrorContains(t, w.Append(125, ev), "offset order", "a record is appended once, all its events at once")
 	require.NoError(t, w.Advance(130))
 	require.Equal(t, int64(120), w.Durable(), "advancing does not make buffered events durable")
 	require.NoError(t, w.Flush(ctx))
 	require.Equal(t, int64(130), w.Durable(), "a flush makes everything handed over durable")
 	require.NoError(t, w.Close())
-	require.ErrorIs(t, w.Append(131, &ev), archive.ErrClosed)
+	require.ErrorIs(t, w.Append(131, ev), archive.ErrClosed)
 
 	w2, err := a.Partition(ctx, testTopic, 1, 130)
 	require.NoError(t, err, "a closed partition can be opened again")
 	require.NoError(t, a.Close())
-	require.ErrorIs(t, w2.Append(131, &ev), archive.ErrClosed, "closing the archive closes its writers")
+	require.ErrorIs(t, w2.Append(131, ev), archive.ErrClosed, "closing the archive closes its writers")
 	_, err = a.Partition(ctx, testTopic, 2, 0)
 	require.ErrorIs(t, err, archive.ErrClosed)
 }
@@ -136,8 +139,8 @@ func TestSegmentRollsByAge(t *testing.T) {
 	w, err := a.Partition(context.Background(), testTopic, 0, 0)
 	require.NoError(t, err)
 	ev := schemas.AccessEvent{TimeMs: baseMs, Key: "k", App: "shop"}
-	require.NoError(t, w.Append(0, &ev))
-	require.NoError(t, w.Append(1, &ev))
+	require.NoError(t, w.Append(0, ev))
+	require.NoError(t, w.Append(1, ev))
 
 	nowNs.Add(int64(59 * time.Second))
 	a.RollAged()
@@ -158,11 +161,11 @@ func TestRollFailureStopsTheWriter(t *testing.T) {
 	w, err := a.Partition(context.Background(), testTopic, 0, 0)
 	require.NoError(t, err)
 	ev := schemas.AccessEvent{TimeMs: baseMs, Key: "k", App: "shop"}
-	require.NoError(t, w.Append(0, &ev))
+	require.NoError(t, w.Append(0, ev))
 	err = w.Flush(context.Background())
 	require.ErrorIs(t, err, errInjected)
 	require.ErrorContains(t, err, "reopen the partition")
-	require.ErrorIs(t, w.Append(1, &ev), errInjected, "refuses events after a failed roll")
+	require.ErrorIs(t, w.Append(1, ev), errInjected, "refuses events after a failed roll")
 	require.Equal(t, int64(0), w.Durable(), "nothing became durable")
 	require.NoError(t, a.Close(), "close does not retry a failed writer")
 }
@@ -191,8 +194,8 @@ func TestAgeRollsRaceAppends(t *testing.T) {
 	w, err := a.Partition(context.Background(), testTopic, 0, 0)
 	require.NoError(t, err)
 	ins := genEvents(0, 3000, []string{"shop", "ads"}, 1_000)
-	for i := range ins {
-		require.NoError(t, w.Append(ins[i].offset, &ins[i].ev))
+	for i, r := range records(ins) {
+		require.NoError(t, w.Append(r.offset, r.evs...))
 		if i%100 == 0 {
 			time.Sleep(time.Millisecond)
 		}
