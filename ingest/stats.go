@@ -30,7 +30,8 @@ const allFields = logparse.FieldOp | logparse.FieldBytes | logparse.FieldApp | l
 // skipped line). A line is delivered once every record it became is on
 // Kafka: acknowledged, or for tail, in a committed transaction. The tail
 // counts a transaction's lines and records when it commits, so its totals
-// are what readers with read_committed isolation see.
+// are what readers with read_committed isolation see; the lines of a
+// transaction it gives up on at a stop count as read and undelivered.
 type Stats struct {
 	Lines atomic.Int64 // lines (or raw records, or generated events) read
 	Bytes atomic.Int64 // bytes of those lines
@@ -164,7 +165,7 @@ func NewStats(reg prometheus.Registerer) *Stats {
 		}, func() float64 { return float64(v.Load()) })
 	}
 	reg.MustRegister(
-		counter("lines_total", "Lines, raw records or generated events read (tail: in committed transactions).", &s.Lines, nil),
+		counter("lines_total", "Lines, raw records or generated events read (tail: counted when their transaction commits, or at a stop that gives up on it).", &s.Lines, nil),
 		counter("read_bytes_total", "Bytes of input lines read.", &s.Bytes, nil),
 		counter("delivered_lines_total", "Lines whose every record is on Kafka (skipped lines included).", &s.Delivered, nil),
 		counter("events_total", "Records on the events topic (one line may make several).", &s.Events, nil),

@@ -344,6 +344,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 	_ = abortTxn(actx, t.prod.cl)
 	cancel()
 	n := t.pending.Lines.Load()
+	// They were read: the totals count them as read and undelivered, so
+	// that a summary's lines are its delivered plus undelivered ones.
+	t.pl.stats.Lines.Add(n)
+	t.pl.stats.Bytes.Add(t.pending.Bytes.Load())
 	t.pl.stats.Failed.Add(t.pending.Failed.Load())
 	t.pl.stats.Undelivered.Add(n)
 	t.pending.reset()

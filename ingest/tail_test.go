@@ -823,6 +823,8 @@ func TestTailStopWhileKafkaDown(t *testing.T) {
 		require.Contains(t, ue.Error(), fmt.Sprintf("the next start resumes at %s byte %d", abs, sizeAt1000))
 		require.Equal(t, ue.Lines, run.tl.pl.stats.Undelivered.Load())
 		require.EqualValues(t, 1000, run.tl.pl.stats.Delivered.Load())
+		// The summary's lines are every line read: delivered or not.
+		require.Equal(t, 1000+ue.Lines, run.tl.pl.stats.Lines.Load(), "lines read = delivered + undelivered")
 
 		b.Start(t)
 		run = startTail(t, k, opts, []string{path})
