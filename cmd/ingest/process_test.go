@@ -429,7 +429,7 @@ func testStdinOutage(t *testing.T, b *testenv.Broker) {
 	p.waitOutput(t, "kafka unreachable, waiting for it")
 	require.Equal(t, 1, p.term(t), "lines not delivered: exit 1")
 	out := p.stderr.String()
-	require.Contains(t, out, fmt.Sprintf("wrote the 3000 lines kafka did not take to %s; send them later with: ingest stdin < %s", spill, spill))
+	require.Contains(t, out, fmt.Sprintf("wrote the 3000 lines kafka did not take to %s; send them later with the same format and settings: ingest stdin [flags] < %s", spill, spill))
 	require.Contains(t, out, "undelivered=3000")
 	require.Contains(t, out, "ingest: 3000 lines read were not delivered to Kafka")
 	require.NotContains(t, out, "failed=0 ", "the summary never says 0 failed while lines were not delivered")
