@@ -504,6 +504,40 @@ func TestTailCopyTruncate(t *testing.T) {
 	})
 }
 
+// TestTailCopyTruncateRestarts: copytruncate rotations seen only at a
+// start, and starts that find the copies again. The file at the path
+// keeps its device and inode across truncations, so each of its contents
+// needs a position of its own: a start must not give the truncated file
+// the identity whose saved position its copy still answers to, or the
+// next start takes the copy for a file it never read.
+func TestTailCopyTruncateRestarts(t *testing.T) {
+	brokers(t, func(t *testing.T, seeds []string) {
+		k := newKafkaEnv(t, seeds, 2)
+		path := filepath.Join(t.TempDir(), "access.log")
+		lw := newLineWriter(t, path)
+		opts := fastTail(t, k)
+		lw.write(1000)
+		run := startTail(t, k, opts, []string{path})
+		waitCaughtUp(t, run.tl, path)
+		require.NoError(t, run.stop())
+		for round := 1; round <= 3; round++ {
+			// Written, copied and truncated while ingest is down.
+			lw.write(round*1000 + 500)
+			copyTruncate(t, path)
+			lw.write((round + 1) * 1000)
+			run = startTail(t, k, opts, []string{path})
+			waitCaughtUp(t, run.tl, path)
+			require.NoError(t, run.stop())
+			// A start with nothing new sends nothing.
+			run = startTail(t, k, opts, []string{path})
+			waitCaughtUp(t, run.tl, path)
+			require.NoError(t, run.stop())
+			require.Zero(t, run.tl.pl.stats.Lines.Load(), "round %d: a start with nothing new read lines again:\n%s", round, run.logs.String())
+		}
+		requireEachLineOnce(t, k, path, 4000)
+	})
+}
+
 // copyTruncate rotates path the way logrotate's copytruncate does: the
 // rotated names shift up by one, path is copied to path.1 and truncated.
 func copyTruncate(t *testing.T, path string) {
