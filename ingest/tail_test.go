@@ -474,6 +474,23 @@ func TestTailRotatedWhileDown(t *testing.T) {
 		require.Contains(t, run.logs.String(), fmt.Sprintf("access.log is gone; at least %d bytes of it", len(`{"key":"unfinished`)))
 		require.EqualValues(t, len(`{"key":"unfinished`), run.tl.pl.stats.UnreadBytes.Load())
 		require.EqualValues(t, 100, run.tl.pl.stats.Lines.Load())
+
+		// Read to its end, then written to while ingest is down, rotated
+		// and deleted: how much was lost is unknown, and said so (not "at
+		// least 0 bytes").
+		size, err := os.Stat(path)
+		require.NoError(t, err)
+		lw.write(6300)
+		lw.rotate()
+		lw.reopen()
+		require.NoError(t, os.Remove(path+".1"))
+		lw.next = 6400
+		lw.write(6500)
+		run = startTail(t, k, opts, []string{path})
+		waitCaughtUp(t, run.tl, path)
+		require.NoError(t, run.stop())
+		require.NotContains(t, run.logs.String(), "at least 0 bytes")
+		require.Contains(t, run.logs.String(), fmt.Sprintf("access.log is gone; it was read to byte %d, and whatever was written to it after that was never read", size.Size()))
 	})
 }
 

@@ -233,10 +233,16 @@ func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool
 			forget = append(forget, p.key()) // read to its end, then deleted: nothing to say
 			continue
 		case c == nil:
+			// Only what was read and not sent is known to be lost; what was
+			// written after the last read is not known at all.
 			lost := max(0, p.Size-p.Offset)
 			t.pl.stats.UnreadBytes.Add(lost)
-			t.log.Error(fmt.Sprintf("tail %s: %s is gone; at least %d bytes of it after byte %d were never read", w.path, p.Name, lost, p.Offset),
-				"path", w.path, "file", p.Name, "unread_bytes", lost, "hint", "the rotated files were deleted (logrotate rotate count) before ingest read them; keep more, or restart ingest sooner")
+			msg := fmt.Sprintf("tail %s: %s is gone; at least %d bytes of it after byte %d were never read", w.path, p.Name, lost, p.Offset)
+			if lost == 0 {
+				msg = fmt.Sprintf("tail %s: %s is gone; it was read to byte %d, and whatever was written to it after that was never read", w.path, p.Name, p.Offset)
+			}
+			t.log.Error(msg, "path", w.path, "file", p.Name, "unread_bytes", lost,
+				"hint", "the rotated files were deleted (logrotate rotate count) before ingest read them; keep more, or restart ingest sooner")
 			forget = append(forget, p.key())
 			continue
 		}
