@@ -58,7 +58,11 @@ type Stats struct {
 	// UnreadBytes counts bytes of files that disappeared before tail read
 	// them (a rotated file deleted while ingest was down).
 	UnreadBytes atomic.Int64
-	dlq         [8]atomic.Int64
+	// GoneFiles counts files with a saved position that disappeared
+	// before tail read them to their end: what was written to them after
+	// the last read is unknown, and lost.
+	GoneFiles atomic.Int64
+	dlq       [8]atomic.Int64
 	dropped     [16]atomic.Int64 // per logparse.Fields bit
 }
 
@@ -121,6 +125,7 @@ func (s *Stats) add(o *Stats) {
 	s.Rotations.Add(o.Rotations.Load())
 	s.Truncates.Add(o.Truncates.Load())
 	s.UnreadBytes.Add(o.UnreadBytes.Load())
+	s.GoneFiles.Add(o.GoneFiles.Load())
 	for i := range s.dlq {
 		s.dlq[i].Add(o.dlq[i].Load())
 	}
@@ -132,7 +137,7 @@ func (s *Stats) add(o *Stats) {
 // reset zeroes every count.
 func (s *Stats) reset() {
 	for _, c := range []*atomic.Int64{&s.Lines, &s.Bytes, &s.Delivered, &s.Events, &s.DLQ, &s.Skipped, &s.Failed,
-		&s.Undelivered, &s.Spilled, &s.Rotations, &s.Truncates, &s.UnreadBytes} {
+		&s.Undelivered, &s.Spilled, &s.Rotations, &s.Truncates, &s.UnreadBytes, &s.GoneFiles} {
 		c.Store(0)
 	}
 	for i := range s.dlq {
@@ -176,6 +181,7 @@ func NewStats(reg prometheus.Registerer) *Stats {
 		counter("file_rotations_total", "Tailed files followed across a rotation.", &s.Rotations, nil),
 		counter("file_truncations_total", "Tailed files found truncated and reread from the start.", &s.Truncates, nil),
 		counter("unread_bytes_total", "Bytes of tailed files that disappeared before they were read.", &s.UnreadBytes, nil),
+		counter("gone_files_total", "Tailed files that disappeared before they were read to their end.", &s.GoneFiles, nil),
 	)
 	for i, r := range reasons {
 		reg.MustRegister(counter("dead_letters_total", "Dead letters on the DLQ topic, by reason.",

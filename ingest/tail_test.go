@@ -490,6 +490,7 @@ func TestTailRotatedWhileDown(t *testing.T) {
 		waitCaughtUp(t, run.tl, path)
 		require.NoError(t, run.stop())
 		require.NotContains(t, run.logs.String(), "at least 0 bytes")
+		require.EqualValues(t, 1, run.tl.pl.stats.GoneFiles.Load())
 		require.Contains(t, run.logs.String(), fmt.Sprintf("access.log is gone; it was read to byte %d, and whatever was written to it after that was never read", size.Size()))
 	})
 }

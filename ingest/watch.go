@@ -237,6 +237,7 @@ func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool
 			// written after the last read is not known at all.
 			lost := max(0, p.Size-p.Offset)
 			t.pl.stats.UnreadBytes.Add(lost)
+			t.pl.stats.GoneFiles.Add(1)
 			msg := fmt.Sprintf("tail %s: %s is gone; at least %d bytes of it after byte %d were never read", w.path, p.Name, lost, p.Offset)
 			if lost == 0 {
 				msg = fmt.Sprintf("tail %s: %s is gone; it was read to byte %d, and whatever was written to it after that was never read", w.path, p.Name, p.Offset)

@@ -320,14 +320,14 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 	summary := []any{"lines", stats.Lines.Load(), "delivered", stats.Delivered.Load(), "undelivered", stats.Undelivered.Load(),
 		"events", stats.Events.Load(), "dlq", stats.DLQ.Load(), "skipped", stats.Skipped.Load(),
 		"dropped_fields", stats.DroppedSummary(), "failed", stats.Failed.Load()}
-	if n := stats.UnreadBytes.Load(); n > 0 {
-		summary = append(summary, "unread_bytes", n)
+	if n := stats.GoneFiles.Load(); n > 0 {
+		summary = append(summary, "gone_files", n, "unread_bytes", stats.UnreadBytes.Load())
 	}
 	if err != nil {
 		log.Error("stopped with lines not delivered or an error", summary...)
 		return err
 	}
-	if stats.UnreadBytes.Load() > 0 {
+	if stats.GoneFiles.Load() > 0 {
 		// Every line read is on Kafka, but not every line written was read.
 		log.Warn("stopped; every line read was delivered, but rotated files were deleted before they were read (see the errors above)", summary...)
 		return nil
