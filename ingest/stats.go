@@ -63,7 +63,7 @@ type Stats struct {
 	// the last read is unknown, and lost.
 	GoneFiles atomic.Int64
 	dlq       [8]atomic.Int64
-	dropped     [16]atomic.Int64 // per logparse.Fields bit
+	dropped   [16]atomic.Int64 // per logparse.Fields bit
 }
 
 // DLQByReason returns the number of dead letters counted for r.
