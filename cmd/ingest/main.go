@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -287,10 +288,16 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 		stopHealth()
 		<-healthDone
 	}()
-	stopSaid := context.AfterFunc(ctx, func() {
-		log.Info(fmt.Sprintf("stopping: no more reading; waiting up to %s (ingest.stop_timeout) for kafka to take what was read; a second signal stops at once",
-			cfg.Ingest.Delivery.StopTimeout))
-	})
+	// Said as soon as a signal comes, and in any case before the summary:
+	// the AfterFunc's goroutine may not have run by then.
+	var sayStop sync.Once
+	said := func() {
+		sayStop.Do(func() {
+			log.Info(fmt.Sprintf("stopping: no more reading; waiting up to %s (ingest.stop_timeout) for kafka to take what was read; a second signal stops at once",
+				cfg.Ingest.Delivery.StopTimeout))
+		})
+	}
+	stopSaid := context.AfterFunc(ctx, said)
 	defer stopSaid()
 	var extra []topics.Spec
 	if sub.topics != nil {
@@ -315,6 +322,9 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 		ingest.Progress(pctx, stats, tty, log, interval)
 	}()
 	err = runSource(ctx)
+	if ctx.Err() != nil {
+		said()
+	}
 	stopProgress()
 	<-progressDone
 	summary := []any{"lines", stats.Lines.Load(), "delivered", stats.Delivered.Load(), "undelivered", stats.Undelivered.Load(),
