@@ -23,7 +23,8 @@ type DeliveryOptions struct {
 	// SpillFile is where stdin writes the lines Kafka did not take when it
 	// gives up on them, one per line as they were read, so that
 	// `ingest stdin < FILE` sends them later; empty picks a new file in
-	// the temporary folder. Its path is logged.
+	// the temporary folder. Its path is logged. ingest stdin refuses to
+	// start when it cannot be written.
 	SpillFile string `mapstructure:"spill_file"`
 }
 

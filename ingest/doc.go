@@ -29,22 +29,28 @@
 //     TailOptions.Rotated patterns, so files that went by while ingest
 //     was down, or between two looks, are read too, in order, and a
 //     copytruncate copy is read from where the original was left. What
-//     no one can read is said, not lost silently: a rotated file deleted
-//     before ingest read it (with its unread bytes), a compressed rotated
-//     file, lines written between copytruncate's copy and its truncation
-//     (logrotate's own race). One more case is only an inherent limit: a
-//     file truncated in place with no copy among the rotated names, whose
-//     last lines were in a transaction that Kafka then aborted, cannot be
-//     read again.
-//   - ReadLines (stdin): every line is delivered or written to the spill
-//     file, whose path is logged, and ReadLines fails when any was not
-//     delivered. A pipe cannot be read twice, so each line is kept until
+//     ingest sees it cannot read is said, not lost silently: a rotated
+//     file deleted before ingest read it (with its unread bytes), a
+//     compressed rotated file, a file truncated in place with no copy
+//     among the rotated names. Two cases are inherent limits that no
+//     reader of the files can see: lines written between copytruncate's
+//     copy and its truncation are in neither file (logrotate's own race),
+//     and a file truncated in place with no copy, whose last lines were in
+//     a transaction that Kafka then aborted, cannot be read again.
+//   - ReadLines (stdin): when it stops (end of input, a signal), every
+//     line read is delivered or written to the spill file, whose path is
+//     logged, and ReadLines fails when any was not delivered; a spill
+//     file that cannot be written is an error before anything is read. A
+//     pipe cannot be read twice, so each line is kept in memory until
 //     Kafka took all its records; an unreachable Kafka is waited for
 //     (DeliveryOptions bound the wait at the end). A record in flight
 //     when ReadLines gives up may have reached Kafka unconfirmed, and a
 //     line Kafka took in part (some of its keys) is spilled whole: those
 //     few are sent twice by a replay of the spill file. Ids are unique per
-//     run (the run's start is part of them).
+//     run (the run's start is part of them). A process that dies without
+//     stopping (kill -9, out of memory, power loss) loses the lines it
+//     held: at most those Kafka had not acknowledged, bounded by
+//     ProducerOptions.MaxBufferedRecords.
 //   - Topic: at least once. Offsets are committed only up to the records
 //     whose events Kafka acknowledged; a crash re-sends what was read
 //     after the last commit, with the same keyheat-ids, for consumers to

@@ -159,8 +159,21 @@ func NewGen(cfg GenConfig, prod *Producer, stats *Stats) (*Gen, error) {
 		return nil, errors.New("gen: the Zipf exponent must be a number >= 0 (0: uniform)")
 	case cfg.Rate < 0 || math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0):
 		return nil, errors.New("gen: rate must be a number >= 0 (0: as fast as possible)")
-	case cfg.Duration <= 0 && cfg.Count <= 0:
+	case cfg.Count < 0:
+		return nil, fmt.Errorf("gen: count %d is negative; 0 means no limit", cfg.Count)
+	case cfg.Duration < 0:
+		return nil, fmt.Errorf("gen: duration %s is negative; 0 means no limit", cfg.Duration)
+	case cfg.Duration == 0 && cfg.Count == 0:
 		return nil, errors.New("gen: set a duration or a count")
+	}
+	// One count is reported per planted key: a key planted twice would
+	// print the same merged count twice.
+	for i, a := range cfg.Hot {
+		for _, b := range cfg.Hot[:i] {
+			if a.Key == b.Key {
+				return nil, fmt.Errorf("gen: key %q is planted twice; give each --hot its own key", a.Key)
+			}
+		}
 	}
 	// Shares may not exceed 1 at any moment: check at every start.
 	for _, a := range cfg.Hot {

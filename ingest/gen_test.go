@@ -69,6 +69,11 @@ func TestNewGenChecks(t *testing.T) {
 		{"negative keys", func(c *GenConfig) { c.Keys = -1 }, "gen: keys -1 is outside 1..10000000"},
 		{"negative zipf", func(c *GenConfig) { c.S = -1 }, "Zipf exponent"},
 		{"no end", func(c *GenConfig) { c.Count = 0 }, "set a duration or a count"},
+		{"negative count", func(c *GenConfig) { c.Count = -5; c.Duration = time.Minute }, "gen: count -5 is negative; 0 means no limit"},
+		{"negative duration", func(c *GenConfig) { c.Duration = -time.Second }, "gen: duration -1s is negative; 0 means no limit"},
+		{"a key planted twice", func(c *GenConfig) {
+			c.Hot = []HotKey{{Key: "a", For: time.Minute, Share: 0.1}, {Key: "a", Start: time.Hour, For: time.Minute, Share: 0.1}}
+		}, `gen: key "a" is planted twice; give each --hot its own key`},
 		{"shares above 100% forever", func(c *GenConfig) {
 			c.Hot = []HotKey{{Key: "a", For: forever, Share: 0.6}, {Key: "b", Start: time.Hour, For: forever, Share: 0.6}}
 		}, "gen: planted shares add up to 120% at 1h0m0s"},

@@ -14,9 +14,13 @@ package ingest
 //
 // The positions topic is compacted and every record goes to its partition
 // 0. A record's key is "<tail_id>/<dev>:<ino>:<gen>": the tail's id, the
-// file's identity (device and inode when first seen) and its generation
-// (how often it was found truncated in place); its value is a filePos in
-// JSON, or nothing (a tombstone) for a file forgotten. The key
+// file's identity (device and inode when first seen) and a generation
+// that tells apart the contents one device and inode held: a file
+// truncated in place, whose old content lives on in a copy with a
+// position of its own, or an inode reused. A new content takes a
+// generation no position of the tail id has (Tailer.newKey); its value
+// is a filePos in JSON, or nothing (a tombstone) for a file forgotten.
+// The key
 // "<tail_id>/start" holds the marker a load writes (below).
 //
 // Reading the positions back must see every committed transaction of this

@@ -30,7 +30,8 @@ const allFields = logparse.FieldOp | logparse.FieldBytes | logparse.FieldApp | l
 // skipped line). A line is delivered once every record it became is on
 // Kafka: acknowledged, or for tail, in a committed transaction. The tail
 // counts a transaction's lines and records when it commits, so its totals
-// are what readers with read_committed isolation see.
+// are what readers with read_committed isolation see; the lines of a
+// transaction it gives up on at a stop count as read and undelivered.
 type Stats struct {
 	Lines atomic.Int64 // lines (or raw records, or generated events) read
 	Bytes atomic.Int64 // bytes of those lines
@@ -57,8 +58,12 @@ type Stats struct {
 	// UnreadBytes counts bytes of files that disappeared before tail read
 	// them (a rotated file deleted while ingest was down).
 	UnreadBytes atomic.Int64
-	dlq         [8]atomic.Int64
-	dropped     [16]atomic.Int64 // per logparse.Fields bit
+	// GoneFiles counts files with a saved position that disappeared
+	// before tail read them to their end: what was written to them after
+	// the last read is unknown, and lost.
+	GoneFiles atomic.Int64
+	dlq       [8]atomic.Int64
+	dropped   [16]atomic.Int64 // per logparse.Fields bit
 }
 
 // DLQByReason returns the number of dead letters counted for r.
@@ -120,6 +125,7 @@ func (s *Stats) add(o *Stats) {
 	s.Rotations.Add(o.Rotations.Load())
 	s.Truncates.Add(o.Truncates.Load())
 	s.UnreadBytes.Add(o.UnreadBytes.Load())
+	s.GoneFiles.Add(o.GoneFiles.Load())
 	for i := range s.dlq {
 		s.dlq[i].Add(o.dlq[i].Load())
 	}
@@ -131,7 +137,7 @@ func (s *Stats) add(o *Stats) {
 // reset zeroes every count.
 func (s *Stats) reset() {
 	for _, c := range []*atomic.Int64{&s.Lines, &s.Bytes, &s.Delivered, &s.Events, &s.DLQ, &s.Skipped, &s.Failed,
-		&s.Undelivered, &s.Spilled, &s.Rotations, &s.Truncates, &s.UnreadBytes} {
+		&s.Undelivered, &s.Spilled, &s.Rotations, &s.Truncates, &s.UnreadBytes, &s.GoneFiles} {
 		c.Store(0)
 	}
 	for i := range s.dlq {
@@ -164,7 +170,7 @@ func NewStats(reg prometheus.Registerer) *Stats {
 		}, func() float64 { return float64(v.Load()) })
 	}
 	reg.MustRegister(
-		counter("lines_total", "Lines, raw records or generated events read (tail: in committed transactions).", &s.Lines, nil),
+		counter("lines_total", "Lines, raw records or generated events read (tail: counted when their transaction commits, or at a stop that gives up on it).", &s.Lines, nil),
 		counter("read_bytes_total", "Bytes of input lines read.", &s.Bytes, nil),
 		counter("delivered_lines_total", "Lines whose every record is on Kafka (skipped lines included).", &s.Delivered, nil),
 		counter("events_total", "Records on the events topic (one line may make several).", &s.Events, nil),
@@ -175,6 +181,7 @@ func NewStats(reg prometheus.Registerer) *Stats {
 		counter("file_rotations_total", "Tailed files followed across a rotation.", &s.Rotations, nil),
 		counter("file_truncations_total", "Tailed files found truncated and reread from the start.", &s.Truncates, nil),
 		counter("unread_bytes_total", "Bytes of tailed files that disappeared before they were read.", &s.UnreadBytes, nil),
+		counter("gone_files_total", "Tailed files that disappeared before they were read to their end.", &s.GoneFiles, nil),
 	)
 	for i, r := range reasons {
 		reg.MustRegister(counter("dead_letters_total", "Dead letters on the DLQ topic, by reason.",

@@ -50,6 +50,9 @@ type StdinConfig struct {
 // and a record in flight when ReadLines gives up may have reached Kafka
 // unconfirmed: those few are sent twice by the replay.
 //
+// The spill file is checked before anything is read: one that cannot be
+// written is an error at the start, not lost lines at the end.
+//
 // When ctx ends, ReadLines stops at once, also while no input comes: r
 // is read by a goroutine of its own, which ends when r's Read returns (a
 // read of standard input cannot be interrupted; the process's exit ends
@@ -61,6 +64,12 @@ func ReadLines(ctx context.Context, r io.Reader, pl *LineSender, cfg StdinConfig
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	// The spill file is what keeps the lines Kafka does not take; one
+	// that cannot be written would lose them at the end, so it is found
+	// out before anything is read.
+	if err := checkSpill(cfg.SpillFile); err != nil {
+		return err
 	}
 	maxLine := pl.MaxLineBytes()
 	held := &heldLines{stats: pl.stats}
@@ -147,8 +156,8 @@ func ReadLines(ctx context.Context, r io.Reader, pl *LineSender, cfg StdinConfig
 		return errors.Join(rerr, &UndeliveredError{Lines: n, Resume: fmt.Sprintf("writing them to a spill file failed (%v), so they are lost", err)})
 	}
 	pl.stats.Spilled.Add(n)
-	log.Error(fmt.Sprintf("wrote the %d lines kafka did not take to %s; send them later with: ingest stdin < %s", n, path, path))
-	return errors.Join(rerr, &UndeliveredError{Lines: n, Resume: fmt.Sprintf("they are in %s; send them again with: ingest stdin < %s", path, path)})
+	log.Error(fmt.Sprintf("wrote the %d lines kafka did not take to %s; send them later with the same format and settings: ingest stdin [flags] < %s", n, path, path))
+	return errors.Join(rerr, &UndeliveredError{Lines: n, Resume: fmt.Sprintf("they are in %s; send them again with the same format and settings: ingest stdin [flags] < %s", path, path)})
 }
 
 // heldLines keeps a copy of every line read until Kafka took all of its
@@ -242,6 +251,34 @@ func (h *heldLines) undelivered() [][]byte {
 		out[i] = l.data
 	}
 	return out
+}
+
+// checkSpill makes sure the spill file path (a new file in the temporary
+// folder when empty) can be written, leaving what is on disk as it was.
+func checkSpill(path string) error {
+	var f *os.File
+	var err error
+	created := true
+	_, serr := os.Stat(path)
+	switch {
+	case path == "":
+		f, err = os.CreateTemp("", "keyheat-ingest-stdin-*.spill")
+		path = os.TempDir()
+	case serr == nil:
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		created = false
+	default:
+		f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("stdin: the spill file %s cannot be written, so lines kafka does not take could not be kept; set ingest.spill_file to a writable path: %w", path, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	if created {
+		_ = os.Remove(name)
+	}
+	return nil
 }
 
 // writeSpill appends lines to path (a new file in the temporary folder

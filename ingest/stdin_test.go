@@ -249,3 +249,42 @@ func TestStdinEndTimeout(t *testing.T) {
 	require.Equal(t, 15, strings.Count(string(got), "\n"))
 	b.Start(t) // for the cleanups
 }
+
+// TestStdinSpillNotWritable: a spill file that cannot be written is found
+// at the start, before a line is read, not when Kafka is away at the end
+// and the lines it should keep are lost.
+func TestStdinSpillNotWritable(t *testing.T) {
+	k := newKafkaEnv(t, testenv.KFake(t), 1)
+	notDir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
+	for _, tc := range []struct {
+		name  string
+		spill string
+	}{
+		{"missing folder", filepath.Join(t.TempDir(), "missing", "stdin.spill")},
+		{"folder is a file", filepath.Join(notDir, "stdin.spill")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes"}, "test")
+			require.NoError(t, err)
+			pl := lineSender(t, k.producer(t, schemas.Binary), parser, LineOptions{})
+			err = ReadLines(context.Background(), strings.NewReader(line(0)), pl, StdinConfig{DeliveryOptions: DeliveryOptions{SpillFile: tc.spill}})
+			require.ErrorContains(t, err, "ingest.spill_file")
+			require.ErrorContains(t, err, tc.spill)
+			require.Zero(t, pl.stats.Lines.Load(), "nothing is read")
+			_, serr := os.Stat(tc.spill)
+			require.Error(t, serr, "no spill file is left behind")
+		})
+	}
+	t.Run("the check leaves an existing spill file as it was", func(t *testing.T) {
+		spill := filepath.Join(t.TempDir(), "stdin.spill")
+		require.NoError(t, os.WriteFile(spill, []byte("kept\n"), 0o600))
+		parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes"}, "test")
+		require.NoError(t, err)
+		pl := lineSender(t, k.producer(t, schemas.Binary), parser, LineOptions{})
+		require.NoError(t, ReadLines(context.Background(), strings.NewReader(line(0)), pl, StdinConfig{DeliveryOptions: DeliveryOptions{SpillFile: spill}}))
+		got, err := os.ReadFile(spill)
+		require.NoError(t, err)
+		require.Equal(t, "kept\n", string(got))
+	})
+}

@@ -174,6 +174,13 @@ type Tailer struct {
 	txnErr  atomic.Pointer[error]
 	watches []*watch
 	forget  []posKey // positions to delete at the next commit
+
+	// gens holds, per device and inode, the first generation no position
+	// of this tail id uses: saved ones, and those given out in this run.
+	// The watches take keys from it while holding the gate for reading,
+	// so it has a lock of its own.
+	genMu sync.Mutex
+	gens  map[fileID]uint64
 }
 
 // NewTailer returns a Tailer for cfg.Paths feeding pl, whose producer
@@ -213,9 +220,30 @@ func NewTailer(cfg TailConfig, pl *LineSender) (*Tailer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	t := &Tailer{cfg: cfg, pl: pl, prod: pl.prod, log: cfg.Logger, id: cfg.ID(), pending: NewStats(nil)}
+	t := &Tailer{cfg: cfg, pl: pl, prod: pl.prod, log: cfg.Logger, id: cfg.ID(), pending: NewStats(nil), gens: map[fileID]uint64{}}
 	t.store = &positionStore{prod: pl.prod, topic: cfg.PositionsTopic, tailID: t.id}
 	return t, nil
+}
+
+// usedKey records that a position of this tail id has key k.
+func (t *Tailer) usedKey(k posKey) {
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	id := fileID{Dev: k.Dev, Ino: k.Ino}
+	t.gens[id] = max(t.gens[id], k.Gen+1)
+}
+
+// newKey returns a key for content at id that no position of this tail id
+// has: a file at a device and inode seen before (truncated in place, or
+// an inode reused) must not take the key whose saved position still
+// answers for the old content, which lives on in a copy or is forgotten
+// in the same commit.
+func (t *Tailer) newKey(id fileID) posKey {
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	k := posKey{Dev: id.Dev, Ino: id.Ino, Gen: t.gens[id]}
+	t.gens[id] = k.Gen + 1
+	return k
 }
 
 // ID returns the tail id the positions are kept under.
@@ -282,6 +310,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("tail: load positions from %s: %w", t.cfg.PositionsTopic, err)
 	}
+	for k := range saved {
+		t.usedKey(k)
+	}
 	giveUp, cancelGiveUp := giveUpContext(ctx, t.cfg.StopTimeout, t.cfg.Force)
 	defer cancelGiveUp()
 	t.startWatches(pinned, startMs, saved)
@@ -344,6 +375,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 	_ = abortTxn(actx, t.prod.cl)
 	cancel()
 	n := t.pending.Lines.Load()
+	// They were read: the totals count them as read and undelivered, so
+	// that a summary's lines are its delivered plus undelivered ones.
+	t.pl.stats.Lines.Add(n)
+	t.pl.stats.Bytes.Add(t.pending.Bytes.Load())
 	t.pl.stats.Failed.Add(t.pending.Failed.Load())
 	t.pl.stats.Undelivered.Add(n)
 	t.pending.reset()

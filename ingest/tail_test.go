@@ -474,6 +474,24 @@ func TestTailRotatedWhileDown(t *testing.T) {
 		require.Contains(t, run.logs.String(), fmt.Sprintf("access.log is gone; at least %d bytes of it", len(`{"key":"unfinished`)))
 		require.EqualValues(t, len(`{"key":"unfinished`), run.tl.pl.stats.UnreadBytes.Load())
 		require.EqualValues(t, 100, run.tl.pl.stats.Lines.Load())
+
+		// Read to its end, then written to while ingest is down, rotated
+		// and deleted: how much was lost is unknown, and said so (not "at
+		// least 0 bytes").
+		size, err := os.Stat(path)
+		require.NoError(t, err)
+		lw.write(6300)
+		lw.rotate()
+		lw.reopen()
+		require.NoError(t, os.Remove(path+".1"))
+		lw.next = 6400
+		lw.write(6500)
+		run = startTail(t, k, opts, []string{path})
+		waitCaughtUp(t, run.tl, path)
+		require.NoError(t, run.stop())
+		require.NotContains(t, run.logs.String(), "at least 0 bytes")
+		require.EqualValues(t, 1, run.tl.pl.stats.GoneFiles.Load())
+		require.Contains(t, run.logs.String(), fmt.Sprintf("access.log is gone; it was read to byte %d, and whatever was written to it after that was never read", size.Size()))
 	})
 }
 
@@ -501,6 +519,40 @@ func TestTailCopyTruncate(t *testing.T) {
 		waitCaughtUp(t, run.tl, path)
 		require.NoError(t, run.stop())
 		requireEachLineOnce(t, k, path, 3500)
+	})
+}
+
+// TestTailCopyTruncateRestarts: copytruncate rotations seen only at a
+// start, and starts that find the copies again. The file at the path
+// keeps its device and inode across truncations, so each of its contents
+// needs a position of its own: a start must not give the truncated file
+// the identity whose saved position its copy still answers to, or the
+// next start takes the copy for a file it never read.
+func TestTailCopyTruncateRestarts(t *testing.T) {
+	brokers(t, func(t *testing.T, seeds []string) {
+		k := newKafkaEnv(t, seeds, 2)
+		path := filepath.Join(t.TempDir(), "access.log")
+		lw := newLineWriter(t, path)
+		opts := fastTail(t, k)
+		lw.write(1000)
+		run := startTail(t, k, opts, []string{path})
+		waitCaughtUp(t, run.tl, path)
+		require.NoError(t, run.stop())
+		for round := 1; round <= 3; round++ {
+			// Written, copied and truncated while ingest is down.
+			lw.write(round*1000 + 500)
+			copyTruncate(t, path)
+			lw.write((round + 1) * 1000)
+			run = startTail(t, k, opts, []string{path})
+			waitCaughtUp(t, run.tl, path)
+			require.NoError(t, run.stop())
+			// A start with nothing new sends nothing.
+			run = startTail(t, k, opts, []string{path})
+			waitCaughtUp(t, run.tl, path)
+			require.NoError(t, run.stop())
+			require.Zero(t, run.tl.pl.stats.Lines.Load(), "round %d: a start with nothing new read lines again:\n%s", round, run.logs.String())
+		}
+		requireEachLineOnce(t, k, path, 4000)
 	})
 }
 
@@ -823,6 +875,8 @@ func TestTailStopWhileKafkaDown(t *testing.T) {
 		require.Contains(t, ue.Error(), fmt.Sprintf("the next start resumes at %s byte %d", abs, sizeAt1000))
 		require.Equal(t, ue.Lines, run.tl.pl.stats.Undelivered.Load())
 		require.EqualValues(t, 1000, run.tl.pl.stats.Delivered.Load())
+		// The summary's lines are every line read: delivered or not.
+		require.Equal(t, 1000+ue.Lines, run.tl.pl.stats.Lines.Load(), "lines read = delivered + undelivered")
 
 		b.Start(t)
 		run = startTail(t, k, opts, []string{path})

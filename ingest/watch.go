@@ -233,10 +233,17 @@ func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool
 			forget = append(forget, p.key()) // read to its end, then deleted: nothing to say
 			continue
 		case c == nil:
+			// Only what was read and not sent is known to be lost; what was
+			// written after the last read is not known at all.
 			lost := max(0, p.Size-p.Offset)
 			t.pl.stats.UnreadBytes.Add(lost)
-			t.log.Error(fmt.Sprintf("tail %s: %s is gone; at least %d bytes of it after byte %d were never read", w.path, p.Name, lost, p.Offset),
-				"path", w.path, "file", p.Name, "unread_bytes", lost, "hint", "the rotated files were deleted (logrotate rotate count) before ingest read them; keep more, or restart ingest sooner")
+			t.pl.stats.GoneFiles.Add(1)
+			msg := fmt.Sprintf("tail %s: %s is gone; at least %d bytes of it after byte %d were never read", w.path, p.Name, lost, p.Offset)
+			if lost == 0 {
+				msg = fmt.Sprintf("tail %s: %s is gone; it was read to byte %d, and whatever was written to it after that was never read", w.path, p.Name, p.Offset)
+			}
+			t.log.Error(msg, "path", w.path, "file", p.Name, "unread_bytes", lost,
+				"hint", "the rotated files were deleted (logrotate rotate count) before ingest read them; keep more, or restart ingest sooner")
 			forget = append(forget, p.key())
 			continue
 		}
@@ -286,7 +293,7 @@ func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool
 		}
 		c.taken = true
 		fp, _ := fingerprintOf(c.f, c.fi.Size())
-		tf := w.newTFile(c.f, c.name, posKey{Dev: c.id.Dev, Ino: c.id.Ino}, off, fp)
+		tf := w.newTFile(c.f, c.name, t.newKey(c.id), off, fp)
 		tf.rotated = true
 		plans = append(plans, plan{tf, why})
 	}
@@ -316,7 +323,7 @@ func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool
 			off = pinSize
 			why = fmt.Sprintf("from its end, byte %d: new lines only (no saved position; --from-start sends what it holds already)", off)
 		}
-		w.live = w.newTFile(live.f, w.path, posKey{Dev: live.id.Dev, Ino: live.id.Ino}, off, fp)
+		w.live = w.newTFile(live.f, w.path, t.newKey(live.id), off, fp)
 		plans = append(plans, plan{w.live, why})
 	case live == nil:
 		notes = append(notes, "waiting for it to appear (it will be read from its start)")
@@ -478,7 +485,7 @@ func (w *watch) openNew(fi os.FileInfo) (bool, error) {
 		}
 	}
 	fp, _ := fingerprintOf(f, ofi.Size())
-	tf := w.newTFile(f, w.path, posKey{Dev: id.Dev, Ino: id.Ino}, 0, fp)
+	tf := w.newTFile(f, w.path, t.newKey(id), 0, fp)
 	w.files = append(w.files, tf)
 	w.live = tf
 	if w.announcedWaiting {
@@ -524,7 +531,7 @@ func (w *watch) adoptRotated() (missed []string) {
 			open.name = c.name
 		case !w.seen[c.id] && c.fi.ModTime().UnixMilli() > w.sinceMs && !w.compressed(c) && c.open() != nil && !w.copyOfFollowed(c):
 			fp, _ := fingerprintOf(c.f, c.fi.Size())
-			tf := w.newTFile(c.f, c.name, posKey{Dev: c.id.Dev, Ino: c.id.Ino}, 0, fp)
+			tf := w.newTFile(c.f, c.name, w.t.newKey(c.id), 0, fp)
 			tf.rotated = true
 			c.taken = true
 			w.files = append(w.files, tf)
@@ -598,7 +605,7 @@ func (w *watch) truncated(ctx context.Context) error {
 		return fmt.Errorf("tail %s: %w", w.path, err)
 	}
 	fp, _ := fingerprintOf(old.f, fi.Size())
-	next := w.newTFile(old.f, w.path, posKey{Dev: old.key.Dev, Ino: old.key.Ino, Gen: old.key.Gen + 1}, 0, fp)
+	next := w.newTFile(old.f, w.path, t.newKey(fileID{Dev: old.key.Dev, Ino: old.key.Ino}), 0, fp)
 	w.files[slices.Index(w.files, old)] = next
 	w.live = next
 	// Truncated more than once since the last look: the copies of the

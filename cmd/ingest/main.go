@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -287,10 +288,16 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 		stopHealth()
 		<-healthDone
 	}()
-	stopSaid := context.AfterFunc(ctx, func() {
-		log.Info(fmt.Sprintf("stopping: no more reading; waiting up to %s (ingest.stop_timeout) for kafka to take what was read; a second signal stops at once",
-			cfg.Ingest.Delivery.StopTimeout))
-	})
+	// Said as soon as a signal comes, and in any case before the summary:
+	// the AfterFunc's goroutine may not have run by then.
+	var sayStop sync.Once
+	said := func() {
+		sayStop.Do(func() {
+			log.Info(fmt.Sprintf("stopping: no more reading; waiting up to %s (ingest.stop_timeout) for kafka to take what was read; a second signal stops at once",
+				cfg.Ingest.Delivery.StopTimeout))
+		})
+	}
+	stopSaid := context.AfterFunc(ctx, said)
 	defer stopSaid()
 	var extra []topics.Spec
 	if sub.topics != nil {
@@ -315,14 +322,25 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 		ingest.Progress(pctx, stats, tty, log, interval)
 	}()
 	err = runSource(ctx)
+	if ctx.Err() != nil {
+		said()
+	}
 	stopProgress()
 	<-progressDone
 	summary := []any{"lines", stats.Lines.Load(), "delivered", stats.Delivered.Load(), "undelivered", stats.Undelivered.Load(),
 		"events", stats.Events.Load(), "dlq", stats.DLQ.Load(), "skipped", stats.Skipped.Load(),
 		"dropped_fields", stats.DroppedSummary(), "failed", stats.Failed.Load()}
+	if n := stats.GoneFiles.Load(); n > 0 {
+		summary = append(summary, "gone_files", n, "unread_bytes", stats.UnreadBytes.Load())
+	}
 	if err != nil {
 		log.Error("stopped with lines not delivered or an error", summary...)
 		return err
+	}
+	if stats.GoneFiles.Load() > 0 {
+		// Every line read is on Kafka, but not every line written was read.
+		log.Warn("stopped; every line read was delivered, but rotated files were deleted before they were read (see the errors above)", summary...)
+		return nil
 	}
 	log.Info("stopped; every line read was delivered", summary...)
 	return nil

@@ -210,6 +210,10 @@ type rotatingWriter struct {
 	rotateEvery int
 	maxDelay    time.Duration
 	linesPerMs  int
+	// copyTruncate rotates as logrotate's copytruncate does instead:
+	// copy, then truncate in place, with no write in between (lines
+	// written in between are in neither file: logrotate's own race).
+	copyTruncate bool
 
 	mu        sync.Mutex
 	next      int
@@ -272,6 +276,16 @@ func (w *rotatingWriter) run(rng *rand.Rand) error {
 		if !rotate {
 			continue
 		}
+		if w.copyTruncate {
+			w.mu.Lock()
+			w.rotations++
+			err := copyTruncate(w.path)
+			w.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		w.mu.Lock()
 		w.rotations++
 		w.mu.Unlock()
@@ -325,6 +339,81 @@ func shiftRotated(path string) error {
 		}
 	}
 	return os.Rename(path, path+".1")
+}
+
+// copyTruncate shifts the rotated names of path up by one, copies path to
+// path.1 and truncates path, as logrotate's copytruncate does.
+func copyTruncate(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := shiftRotated(path); err != nil {
+		return err
+	}
+	// shiftRotated moved path itself to path.1: put the file back, so
+	// the writer's open file stays the one at the path, and copy it.
+	if err := os.Rename(path+".1", path); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path+".1", b, 0o644); err != nil {
+		return err
+	}
+	return os.Truncate(path, 0)
+}
+
+// TestTailKillCopyTruncate is TestTailKillRotate with copytruncate
+// rotations: the file at the path keeps its inode and is truncated in
+// place, and the copies pile up under the rotated names. Restarts find
+// the copies again and must not take any for a file never read.
+func TestTailKillCopyTruncate(t *testing.T) {
+	run := func(t *testing.T, seeds []string) {
+		tp := newTopics(t, seeds)
+		path := filepath.Join(t.TempDir(), "access.log")
+		args := append([]string{"tail", path, "--from-start", "--ingest.tail_id=" + testenv.UniqueName(t, "kc"),
+			"--ingest.commit_interval=50ms", "--ingest.poll_interval=5ms", "--ingest.rotated_idle=400ms"}, tp.flags()...)
+		rng := rand.New(rand.NewPCG(43, 43))
+		w := &rotatingWriter{path: path, rotateEvery: 2500, linesPerMs: 10, copyTruncate: true,
+			stopc: make(chan struct{}), done: make(chan error, 1)}
+		go func() { w.done <- w.run(rand.New(rand.NewPCG(8, 8))) }()
+		kills := 0
+		for {
+			_, rotations := w.counts()
+			if rotations >= 12 && kills >= 5 {
+				break
+			}
+			p := startIngest(t, nil, args...)
+			time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+			p.kill9(t)
+			kills++
+			if kills%2 == 0 {
+				// Down across a truncation: the start finds the saved
+				// position's content in a copy, and the file at the path
+				// new.
+				_, r0 := w.counts()
+				deadline := time.Now().Add(30 * time.Second)
+				for _, r := w.counts(); r < r0+1 && time.Now().Before(deadline); _, r = w.counts() {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}
+		n := w.stop(t)
+		_, rotations := w.counts()
+		p := startIngest(t, nil, args...)
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			got := tp.lineNumbers(t)
+			if len(got) >= n || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		require.Equal(t, 0, p.term(t), "a stop with every line delivered exits 0")
+		requireExactlyOnce(t, tp.lineNumbers(t), n)
+		t.Logf("%d lines, %d copytruncate rotations, %d kills", n, rotations, kills)
+	}
+	t.Run("kfake", func(t *testing.T) { run(t, testenv.KFake(t)) })
+	t.Run("real_kafka", func(t *testing.T) { run(t, testenv.KafkaSeeds(t)) })
 }
 
 // TestTailKillRotate is the tail's promise under the worst a user does to
@@ -429,7 +518,7 @@ func testStdinOutage(t *testing.T, b *testenv.Broker) {
 	p.waitOutput(t, "kafka unreachable, waiting for it")
 	require.Equal(t, 1, p.term(t), "lines not delivered: exit 1")
 	out := p.stderr.String()
-	require.Contains(t, out, fmt.Sprintf("wrote the 3000 lines kafka did not take to %s; send them later with: ingest stdin < %s", spill, spill))
+	require.Contains(t, out, fmt.Sprintf("wrote the 3000 lines kafka did not take to %s; send them later with the same format and settings: ingest stdin [flags] < %s", spill, spill))
 	require.Contains(t, out, "undelivered=3000")
 	require.Contains(t, out, "ingest: 3000 lines read were not delivered to Kafka")
 	require.NotContains(t, out, "failed=0 ", "the summary never says 0 failed while lines were not delivered")
