@@ -37,9 +37,14 @@ const WindowBinaryMagic byte = 0xC0
 //	          share (uvarint of its IEEE 754 bits)
 //
 // A string is a uvarint length and its bytes; bytes and lists are a uvarint
-// of their length plus one, 0 standing for nil, so that a decoded summary
-// equals the one encoded (the JSON form keeps that distinction too). A
-// "varint" is zig-zag (encoding/binary.AppendVarint).
+// length and their elements. The lists the JSON form always writes (apps,
+// top) count their length plus one, 0 standing for nil, and those it
+// omits when empty (big, distinct, slots, sketch) decode empty as nil: a
+// summary decodes from either form to the same value, so the merger
+// cannot tell which one crossed the topic. The one difference is that the
+// binary form carries strings that are not UTF-8 unchanged, where JSON
+// replaces the invalid bytes. A "varint" is zig-zag
+// (encoding/binary.AppendVarint).
 func (w *PartitionWindow) AppendBinary(dst []byte) []byte {
 	dst = append(dst, WindowBinaryMagic, byte(w.Version))
 	dst = appendString(dst, w.ID)
@@ -64,10 +69,10 @@ func (w *PartitionWindow) AppendBinary(dst []byte) []byte {
 		for _, v := range [...]uint64{a.Events, a.Bytes, a.Reads, a.Writes, a.LatencyUs, a.Floor} {
 			dst = binary.AppendUvarint(dst, v)
 		}
-		dst = appendKeyCounts(dst, a.Top)
-		dst = appendKeyCounts(dst, a.Big)
+		dst = appendKeyCounts(dst, a.Top, true)
+		dst = appendKeyCounts(dst, a.Big, false)
 		dst = appendBytes(dst, a.Distinct)
-		dst = appendLen(dst, a.Slots == nil, len(a.Slots))
+		dst = binary.AppendUvarint(dst, uint64(len(a.Slots)))
 		prev := int64(0)
 		for _, s := range a.Slots {
 			dst = binary.AppendVarint(dst, int64(s.Slot)-prev)
@@ -79,8 +84,14 @@ func (w *PartitionWindow) AppendBinary(dst []byte) []byte {
 	return dst
 }
 
-func appendKeyCounts(dst []byte, kcs []KeyCount) []byte {
-	dst = appendLen(dst, kcs == nil, len(kcs))
+// appendKeyCounts writes a list of key counts; keepNil tells a nil list
+// from an empty one (see AppendBinary).
+func appendKeyCounts(dst []byte, kcs []KeyCount, keepNil bool) []byte {
+	if keepNil {
+		dst = appendLen(dst, kcs == nil, len(kcs))
+	} else {
+		dst = binary.AppendUvarint(dst, uint64(len(kcs)))
+	}
 	for i := range kcs {
 		k := &kcs[i]
 		dst = appendString(dst, k.App)
@@ -100,7 +111,7 @@ func appendString(dst []byte, s string) []byte {
 }
 
 func appendBytes(dst, b []byte) []byte {
-	dst = appendLen(dst, b == nil, len(b))
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
 	return append(dst, b...)
 }
 
@@ -174,15 +185,18 @@ func (r *windowReader) bytes(n uint64) []byte {
 
 func (r *windowReader) string() string { return string(r.bytes(r.uvarint())) }
 
-// list reads a list length (see appendLen): -1 for nil. Every element
-// takes at least minSize bytes, so a length the rest of the input cannot
-// hold is refused before anything is allocated for it.
-func (r *windowReader) list(minSize int) int {
+// list reads a list length: with keepNil one written by appendLen, -1
+// for nil; without, a plain length, -1 for empty. Every element takes at
+// least minSize bytes, so a length the rest of the input cannot hold is
+// refused before anything is allocated for it.
+func (r *windowReader) list(minSize int, keepNil bool) int {
 	n := r.uvarint()
 	if r.err != nil || n == 0 {
 		return -1
 	}
-	n--
+	if keepNil {
+		n--
+	}
 	if n > uint64(len(r.src)-r.p)/uint64(minSize) {
 		r.fail()
 		return -1
@@ -191,7 +205,7 @@ func (r *windowReader) list(minSize int) int {
 }
 
 func (r *windowReader) byteSlice() []byte {
-	n := r.list(1)
+	n := r.list(1, false)
 	if n < 0 {
 		return nil
 	}
@@ -205,8 +219,8 @@ const (
 	minSlotBytes     = 2
 )
 
-func (r *windowReader) keyCounts() []KeyCount {
-	n := r.list(minKeyCountBytes)
+func (r *windowReader) keyCounts(keepNil bool) []KeyCount {
+	n := r.list(minKeyCountBytes, keepNil)
 	if n < 0 {
 		return nil
 	}
@@ -242,17 +256,17 @@ func decodeWindowBinary(src []byte, w *PartitionWindow) error {
 		r.fail()
 	}
 	w.Keyed, w.Final = flags&1 != 0, flags&2 != 0
-	if n := r.list(minAppBytes); n >= 0 {
+	if n := r.list(minAppBytes, true); n >= 0 {
 		w.Apps = make([]AppWindow, n)
 	}
 	for i := range w.Apps {
 		a := &w.Apps[i]
 		a.App = r.string()
 		a.Events, a.Bytes, a.Reads, a.Writes, a.LatencyUs, a.Floor = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
-		a.Top = r.keyCounts()
-		a.Big = r.keyCounts()
+		a.Top = r.keyCounts(true)
+		a.Big = r.keyCounts(false)
 		a.Distinct = r.byteSlice()
-		if n := r.list(minSlotBytes); n >= 0 {
+		if n := r.list(minSlotBytes, false); n >= 0 {
 			a.Slots = make([]SlotCount, n)
 			slot := int64(0)
 			for j := range a.Slots {

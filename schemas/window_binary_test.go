@@ -1,8 +1,10 @@
 package schemas
 
 import (
+	"bytes"
 	"math"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -51,15 +53,26 @@ func TestPartitionWindowBinary(t *testing.T) {
 	}
 }
 
-// TestPartitionWindowBinaryExact: what the JSON form loses (bytes that are
-// not UTF-8, empty lists against absent ones) the binary form keeps.
-func TestPartitionWindowBinaryExact(t *testing.T) {
+// TestPartitionWindowBinaryAsJSON: the binary form decodes as the JSON
+// form does where that one loses something (empty lists it omits), and
+// keeps bytes that are not UTF-8, which JSON replaces.
+func TestPartitionWindowBinaryAsJSON(t *testing.T) {
 	w := fullWindow()
-	w.Apps[0].Top[0].Key = "k\xff"
-	w.Apps[0].Sketch, w.Apps[1].Slots, w.Apps[1].Distinct = []byte{}, []SlotCount{}, []byte{}
+	w.Apps[0].Sketch, w.Apps[1].Slots, w.Apps[1].Distinct, w.Apps[1].Big = []byte{}, []SlotCount{}, []byte{}, []KeyCount{}
+	js, err := w.AppendJSON(nil)
+	require.NoError(t, err)
+	viaJSON, err := DecodePartitionWindow(js)
+	require.NoError(t, err)
 	got, err := DecodePartitionWindow(w.AppendBinary(nil))
 	require.NoError(t, err)
-	require.Equal(t, w, got)
+	require.Equal(t, viaJSON, got)
+	require.Nil(t, got.Apps[1].Slots, "empty omitted lists decode as nil")
+	require.NotNil(t, got.Apps[1].Top, "an empty top list stays empty")
+
+	w.Apps[0].Top[0].Key = "k\xff"
+	got, err = DecodePartitionWindow(w.AppendBinary(nil))
+	require.NoError(t, err)
+	require.Equal(t, "k\xff", got.Apps[0].Top[0].Key)
 }
 
 func TestPartitionWindowBinaryRejects(t *testing.T) {
@@ -82,14 +95,19 @@ func TestPartitionWindowBinaryRejects(t *testing.T) {
 	require.ErrorContains(t, err, "not after start")
 
 	// A list length no input could hold is refused before allocating.
-	huge := []byte{WindowBinaryMagic, WindowVersion, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}
+	// (id, topic, partition, partitions, start 0, end 1, offsets,
+	// watermark, events, late, flags, then the apps' count)
+	huge := []byte{WindowBinaryMagic, WindowVersion, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0}
 	huge = append(huge, 0xff, 0xff, 0xff, 0xff, 0x0f)
 	_, err = DecodePartitionWindow(huge)
-	require.ErrorContains(t, err, "truncated or malformed")
+	require.EqualError(t, err, "decode partition window: binary partition window truncated or malformed")
+	_, err = DecodePartitionWindow(append(huge[:len(huge)-5], 1))
+	require.NoError(t, err, "the same summary with no apps is fine")
 }
 
 // FuzzDecodePartitionWindow: DecodePartitionWindow never panics on either
-// form, and a summary it decodes survives the binary form unchanged.
+// form, a summary it decodes survives the binary form unchanged, and one
+// JSON can carry (UTF-8 strings, finite shares) decodes alike from both.
 func FuzzDecodePartitionWindow(f *testing.F) {
 	f.Add(fullWindow().AppendBinary(nil))
 	js, err := fullWindow().AppendJSON(nil)
@@ -105,5 +123,12 @@ func FuzzDecodePartitionWindow(f *testing.F) {
 		back, err := DecodePartitionWindow(enc)
 		require.NoError(t, err)
 		require.Equal(t, enc, back.AppendBinary(nil))
+		js, err := w.AppendJSON(nil)
+		if err != nil || !utf8.Valid(js) || bytes.Contains(js, []byte(`\ufffd`)) {
+			return // a NaN or infinite share, or a string JSON would change
+		}
+		viaJSON, err := DecodePartitionWindow(js)
+		require.NoError(t, err)
+		require.Equal(t, back, viaJSON)
 	})
 }
