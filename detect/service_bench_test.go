@@ -28,7 +28,9 @@ import (
 // a run (joining the groups, the merger's last windows). The events come
 // at rate events per second of event time: every report window costs a
 // summary per partition and a merge, whatever its events, so a low rate
-// (a backfill of a quiet topic) weighs windows, a high one events.
+// (a backfill of a quiet topic) weighs windows, a high one events. The
+// events are JSON; the runs named codec=binary read the same events in
+// the binary codec.
 //
 // With KEYHEAT_TEST_KAFKA set it runs against the real broker too.
 func BenchmarkEndToEnd(b *testing.B) {
@@ -47,9 +49,16 @@ func BenchmarkEndToEnd(b *testing.B) {
 
 func benchEndToEnd(b *testing.B, seeds []string) {
 	const n = 1_000_000
-	for _, rate := range []int{1_000, 100_000} {
-		topic := fillTopic(b, seeds, n, rate)
+	for _, in := range []struct {
+		rate  int
+		codec schemas.Codec
+	}{{1_000, schemas.JSON}, {100_000, schemas.JSON}, {100_000, schemas.Binary}} {
+		rate := in.rate
+		topic := fillTopic(b, seeds, n, rate, in.codec)
 		name := fmt.Sprintf("events=%d/rate=%d", n, rate)
+		if in.codec != schemas.JSON {
+			name += "/codec=" + in.codec.Name()
+		}
 		b.Run("franz-go/"+name, func(b *testing.B) {
 			for range b.N {
 				group := fmt.Sprintf("raw-%d", benchRun.Add(1))
@@ -101,9 +110,9 @@ func benchSeeds(b *testing.B) []string {
 	return c.ListenAddrs()
 }
 
-// fillTopic writes n JSON events, rate per second of event time from an
-// hour ago, keyed, to a new 4-partition topic.
-func fillTopic(b *testing.B, seeds []string, n, rate int) string {
+// fillTopic writes n events in codec, rate per second of event time from
+// an hour ago, keyed, to a new 4-partition topic.
+func fillTopic(b *testing.B, seeds []string, n, rate int, codec schemas.Codec) string {
 	topic := testenv.NewTopic(b, seeds, 4)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(5*time.Millisecond))
 	require.NoError(b, err)
@@ -113,7 +122,7 @@ func fillTopic(b *testing.B, seeds []string, n, rate int) string {
 	for i := range n {
 		key := "key:" + strconv.Itoa((i*i)%100_000)
 		e := schemas.AccessEvent{TimeMs: base + int64(i)*1000/int64(rate), Key: key, App: "app", Op: "GET", Bytes: 100}
-		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)})
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: codec.Append(nil, &e)})
 		if len(recs) == cap(recs) || i == n-1 {
 			require.NoError(b, cl.ProduceSync(context.Background(), recs...).FirstErr())
 			recs = recs[:0]
