@@ -26,9 +26,10 @@ const fetchMaxWait = 100 * time.Millisecond
 // partitions' workers and commits their commit points, both between a
 // poll and AllowRebalance, so no rebalance callback runs meanwhile and
 // every partition committed is still ours (the generation cannot change
-// under the commit). It never waits for a worker: a worker that falls
-// behind has its partition's fetching paused instead, so a rebalance is
-// never held up by a slow sink.
+// under the commit). It never blocks on a worker: it waits for one with
+// no room for at most pollTick, and not while holding a rebalance (see
+// waitRoom); a worker still behind has its partition's fetching paused,
+// so a slow sink holds up neither a rebalance nor the other partitions.
 func (s *Service) poll(ctx context.Context) error {
 	lastCommit := s.now()
 	for {

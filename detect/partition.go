@@ -20,12 +20,13 @@ import (
 
 // Tuning of a partition worker.
 const (
-	// maxQueued batches wait for a worker before its partition's fetching
-	// is paused; the poll loop never blocks on a worker. A pause throws
-	// away what franz-go already fetched for the partition (it fetches it
-	// again on resume), so pauses should be rare: fetching resumes once
-	// resumeQueued batches are left, which keeps the worker busy while
-	// the next fetch comes, instead of once it ran dry.
+	// maxQueued batches wait for a worker before the poll loop waits for
+	// it (up to pollTick, see waitRoom) and, past that, pauses its
+	// partition's fetching: the poll loop never blocks on a worker. A
+	// pause throws away what franz-go already fetched for the partition
+	// (it fetches it again on resume), so pauses should be rare: fetching
+	// resumes once resumeQueued batches are left, which keeps the worker
+	// busy while the next fetch comes, instead of once it ran dry.
 	maxQueued    = 4
 	resumeQueued = 1
 	// idleEvery is how often a live partition's core hears the wall
@@ -199,7 +200,7 @@ func (w *partWorker) takeBatch() []*kgo.Record {
 	b := w.queue[0]
 	w.queue[0] = nil
 	w.queue = w.queue[1:]
-	if len(w.queue) == maxQueued-1 {
+	if len(w.queue) < maxQueued {
 		w.s.signalRoom()
 	}
 	if len(w.queue) <= resumeQueued && w.paused && !w.ended && !w.atEnd {
