@@ -18,13 +18,18 @@ import (
 // while no record comes.
 const pollTick = 200 * time.Millisecond
 
+// fetchMaxWait bounds how long the broker holds a fetch for partitions
+// with nothing new (see consumerOpts).
+const fetchMaxWait = 100 * time.Millisecond
+
 // poll is the detect group's loop: it hands polled records to their
 // partitions' workers and commits their commit points, both between a
 // poll and AllowRebalance, so no rebalance callback runs meanwhile and
 // every partition committed is still ours (the generation cannot change
-// under the commit). It never waits for a worker: a worker that falls
-// behind has its partition's fetching paused instead, so a rebalance is
-// never held up by a slow sink.
+// under the commit). It never blocks on a worker: it waits for one with
+// no room for at most pollTick, and not while holding a rebalance (see
+// waitRoom); a worker still behind has its partition's fetching paused,
+// so a slow sink holds up neither a rebalance nor the other partitions.
 func (s *Service) poll(ctx context.Context) error {
 	lastCommit := s.now()
 	for {
@@ -45,8 +50,13 @@ func (s *Service) poll(ctx context.Context) error {
 // always calls (see mergeRunner.turn). It reports whether to stop: the
 // client is closed, or an ExitAtEnd run is done.
 func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
+	s.waitRoom(ctx)
 	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	// Once every partition ended no record comes: go and commit now
+	// instead of at the end of the tick.
+	stopWake := context.AfterFunc(s.finished, cancel)
 	fs := s.cons.PollRecords(pctx, s.cfg.MaxPollRecords)
+	stopWake()
 	cancel()
 	defer s.cons.AllowRebalance()
 	if fs.IsClientClosed() {
@@ -82,7 +92,7 @@ func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
 	defer ccancel()
 	select {
-	case <-s.finished:
+	case <-s.finished.Done():
 		// Every partition ended and published its final commit point:
 		// commit them while we still own them.
 		s.commit(cctx, nil)
@@ -94,6 +104,53 @@ func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 		*lastCommit = now
 	}
 	return false
+}
+
+// waitRoom waits, up to pollTick, while a worker has no room for another
+// batch. Polling then would hand it a batch that pauses its partition,
+// and a pause throws away what franz-go fetched for it meanwhile, to be
+// fetched again; not polling instead leaves the next fetch in franz-go's
+// buffer (it fetches again only once the poll took the last one), which
+// is the backpressure a consumer wants. It runs after AllowRebalance, so
+// it holds no rebalance up. A worker still full after the wait (a slow
+// sink) is paused as before, and the other partitions go on.
+func (s *Service) waitRoom(ctx context.Context) {
+	var t *time.Timer
+	for {
+		s.mu.Lock()
+		full := false
+		for _, w := range s.parts {
+			if w.full() {
+				full = true
+				break
+			}
+		}
+		s.mu.Unlock()
+		if !full {
+			return
+		}
+		if t == nil {
+			t = time.NewTimer(pollTick)
+			defer t.Stop()
+		}
+		select {
+		case <-s.room:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-s.failed:
+			return
+		}
+	}
+}
+
+// signalRoom tells waitRoom that a worker took a batch.
+func (s *Service) signalRoom() {
+	select {
+	case s.room <- struct{}{}:
+	default:
+	}
 }
 
 // onAssigned starts a worker per new partition. Where it starts is not
@@ -267,7 +324,7 @@ func (s *Service) numParts() int {
 	return len(s.parts)
 }
 
-// checkFinished closes finished once, in an ExitAtEnd run, every
+// checkFinished ends finished once, in an ExitAtEnd run, every
 // partition the group gave us has ended and published its last point.
 func (s *Service) checkFinished() {
 	if !s.cfg.ExitAtEnd {
@@ -285,11 +342,7 @@ func (s *Service) checkFinished() {
 			return
 		}
 	}
-	select {
-	case <-s.finished:
-	default:
-		close(s.finished)
-	}
+	s.finish()
 }
 
 // checkIdle, in an ExitAtEnd run of a member assigned nothing, ends the

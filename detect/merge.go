@@ -41,6 +41,10 @@ type mergeRunner struct {
 	joined bool // the group gave us an assignment, maybe empty
 	start  *startInfo
 	endCh  chan int64 // ExitAtEnd: the windows offset to read up to
+	// endSent ends when endCh has the end: a poll waiting for summaries
+	// that may all be read already is cut short.
+	endSent context.Context
+	sendEnd context.CancelFunc
 
 	// loop-owned, and the revoke callback's while it runs (the loop is
 	// then between AllowRebalance and its next poll)
@@ -71,6 +75,7 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 	mr := &mergeRunner{s: s, inbox: newInbox(), next: -1, endAt: -1, pending: map[int64]int{},
 		endCh: make(chan int64, 1), committed: pipeline.CommitPoint{Offset: -1}}
 	mr.nowMs = func() int64 { return s.now().UnixMilli() }
+	mr.endSent, mr.sendEnd = context.WithCancel(context.Background())
 	if s.cfg.ExitAtEnd {
 		// The input is what it is: deadlines on the wall clock would make
 		// the reports depend on timing. Finish reports what is left.
@@ -103,7 +108,10 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 
 // endInput tells an ExitAtEnd merger to report everything once it read
 // the windows topic up to end.
-func (mr *mergeRunner) endInput(end int64) { mr.endCh <- end }
+func (mr *mergeRunner) endInput(end int64) {
+	mr.endCh <- end
+	mr.sendEnd()
+}
 
 func (mr *mergeRunner) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	mr.mu.Lock()
@@ -218,6 +226,11 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
 	s := mr.s
 	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	if mr.endAt < 0 {
+		// Once: after the end came, checkEnd runs after every poll.
+		stop := context.AfterFunc(mr.endSent, cancel)
+		defer stop()
+	}
 	fs := mr.cl.PollRecords(pctx, s.cfg.MaxPollRecords)
 	cancel()
 	defer mr.cl.AllowRebalance()

@@ -177,11 +177,16 @@ type Service struct {
 	// mu guards parts and counts. The poll loop and the group callbacks
 	// exclude each other already (kgo.BlockRebalanceOnPoll) except the
 	// offsets-fetched callback, which may run while the loop polls.
-	mu       sync.Mutex
-	parts    map[tp]*partWorker
-	counts   map[string]int32 // partition counts of events topics
-	joined   bool             // assigned at least once (maybe nothing)
-	finished chan struct{}    // ExitAtEnd: closed once every partition ended
+	mu     sync.Mutex
+	parts  map[tp]*partWorker
+	counts map[string]int32 // partition counts of events topics
+	joined bool             // assigned at least once (maybe nothing)
+	// finished ends, in an ExitAtEnd run, once every partition ended; it
+	// also cuts the poll waiting for records that will not come short.
+	finished context.Context
+	finish   context.CancelFunc
+	// room holds a token when a worker took a batch (see waitRoom).
+	room chan struct{}
 	// nothingToDo: ExitAtEnd, assigned nothing while the group is stable
 	// and every partition is another member's (see checkIdle).
 	nothingToDo   bool
@@ -209,16 +214,17 @@ func New(cfg Config) (*Service, error) {
 	}
 	reset, _ := cfg.Options.resetOffset() // validated
 	s := &Service{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		print:    newPrinter(cfg.Print, cfg.PrintFormat),
-		reset:    reset,
-		now:      time.Now,
-		parts:    map[tp]*partWorker{},
-		counts:   map[string]int32{},
-		failed:   make(chan struct{}),
-		finished: make(chan struct{}),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		print:  newPrinter(cfg.Print, cfg.PrintFormat),
+		reset:  reset,
+		now:    time.Now,
+		parts:  map[tp]*partWorker{},
+		counts: map[string]int32{},
+		failed: make(chan struct{}),
+		room:   make(chan struct{}, 1),
 	}
+	s.finished, s.finish = context.WithCancel(context.Background())
 	if cfg.Parse.Format != "" {
 		p, err := logparse.New(cfg.Parse)
 		if err != nil {
@@ -391,7 +397,16 @@ func (s *Service) Close() {
 
 // consumerOpts are the detect group's client options.
 func (s *Service) consumerOpts() []kgo.Opt {
-	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
+	opts := []kgo.Opt{
+		// A fetch waits this long at most for partitions with nothing new,
+		// and franz-go has one fetch in flight per broker: a partition
+		// resumed (see partWorker.enqueue) while the others of its broker
+		// are idle gets its records after that wait, not after the
+		// default 5 s. A few empty fetches a second on an idle topic cost
+		// nothing. ClientOpts may set another.
+		kgo.FetchMaxWait(fetchMaxWait),
+	}
+	opts = append(opts, s.cfg.ClientOpts...)
 	opts = append(opts,
 		kgo.ConsumeTopics(s.cfg.eventTopics()...),
 		kgo.ConsumerGroup(s.cfg.Group),

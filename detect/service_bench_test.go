@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,14 +24,18 @@ import (
 // events already on a topic (4 partitions, keyed, 100k distinct keys)
 // against the floor: franz-go consuming the same records in a group and
 // doing nothing with them. Both run against an in-process kfake broker
-// sharing the CPU; the ratio is the cost of decoding, detection,
+// sharing the CPU; the ratio (of ns/event, and of cpu-ns/event: the
+// process's CPU time, kfake's included) is the cost of decoding, detection,
 // publishing, merging and committing. ns/event includes the fixed cost of
 // a run (joining the groups, the merger's last windows). The events come
 // at rate events per second of event time: every report window costs a
 // summary per partition and a merge, whatever its events, so a low rate
-// (a backfill of a quiet topic) weighs windows, a high one events.
+// (a backfill of a quiet topic) weighs windows, a high one events. The
+// events are JSON; the runs named codec=binary read the same events in
+// the binary codec.
 //
-// With KEYHEAT_TEST_KAFKA set it runs against the real broker too.
+// With KEYHEAT_TEST_KAFKA set it runs against the real broker too, whose
+// CPU time cpu-ns/event leaves out.
 func BenchmarkEndToEnd(b *testing.B) {
 	type broker struct {
 		name  string
@@ -47,10 +52,18 @@ func BenchmarkEndToEnd(b *testing.B) {
 
 func benchEndToEnd(b *testing.B, seeds []string) {
 	const n = 1_000_000
-	for _, rate := range []int{1_000, 100_000} {
-		topic := fillTopic(b, seeds, n, rate)
+	for _, in := range []struct {
+		rate  int
+		codec schemas.Codec
+	}{{1_000, schemas.JSON}, {100_000, schemas.JSON}, {100_000, schemas.Binary}} {
+		rate := in.rate
+		topic := fillTopic(b, seeds, n, rate, in.codec)
 		name := fmt.Sprintf("events=%d/rate=%d", n, rate)
+		if in.codec != schemas.JSON {
+			name += "/codec=" + in.codec.Name()
+		}
 		b.Run("franz-go/"+name, func(b *testing.B) {
+			cpu0 := cpuTime(b)
 			for range b.N {
 				group := fmt.Sprintf("raw-%d", benchRun.Add(1))
 				start := time.Now()
@@ -67,8 +80,10 @@ func benchEndToEnd(b *testing.B, seeds []string) {
 				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 		})
 		b.Run("detect/"+name, func(b *testing.B) {
+			cpu0 := cpuTime(b)
 			for range b.N {
 				run := benchRun.Add(1) // every run reads from the start: new groups, new windows topic
 				e := &env{seeds: seeds, parts: 4, events: topic,
@@ -86,8 +101,19 @@ func benchEndToEnd(b *testing.B, seeds []string) {
 				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 		})
 	}
+}
+
+// cpuTime is the CPU time the process used so far (user and system, all
+// threads): with kfake the broker's too. On a machine whose cores other
+// work shares, it is the figure that does not depend on how much of them
+// the run got.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchRun numbers benchmark runs, for names no earlier run used.
@@ -101,9 +127,9 @@ func benchSeeds(b *testing.B) []string {
 	return c.ListenAddrs()
 }
 
-// fillTopic writes n JSON events, rate per second of event time from an
-// hour ago, keyed, to a new 4-partition topic.
-func fillTopic(b *testing.B, seeds []string, n, rate int) string {
+// fillTopic writes n events in codec, rate per second of event time from
+// an hour ago, keyed, to a new 4-partition topic.
+func fillTopic(b *testing.B, seeds []string, n, rate int, codec schemas.Codec) string {
 	topic := testenv.NewTopic(b, seeds, 4)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(5*time.Millisecond))
 	require.NoError(b, err)
@@ -113,7 +139,7 @@ func fillTopic(b *testing.B, seeds []string, n, rate int) string {
 	for i := range n {
 		key := "key:" + strconv.Itoa((i*i)%100_000)
 		e := schemas.AccessEvent{TimeMs: base + int64(i)*1000/int64(rate), Key: key, App: "app", Op: "GET", Bytes: 100}
-		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)})
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: codec.Append(nil, &e)})
 		if len(recs) == cap(recs) || i == n-1 {
 			require.NoError(b, cl.ProduceSync(context.Background(), recs...).FirstErr())
 			recs = recs[:0]

@@ -149,12 +149,15 @@ func TestLargeSummaries(t *testing.T) {
 			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
 			var recs []*kgo.Record
 			for i := range 150_000 {
-				ev := schemas.AccessEvent{TimeMs: base + int64(i)/200, Key: "k" + strconv.Itoa(i), App: "app" + strconv.Itoa(i%3)}
+				ev := schemas.AccessEvent{TimeMs: base + int64(i)/200, Key: "k" + strconv.Itoa(i), App: "app" + strconv.Itoa(i%64)}
 				recs = append(recs, &kgo.Record{Topic: e.events, Key: []byte(ev.Key), Value: schemas.AppendJSON(nil, &ev)})
 			}
 			produce(t, e.seeds, recs...)
 			cfg := e.config(t)
 			cfg.ExitAtEnd = true
+			// Every app's part carries a 16 KiB distinct sketch: 64 of
+			// them make a binary summary of 1.6 MB.
+			cfg.Pipeline.MaxApps = 64
 			svc, err := detect.New(cfg)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -103,7 +103,9 @@ const OtherApp = "_other"
 // included, so the merger knows when it has heard from all of them.
 //
 // The record key is PartitionWindowID; the JSON form is the struct's
-// (AppendJSON / DecodePartitionWindow), sketches in standard base64.
+// (AppendJSON / DecodePartitionWindow), sketches in standard base64. The
+// service writes the binary form (AppendBinary), which carries the same
+// fields.
 type PartitionWindow struct {
 	// Version is WindowVersion.
 	Version int `json:"v"`
@@ -164,11 +166,16 @@ func (w *PartitionWindow) AppendJSON(dst []byte) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-// DecodePartitionWindow decodes a keyheat.windows record value, rejecting
+// DecodePartitionWindow decodes a keyheat.windows record value in either
+// form (AppendJSON, AppendBinary: told apart by the first byte), rejecting
 // an unknown version and a window whose bounds are not ordered.
 func DecodePartitionWindow(src []byte) (*PartitionWindow, error) {
 	var w PartitionWindow
-	if err := json.Unmarshal(src, &w); err != nil {
+	if len(src) > 0 && src[0] == WindowBinaryMagic {
+		if err := decodeWindowBinary(src, &w); err != nil {
+			return nil, fmt.Errorf("decode partition window: %w", err)
+		}
+	} else if err := json.Unmarshal(src, &w); err != nil {
 		return nil, fmt.Errorf("decode partition window: %w", err)
 	}
 	if w.Version != WindowVersion {
