@@ -25,8 +25,9 @@ import (
 // moment detect published it (DetectedMs), with background traffic at a
 // given rate: ingest's generator producing Zipf(0.8) traffic over a
 // million keys to an in-process kfake broker (4 partitions) while the
-// service runs; planted keys turn hot one after another, each at 2,000
-// events/s against the default rule's 1,000. The delay includes producing,
+// service runs; 200 planted keys turn hot, a new one every 100 ms, each
+// at 2,000 events/s for a second against the default rule's 1,000 (about
+// ten are hot at any moment). The delay includes producing,
 // fetching, detection and publishing. It reports p50 and p99 in ms and
 // the background rate reached.
 //
@@ -55,7 +56,7 @@ func BenchmarkAlertLatency(b *testing.B) {
 }
 
 func alertLatency(b *testing.B, rate float64) (p50, p99, achieved float64, alerts int) {
-	const planted, each = 20, time.Second
+	const planted, every, each = 200, 100 * time.Millisecond, time.Second
 	seeds := benchSeeds(b)
 	e := &env{seeds: seeds, parts: 4, events: "lat-events", dlq: "lat-dlq", hotkeys: "lat-hot", windows: "lat-win",
 		reports: "lat-rep", group: "lat-g", mergeGroup: "lat-m"}
@@ -96,13 +97,13 @@ func alertLatency(b *testing.B, rate float64) (p50, p99, achieved float64, alert
 		ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: e.events, DLQTopic: e.dlq, Codec: schemas.Binary})
 	require.NoError(b, err)
 	defer prod.Close()
-	gc := ingest.GenConfig{Keys: 1_000_000, S: 0.8, Rate: rate, Duration: planted*each + 2*time.Second, Seed: 1, App: "bench"}
+	gc := ingest.GenConfig{Keys: 1_000_000, S: 0.8, Rate: rate, Duration: planted*every + each + 2*time.Second, Seed: 1, App: "bench"}
 	share := 0.01 // rate=max: about 2,000/s at the 200k/s this reaches on two cores
 	if rate > 0 {
 		share = 2000 / rate
 	}
 	for i := range planted {
-		gc.Hot = append(gc.Hot, ingest.HotKey{Key: fmt.Sprintf("planted:%d", i), Start: time.Second + time.Duration(i)*each, For: each, Share: share})
+		gc.Hot = append(gc.Hot, ingest.HotKey{Key: fmt.Sprintf("planted:%d", i), Start: time.Second + time.Duration(i)*every, For: each, Share: share})
 	}
 	stats := ingest.NewStats(nil)
 	gen, err := ingest.NewGen(gc, prod, stats)
