@@ -215,7 +215,7 @@ func TestRulesReload(t *testing.T) {
 
 	save([]byte("pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: -1}]\n"))
 	p.waitErr(`level=ERROR msg="config file changed but refused; the rules in force stay".*rate -1`, time.Minute)
-	save([]byte("pipeline:\n  window: 2s\n"))
+	save([]byte("pipeline:\n  window: 2s\n  rules: [{name: r, key: \"*\", window: 1s, rate: 100}]\n"))
 	p.waitErr(`level=ERROR msg="config file changed but refused.*restart for the other pipeline settings`, time.Minute)
 	require.Equal(t, 0, p.stop(time.Minute))
 	require.Len(t, p.stdout.match(regexpOf(`HOT +app "hot"`)), 1, "the key turned hot once, under the reloaded rules")
