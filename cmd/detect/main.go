@@ -136,7 +136,12 @@ type serviceEnv struct {
 // runService builds everything that can fail on a setting (logger,
 // endpoint, sinks, service), then runs the service until ctx ends (or the
 // end of the input), reloading the rules when the config file changes.
-func runService(ctx context.Context, cfg *config.Config, src config.Source, o runOpts) error {
+//
+// A stop that leaves output unwritten (ClickHouse down at SIGTERM, an
+// archive segment that could not be closed) returns an error, so the exit
+// status says so: the offsets of what was not written are not committed,
+// and the next run of the group reads it again from there.
+func runService(ctx context.Context, cfg *config.Config, src config.Source, o runOpts) (err error) {
 	log := cli.NewLogger(cfg.Log, os.Stderr)
 	reg := prometheus.NewRegistry()
 	clientOpts, err := cfg.Kafka.ClientOpts()
@@ -178,27 +183,29 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		dc.Print, dc.PrintFormat = o.stdout, o.print
 	}
 	if cfg.ClickHouse.Enabled {
-		w, err := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
-		if err != nil {
-			return fmt.Errorf("clickhouse: %w", err)
+		w, oerr := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
+		if oerr != nil {
+			return fmt.Errorf("clickhouse: %w", oerr)
 		}
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), cfg.Detect.FlushTimeout)
 			defer cancel()
-			if err := w.Close(cctx); err != nil {
-				log.Error("close clickhouse", "err", err)
+			if cerr := w.Close(cctx); cerr != nil {
+				log.Error("close clickhouse", "err", cerr)
+				err = errors.Join(err, fmt.Errorf("stopped with rows not written to ClickHouse; their offsets are not committed, so the next run of group %s resumes before them and writes them: %w", cfg.Detect.Group, cerr))
 			}
 		}()
 		dc.ClickHouse = w
 	}
 	if cfg.Archive.Root != "" {
-		a, err := parquet.Open(ctx, cfg.Archive, log, reg)
-		if err != nil {
-			return fmt.Errorf("archive: %w", err)
+		a, oerr := parquet.Open(ctx, cfg.Archive, log, reg)
+		if oerr != nil {
+			return fmt.Errorf("archive: %w", oerr)
 		}
 		defer func() {
-			if err := a.Close(); err != nil {
-				log.Error("close archive", "err", err)
+			if cerr := a.Close(); cerr != nil {
+				log.Error("close archive", "err", cerr)
+				err = errors.Join(err, fmt.Errorf("stopped with archive segments not made durable; their offsets are not committed, so the next run of group %s resumes before them and writes them: %w", cfg.Detect.Group, cerr))
 			}
 		}()
 		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
