@@ -27,12 +27,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v4"
 
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/clickhouse"
@@ -354,6 +356,12 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
+		// The demo's events topic is its input, which detect never
+		// creates: the demo does, as ingest would.
+		if err := createTopic(ctx, clientOpts, topics.Spec{Name: cfg.Kafka.Topics.Events, Partitions: int32(cfg.Kafka.Partitions),
+			ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)}); err != nil {
+			return nil, err
+		}
 		prod, err := ingest.NewProducer(ingest.ProducerConfig{ProducerOptions: ingest.DefaultProducerOptions(), ClientOpts: clientOpts,
 			Topic: cfg.Kafka.Topics.Events, DLQTopic: cfg.Kafka.Topics.DLQ, Codec: codec, Logger: env.log})
 		if err != nil {
@@ -391,6 +399,18 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 		return wg.Wait, nil
 	}
 	return runService(ctx, cfg, src, runOpts{stdout: stdout, started: started})
+}
+
+// createTopic creates the topic of spec unless it exists.
+func createTopic(ctx context.Context, clientOpts []kgo.Opt, spec topics.Spec) error {
+	cl, err := kgo.NewClient(clientOpts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return topics.Ensure(ctx, cl, true, spec)
 }
 
 // waitReady waits until the service joined its group (its topics exist).

@@ -282,3 +282,22 @@ func TestHealthAndMetrics(t *testing.T) {
 	})
 	require.Equal(t, 0, p.stop(time.Minute))
 }
+
+// TestRunMissingInputTopic: a typo in detect.topics stops detect at start
+// with exit status 1 and one error naming the topic (the command's name
+// once), and the topic is not created, kafka.create_topics or not.
+func TestRunMissingInputTopic(t *testing.T) {
+	seeds := testenv.KFake(t)
+	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 1))
+	typo := testenv.UniqueName(t, "typo")
+	p := start(t, nil, append([]string{"run", "--exit-at-end", "--detect.topics=" + typo}, e.flags()...)...)
+	require.Equal(t, 1, p.waitExit(time.Minute))
+	require.Contains(t, p.stderr.String(), "detect: events topics "+typo+" do not exist")
+	require.NotContains(t, p.stderr.String(), "detect: detect:")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx(t), typo)
+	require.NoError(t, err)
+	require.False(t, td.Has(typo), "the input topic was not created")
+}
