@@ -17,6 +17,7 @@ import (
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/clickhouse"
@@ -365,6 +366,15 @@ func replayToTopic(ctx context.Context, cfg *config.Config, o replayOpts, r *par
 		return 0, fmt.Errorf("replay: kafka client: %w", err)
 	}
 	defer cl.Close()
+	// The target topic is created like every topic keyheat writes (or is
+	// an error naming kafka.create_topics), before anything is read.
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = topics.Ensure(tctx, cl, cfg.Kafka.CreateTopics, topics.Spec{Name: o.toTopic,
+		Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)})
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("replay: --to-topic: %w", err)
+	}
 	var (
 		mu       sync.Mutex
 		firstErr error
