@@ -184,6 +184,21 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	if o.print != "" {
 		dc.Print, dc.PrintFormat = o.stdout, o.print
 	}
+	// Local folders first: a wrong archive.root fails before ClickHouse
+	// migrations run or Kafka is contacted.
+	if cfg.Archive.Root != "" {
+		a, oerr := parquet.Open(ctx, cfg.Archive, log, reg)
+		if oerr != nil {
+			return fmt.Errorf("archive: %w", oerr)
+		}
+		defer func() {
+			if cerr := a.Close(); cerr != nil {
+				log.Error("close archive", "err", cerr)
+				err = errors.Join(err, fmt.Errorf("stopped with archive segments not made durable; their offsets are not committed, so the next run of group %s resumes before them and writes them: %w", cfg.Detect.Group, cerr))
+			}
+		}()
+		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
+	}
 	if cfg.ClickHouse.Enabled {
 		w, oerr := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
 		if oerr != nil {
@@ -198,19 +213,6 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 			}
 		}()
 		dc.ClickHouse = w
-	}
-	if cfg.Archive.Root != "" {
-		a, oerr := parquet.Open(ctx, cfg.Archive, log, reg)
-		if oerr != nil {
-			return fmt.Errorf("archive: %w", oerr)
-		}
-		defer func() {
-			if cerr := a.Close(); cerr != nil {
-				log.Error("close archive", "err", cerr)
-				err = errors.Join(err, fmt.Errorf("stopped with archive segments not made durable; their offsets are not committed, so the next run of group %s resumes before them and writes them: %w", cfg.Detect.Group, cerr))
-			}
-		}()
-		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
 	}
 	svc, err := detect.New(dc)
 	if err != nil {
