@@ -4,7 +4,7 @@
 //
 //	detect demo                                  # nothing to install: embedded Kafka, traffic, live view
 //	detect run                                   # the service, as configured (keyheat.yaml, KEYHEAT_*, flags)
-//	detect run --from=2026-01-02T15:00:00Z --exit-at-end --print=text   # a batch run over a range
+//	detect run --from=2026-01-02T15:00:00Z --exit-at-end --print=text   # from records produced since then to the end (no --to)
 //	detect run --format=combined --detect.topics=nginx.raw               # raw access logs, no ingest hop
 //	detect replay --from=2026-01-02T14:00:00Z --to=2026-01-02T14:10:00Z  # the archive through the same detection
 //	detect query top --since=1h --app=shop                               # ask ClickHouse
@@ -94,7 +94,7 @@ func newRoot(stdout io.Writer) *cobra.Command {
 // addShortcuts adds --from and --format, which set detect.from and
 // detect.format.
 func addShortcuts(fs *pflag.FlagSet) {
-	fs.String("from", "", "where a partition with no commit starts: earliest, latest or an RFC 3339 time (sets detect.from)")
+	fs.String("from", "", "where a partition with no commit starts: earliest, latest or an RFC 3339 time, compared with the records' Kafka timestamps (produce time, not event time) (sets detect.from)")
 	fs.String("format", "", "read raw log records of this format instead of events: "+strings.Join(logFormats(), ", ")+" (sets detect.format)")
 }
 
