@@ -61,9 +61,11 @@ type Kafka struct {
 	// ClientID is sent to the brokers; it shows in their logs and quotas.
 	ClientID string `mapstructure:"client_id"`
 	Topics   Topics `mapstructure:"topics"`
-	// CreateTopics creates keyheat's topics at start when they are
-	// missing, with Partitions and ReplicationFactor. Off, a missing topic
-	// is an error at start rather than records failing one by one.
+	// CreateTopics creates the topics a command writes at start when they
+	// are missing, with Partitions and ReplicationFactor. Off, a missing
+	// topic is an error at start rather than records failing one by one.
+	// Topics a command only reads (detect's events topics) are never
+	// created: a typo would otherwise be read, empty, for ever.
 	CreateTopics bool `mapstructure:"create_topics"`
 	// Partitions of a topic keyheat creates. The events topic's partition
 	// count is detect's parallelism: one worker per partition.

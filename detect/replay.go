@@ -229,12 +229,10 @@ func (r *replayer) emit(core *pipeline.Partition) error {
 	}
 	for i := range r.out.Windows {
 		w := &r.out.Windows[i]
-		// The live summary crosses the windows topic as JSON; so does
-		// this one, so the merger sees what it would have seen.
-		var err error
-		if r.buf, err = w.AppendJSON(r.buf[:0]); err != nil {
-			return fmt.Errorf("replay: %w", err)
-		}
+		// The live summary crosses the windows topic in the binary form;
+		// so does this one, so the merger sees what it would have seen
+		// (keys that are not UTF-8 included).
+		r.buf = w.AppendBinary(r.buf[:0])
 		dec, err := schemas.DecodePartitionWindow(r.buf)
 		if err != nil {
 			return fmt.Errorf("replay: %w", err)

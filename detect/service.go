@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,10 +60,11 @@ type Config struct {
 	// service adds its consumer and producer options.
 	ClientOpts []kgo.Opt
 	Topics     OutputTopics
-	// CreateTopics creates missing topics at start with Partitions and
-	// ReplicationFactor (the windows topic with one partition, the
-	// hot-key registry compacted); otherwise a missing topic is an error
-	// at start.
+	// CreateTopics creates missing output topics at start with
+	// Partitions and ReplicationFactor (the windows topic with one
+	// partition, the hot-key registry compacted); otherwise a missing
+	// topic is an error at start. The events topics read are never
+	// created: a missing one is a *MissingInputError.
 	CreateTopics      bool
 	Partitions        int32
 	ReplicationFactor int16
@@ -433,12 +436,21 @@ func (s *Service) consumerOpts() []kgo.Opt {
 	return opts
 }
 
-// ensureTopics makes sure the topics exist (creating them when allowed)
-// and that the windows topic has one partition; it is also the first
-// contact with the brokers.
+// ensureTopics makes sure the output topics exist (creating them when
+// allowed), that the events topics read exist, and that the windows topic
+// has one partition; it is also the first contact with the brokers.
+//
+// The events topics are never created, whatever CreateTopics says: a
+// topic created from a typo in detect.topics would be read, empty, for
+// ever (and an ExitAtEnd run would end at once, "successfully"). No client
+// of the service sets kgo.AllowAutoTopicCreation either, so a broker's
+// auto.create.topics.enable cannot create them through metadata requests.
 func (s *Service) ensureTopics(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	noAnswer := func(err error) error {
+		return fmt.Errorf("no answer from the brokers within 30s (is kafka.brokers right, and TLS/SASL set as they expect?): %w", err)
+	}
 	spec := func(name string, parts int32, cfg map[string]string) topics.Spec {
 		return topics.Spec{Name: name, Partitions: parts, ReplicationFactor: s.cfg.ReplicationFactor, Configs: cfg}
 	}
@@ -446,23 +458,41 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	big := map[string]string{"max.message.bytes": strconv.Itoa(maxRecordBytes)}
 	specs := []topics.Spec{spec(t.DLQ, s.cfg.Partitions, nil), spec(t.Hotkeys, s.cfg.Partitions, map[string]string{"cleanup.policy": "compact"}),
 		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big)}
-	if !s.cfg.RegexTopics {
-		for _, e := range s.cfg.eventTopics() {
-			specs = append(specs, spec(e, s.cfg.Partitions, nil))
-		}
-	}
 	if err := topics.Ensure(ctx, s.out, s.cfg.CreateTopics, specs...); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("detect: no answer from the brokers within 30s (is kafka.brokers right, and TLS/SASL set as they expect?): %w", err)
+			return noAnswer(err)
 		}
-		return fmt.Errorf("detect: %w", err)
+		return err
+	}
+	if s.cfg.RegexTopics {
+		if err := s.checkRegexTopics(ctx); err != nil {
+			if ctx.Err() != nil {
+				return noAnswer(err)
+			}
+			return err
+		}
+	} else {
+		var in []topics.Spec
+		for _, e := range s.cfg.eventTopics() {
+			in = append(in, topics.Spec{Name: e})
+		}
+		if err := topics.Ensure(ctx, s.out, false, in...); err != nil {
+			var me *topics.MissingError
+			switch {
+			case errors.As(err, &me):
+				return &MissingInputError{Topics: me.Topics}
+			case ctx.Err() != nil:
+				return noAnswer(err)
+			}
+			return err
+		}
 	}
 	td, err := s.adm.ListTopics(ctx, t.Windows)
 	if err != nil {
-		return fmt.Errorf("detect: describe topic %s: %w", t.Windows, err)
+		return fmt.Errorf("describe topic %s: %w", t.Windows, err)
 	}
 	if n := len(td[t.Windows].Partitions); n != 1 {
-		return fmt.Errorf("detect: topic %s has %d partitions; it must have exactly one, so that one merger sees every summary in order: delete it and let detect create it", t.Windows, n)
+		return fmt.Errorf("topic %s has %d partitions; it must have exactly one, so that one merger sees every summary in order: delete it and let detect create it", t.Windows, n)
 	}
 	if !s.cfg.RegexTopics {
 		for _, e := range s.cfg.eventTopics() {
@@ -471,6 +501,47 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+// MissingInputError is Run's error when events topics it is to read do
+// not exist. Detect never creates its input (see Config.CreateTopics).
+type MissingInputError struct {
+	Topics []string
+}
+
+func (e *MissingInputError) Error() string {
+	return fmt.Sprintf("events topics %s do not exist, and detect never creates the topics it reads: check detect.topics (or kafka.topics.events) for a typo, or create them (ingest creates kafka.topics.events when kafka.create_topics is true)",
+		strings.Join(e.Topics, ", "))
+}
+
+// checkRegexTopics warns when no existing topic matches the detect.topics
+// expressions: the group then reads nothing until one is created, which
+// is legitimate (a topic created later is picked up) but more often a
+// wrong expression.
+func (s *Service) checkRegexTopics(ctx context.Context) error {
+	td, err := s.adm.ListTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("list kafka topics: %w", err)
+	}
+	var res []*regexp.Regexp
+	for _, e := range s.cfg.Options.Topics {
+		re, err := regexp.Compile(e)
+		if err != nil {
+			return fmt.Errorf("detect.topics %q: %w", e, err)
+		}
+		res = append(res, re)
+	}
+	for name := range td {
+		for _, re := range res {
+			// As kgo.ConsumeRegex matches: anywhere in the name.
+			if re.MatchString(name) {
+				return nil
+			}
+		}
+	}
+	s.log.Warn("no kafka topic matches detect.topics yet; reading nothing until one is created (is the expression right?)",
+		"topics", strings.Join(s.cfg.Options.Topics, ", "))
 	return nil
 }
 
@@ -487,7 +558,7 @@ func (s *Service) partitionCount(ctx context.Context, topic string) (int32, erro
 		err = td.Error()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("detect: describe topic %s: %w", topic, err)
+		return 0, fmt.Errorf("describe topic %s: %w", topic, err)
 	}
 	n = int32(len(td[topic].Partitions))
 	s.mu.Lock()

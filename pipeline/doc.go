@@ -79,15 +79,20 @@
 // window or under-counts. One sketch per slot costs (Slots+1)/2 times the
 // memory and the same per event.
 //
-// A key's count as of now covers exactly (now − W, now]: the Slots newest
-// slots whole and the part of the oldest slot still inside, pro rata
-// (events are assumed spread evenly within that one slot). A watched key
-// is published hot at the first of its events at which that count reaches
-// a threshold: for a key that stays at or above its threshold for a slot
-// after crossing, no later than one slot after its true crossing, with the
-// rate it crossed at. Credits make the count an upper bound, so a key can
-// be published early by what its slots' estimates exceed its true counts
-// (at most e/SketchWidth of a slot's events per slot, with probability
+// A key's count as of now estimates its events in (now − W, now]: the
+// Slots newest slots whole and the part of the oldest slot still inside,
+// pro rata (events are assumed spread evenly within that one slot). The
+// estimate is neither a lower nor an upper bound: it is above the true
+// count when the oldest slot's events fell mostly in its part that has
+// left the window, below when they fell mostly in the part still inside,
+// by at most that slot's events. A watched key is published hot at the
+// first of its events at which that count reaches a threshold, with the
+// rate it crossed at: up to one slot before its true crossing (old events
+// of the oldest slot still counted), and, for a key that stays at or
+// above its threshold for a slot after crossing, no later than one slot
+// after it. Credits add to the count, so a key can also be published
+// early by what its slots' estimates exceed its true counts (at most
+// e/SketchWidth of a slot's events per slot, with probability
 // 1 − e^-SketchDepth), and only in the window after its admission. A key
 // that crosses and falls back within one slot can be missed when its
 // events are not spread evenly within the oldest slot.

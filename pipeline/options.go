@@ -76,8 +76,9 @@ type SummaryOptions struct {
 // and a HotRing of at most 2 × RingNodes keys (see Options.MemoryBound).
 type DetectOptions struct {
 	// Slots is how many slots a rule window is counted in; each rule
-	// window must be a whole number of milliseconds per slot. An alert may
-	// come up to one slot after the true crossing.
+	// window must be a whole number of milliseconds per slot. The oldest
+	// slot is counted pro rata, so an alert may come up to one slot before
+	// or after the true crossing.
 	Slots int `mapstructure:"slots"`
 	// Gate is the fraction of a rule's rate a key must reach within one
 	// slot (by its Count-Min estimate) to be tracked exactly. Any key that

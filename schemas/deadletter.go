@@ -39,7 +39,12 @@ type DeadLetter struct {
 	Raw []byte
 	// Truncated reports that Raw holds only the start of the input.
 	Truncated bool
-	// OrigLen is the length of the whole input in bytes.
+	// OrigLen is the length in bytes of the input handed to NewDeadLetter,
+	// of which Raw is the start. For ReasonLineTooLong that input is what
+	// the reader kept of the line, its line limit (1 MiB by default), not
+	// the whole line: readers do not keep the rest, so OrigLen is then a
+	// lower bound of the line's length (Detail names the limit, and a
+	// Kafka record's real length).
 	OrigLen int
 }
 

@@ -18,6 +18,12 @@
 //     which starts with the magic byte 0xC1 that no JSON can start with, and
 //     which alone carries keys that are not UTF-8.
 //   - deadletter.go: DeadLetter, the value of keyheat.events.dlq records.
+//   - window.go, window_binary.go, report.go, hotkey.go: the partitions'
+//     window summaries (binary on the windows topic, JSON also read), the
+//     merged WindowReport and the HotKeyEvent (JSON).
+//   - rawkey.go: how the JSON messages carry a key that is not UTF-8
+//     losslessly: its bytes in base64 in "key_b64" beside "key" (and
+//     "id_b64" beside a hot-key event's "id"), which the decoders prefer.
 //
 // Decoding is on the hot path of every detect worker, so the decoders cost
 // one allocation per event: all string fields of a decoded event share one

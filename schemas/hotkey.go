@@ -55,6 +55,10 @@ type Mitigation struct {
 //	 "topic":"keyheat.events","partition":3,"onset_ms":1767225600123,
 //	 "detected_ms":1767225600131,"reads":5000,"writes":121,"bytes":2621952,
 //	 "mitigation":{"kind":"local_cache"}}
+//
+// A key that is not UTF-8 also has "key_b64" and "id_b64", its and the
+// ID's exact bytes in base64, which DecodeHotKeyEvent prefers (see
+// rawkey.go).
 type HotKeyEvent struct {
 	// Version is HotKeyVersion.
 	Version int `json:"v"`

@@ -23,7 +23,8 @@ const WindowVersion = 1
 // bounds when Error > 0.
 type KeyCount struct {
 	// App and Key identify the key; the same key string in two apps is two
-	// keys.
+	// keys. In JSON a Key that is not UTF-8 also has "key_b64", its exact
+	// bytes, which the decoders prefer (see rawkey.go).
 	App string `json:"app"`
 	Key string `json:"key"`
 	// Count is the number of events (an upper bound, see Error).

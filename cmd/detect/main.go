@@ -4,7 +4,7 @@
 //
 //	detect demo                                  # nothing to install: embedded Kafka, traffic, live view
 //	detect run                                   # the service, as configured (keyheat.yaml, KEYHEAT_*, flags)
-//	detect run --from=2026-01-02T15:00:00Z --exit-at-end --print=text   # a batch run over a range
+//	detect run --from=2026-01-02T15:00:00Z --exit-at-end --print=text   # from records produced since then to the end (no --to)
 //	detect run --format=combined --detect.topics=nginx.raw               # raw access logs, no ingest hop
 //	detect replay --from=2026-01-02T14:00:00Z --to=2026-01-02T14:10:00Z  # the archive through the same detection
 //	detect query top --since=1h --app=shop                               # ask ClickHouse
@@ -27,11 +27,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/clickhouse"
@@ -91,7 +94,7 @@ func newRoot(stdout io.Writer) *cobra.Command {
 // addShortcuts adds --from and --format, which set detect.from and
 // detect.format.
 func addShortcuts(fs *pflag.FlagSet) {
-	fs.String("from", "", "where a partition with no commit starts: earliest, latest or an RFC 3339 time (sets detect.from)")
+	fs.String("from", "", "where a partition with no commit starts: earliest, latest or an RFC 3339 time, compared with the records' Kafka timestamps (produce time, not event time) (sets detect.from)")
 	fs.String("format", "", "read raw log records of this format instead of events: "+strings.Join(logFormats(), ", ")+" (sets detect.format)")
 }
 
@@ -135,7 +138,12 @@ type serviceEnv struct {
 // runService builds everything that can fail on a setting (logger,
 // endpoint, sinks, service), then runs the service until ctx ends (or the
 // end of the input), reloading the rules when the config file changes.
-func runService(ctx context.Context, cfg *config.Config, src config.Source, o runOpts) error {
+//
+// A stop that leaves output unwritten (ClickHouse down at SIGTERM, an
+// archive segment that could not be closed) returns an error, so the exit
+// status says so: the offsets of what was not written are not committed,
+// and the next run of the group reads it again from there.
+func runService(ctx context.Context, cfg *config.Config, src config.Source, o runOpts) (err error) {
 	log := cli.NewLogger(cfg.Log, os.Stderr)
 	reg := prometheus.NewRegistry()
 	clientOpts, err := cfg.Kafka.ClientOpts()
@@ -176,31 +184,35 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	if o.print != "" {
 		dc.Print, dc.PrintFormat = o.stdout, o.print
 	}
+	// Local folders first: a wrong archive.root fails before ClickHouse
+	// migrations run or Kafka is contacted.
+	if cfg.Archive.Root != "" {
+		a, oerr := parquet.Open(ctx, cfg.Archive, log, reg)
+		if oerr != nil {
+			return fmt.Errorf("archive: %w", oerr)
+		}
+		defer func() {
+			if cerr := a.Close(); cerr != nil {
+				log.Error("close archive", "err", cerr)
+				err = errors.Join(err, fmt.Errorf("stopped with archive segments not made durable; their offsets are not committed, so the next run of group %s resumes before them and writes them: %w", cfg.Detect.Group, cerr))
+			}
+		}()
+		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
+	}
 	if cfg.ClickHouse.Enabled {
-		w, err := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
-		if err != nil {
-			return fmt.Errorf("clickhouse: %w", err)
+		w, oerr := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
+		if oerr != nil {
+			return fmt.Errorf("clickhouse: %w", oerr)
 		}
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), cfg.Detect.FlushTimeout)
 			defer cancel()
-			if err := w.Close(cctx); err != nil {
-				log.Error("close clickhouse", "err", err)
+			if cerr := w.Close(cctx); cerr != nil {
+				log.Error("close clickhouse", "err", cerr)
+				err = errors.Join(err, fmt.Errorf("stopped with rows not written to ClickHouse; their offsets are not committed, so the next run of group %s resumes before them and writes them: %w", cfg.Detect.Group, cerr))
 			}
 		}()
 		dc.ClickHouse = w
-	}
-	if cfg.Archive.Root != "" {
-		a, err := parquet.Open(ctx, cfg.Archive, log, reg)
-		if err != nil {
-			return fmt.Errorf("archive: %w", err)
-		}
-		defer func() {
-			if err := a.Close(); err != nil {
-				log.Error("close archive", "err", err)
-			}
-		}()
-		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
 	}
 	svc, err := detect.New(dc)
 	if err != nil {
@@ -216,7 +228,13 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		if src.File == "" {
 			return
 		}
-		err := cli.WatchFile(runCtx, src.File, 250*time.Millisecond, log, func() { reload(svc, src, log) })
+		// What the file set at start: a reload that loses the rules
+		// section is refused (see reload).
+		var rulesInFile bool
+		if b, err := os.ReadFile(src.File); err == nil {
+			_, rulesInFile, _ = fileRules(b)
+		}
+		err := cli.WatchFile(runCtx, src.File, 250*time.Millisecond, log, func() { rulesInFile = reload(svc, src, rulesInFile, log) })
 		if err != nil {
 			log.Warn("config file not watched; rules reload only with a restart", "err", err)
 		}
@@ -234,17 +252,58 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 }
 
 // reload applies the rules of the changed config file, or keeps the rules
-// in force and says why.
-func reload(svc *detect.Service, src config.Source, log *slog.Logger) {
+// in force and says why. rulesInFile says whether the file in force sets
+// pipeline.rules; reload returns what holds after it.
+//
+// A file that names nothing, or that lost the pipeline.rules it had, is
+// refused rather than applied: it loads without error (defaults fill it
+// in), but what it means is almost always a file caught half-written (an
+// editor or a deploy that truncates before it writes, `: > file`), and
+// applying it would replace every configured rule with the default one
+// and silence the alerts they raise. To drop every rule, write
+// "rules: []".
+func reload(svc *detect.Service, src config.Source, rulesInFile bool, log *slog.Logger) bool {
+	refuse := func(err error) bool {
+		log.Error("config file changed but refused; the rules in force stay", "file", src.File, "err", err)
+		return rulesInFile
+	}
+	b, err := os.ReadFile(src.File)
+	if err != nil {
+		return refuse(fmt.Errorf("read config file: %w", err))
+	}
+	empty, hasRules, err := fileRules(b)
+	switch {
+	case err != nil:
+		// config.Load below says where the syntax error is.
+	case empty:
+		return refuse(errors.New("the file is empty (caught while being written?); write the full config to change the rules"))
+	case rulesInFile && !hasRules:
+		return refuse(errors.New("the file no longer has pipeline.rules; write the rules wanted to change them (the default rule would replace them)"))
+	}
 	cfg, err := config.Load(config.CmdDetect, src)
 	if err == nil {
 		err = svc.Reload(cfg.Pipeline)
 	}
 	if err != nil {
-		log.Error("config file changed but refused; the rules in force stay", "file", src.File, "err", err)
-		return
+		return refuse(err)
 	}
 	log.Info("rules reloaded", "file", src.File, "rules", len(cfg.Pipeline.Rules), "whitelist", len(cfg.Pipeline.Whitelist))
+	return hasRules
+}
+
+// fileRules says whether the YAML config b sets nothing at all (empty, or
+// comments only) and whether it has a pipeline.rules key.
+func fileRules(b []byte) (empty, hasRules bool, err error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return false, false, err
+	}
+	if len(doc) == 0 {
+		return true, false, nil
+	}
+	p, _ := doc["pipeline"].(map[string]any)
+	_, hasRules = p["rules"]
+	return false, hasRules, nil
 }
 
 // runDemo starts the embedded broker, then detection, the generator and
@@ -299,6 +358,12 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
+		// The demo's events topic is its input, which detect never
+		// creates: the demo does, as ingest would.
+		if err := createTopic(ctx, clientOpts, topics.Spec{Name: cfg.Kafka.Topics.Events, Partitions: int32(cfg.Kafka.Partitions),
+			ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)}); err != nil {
+			return nil, err
+		}
 		prod, err := ingest.NewProducer(ingest.ProducerConfig{ProducerOptions: ingest.DefaultProducerOptions(), ClientOpts: clientOpts,
 			Topic: cfg.Kafka.Topics.Events, DLQTopic: cfg.Kafka.Topics.DLQ, Codec: codec, Logger: env.log})
 		if err != nil {
@@ -336,6 +401,18 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 		return wg.Wait, nil
 	}
 	return runService(ctx, cfg, src, runOpts{stdout: stdout, started: started})
+}
+
+// createTopic creates the topic of spec unless it exists.
+func createTopic(ctx context.Context, clientOpts []kgo.Opt, spec topics.Spec) error {
+	cl, err := kgo.NewClient(clientOpts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return topics.Ensure(ctx, cl, true, spec)
 }
 
 // waitReady waits until the service joined its group (its topics exist).

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	chgo "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/keyheat/keyheat/config"
@@ -75,7 +76,7 @@ pasted into the SQL.`,
 		}
 		cl, err := clickhouse.Connect(cmd.Context(), cfg.ClickHouse)
 		if err != nil {
-			return fmt.Errorf("query: %w", err)
+			return fmt.Errorf("query: %w", serverError(err, cfg.ClickHouse.Database))
 		}
 		defer cl.Close()
 		app, _ := f.GetString("app")
@@ -212,4 +213,21 @@ func alertsTable(w io.Writer, rs []clickhouse.AlertRow) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s/%d\t%s\n", msTime(r.OnsetMs), r.Type, r.App, r.Key, r.Rule, r.Rate,
 			r.Threshold, r.Topic, r.Partition, advice)
 	}
+}
+
+// unknownDatabase is ClickHouse's error code UNKNOWN_DATABASE.
+const unknownDatabase = 81
+
+// serverError returns ClickHouse's own error when err carries one: the
+// server answered, so the connection advice ("is it running?") that the
+// error otherwise opens with is wrong and hides the cause.
+func serverError(err error, database string) error {
+	var ex *chgo.Exception
+	if !errors.As(err, &ex) {
+		return err
+	}
+	if ex.Code == unknownDatabase {
+		return fmt.Errorf("clickhouse database %s does not exist (%s): check clickhouse.database; detect run with clickhouse.enabled creates it", database, ex.Message)
+	}
+	return fmt.Errorf("clickhouse: %w", ex)
 }

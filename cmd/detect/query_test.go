@@ -227,3 +227,14 @@ func TestQueryArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestQueryMissingDatabase: a clickhouse.database that does not exist is
+// named as such, with ClickHouse's own message, not as a server that may
+// not be running.
+func TestQueryMissingDatabase(t *testing.T) {
+	db := testenv.UniqueName(t, "nosuchdb")
+	_, _, err := execDetect(t, "query", "top", "--clickhouse.addr="+testenv.ClickHouseAddr(t), "--clickhouse.database="+db)
+	require.ErrorContains(t, err, "clickhouse database "+db+" does not exist")
+	require.ErrorContains(t, err, "clickhouse.database")
+	require.NotContains(t, err.Error(), "is it running")
+}

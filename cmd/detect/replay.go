@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/clickhouse"
@@ -50,7 +53,7 @@ instead of detection, the events themselves back into a Kafka topic
 	f.Bool("skip-bad-files", false, "log and skip archive files that cannot be read (truncated, foreign) instead of stopping")
 	f.Bool("json", false, "print hot-key events and reports as JSON lines instead of text")
 	f.Int("top", 5, "keys per report in the text output")
-	f.String("out-parquet", "", "write the replay's reports and hot-key events to this folder, in the archive's layout")
+	f.String("out-parquet", "", "write the replay's reports and hot-key events to this folder, in the archive's layout (made if missing; its parent must exist)")
 	f.Bool("clickhouse", false, "write the replay's reports and hot-key events to ClickHouse (clickhouse.* settings)")
 	f.String("to-topic", "", "produce the archived events to this topic instead of detecting (keyed by access key, events.codec)")
 	f.String("speed", "max", "--to-topic pacing against the events' times: 1x, 10x (any Nx) or max")
@@ -176,6 +179,11 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 		sinks.print = &replayPrinter{w: stdout, json: o.json, top: o.top}
 	}
 	if o.outParquet != "" {
+		// A new folder is made (not its parents: a typo in them is
+		// more likely than a wish for a tree).
+		if err := os.Mkdir(o.outParquet, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("replay: --out-parquet=%s: %w (its parent folder must exist)", o.outParquet, err)
+		}
 		opts := cfg.Archive
 		opts.Root = o.outParquet
 		a, err := parquet.Open(ctx, opts, log, nil)
@@ -365,6 +373,15 @@ func replayToTopic(ctx context.Context, cfg *config.Config, o replayOpts, r *par
 		return 0, fmt.Errorf("replay: kafka client: %w", err)
 	}
 	defer cl.Close()
+	// The target topic is created like every topic keyheat writes (or is
+	// an error naming kafka.create_topics), before anything is read.
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = topics.Ensure(tctx, cl, cfg.Kafka.CreateTopics, topics.Spec{Name: o.toTopic,
+		Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)})
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("replay: --to-topic: %w", err)
+	}
 	var (
 		mu       sync.Mutex
 		firstErr error

@@ -14,6 +14,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
@@ -154,6 +156,26 @@ func TestReplayAfterLiveRun(t *testing.T) {
 					ids[string(r.Headers[0].Value)] = true
 				}
 				require.Len(t, ids, n, "each with the keyheat-id of its archived record")
+			})
+
+			t.Run("to-topic missing", func(t *testing.T) {
+				topic := testenv.UniqueName(t, "replayed")
+				t.Cleanup(func() { deleteTopic(t, seeds, topic) })
+				_, stderr, err := execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.create_topics=false",
+					"--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
+				require.ErrorContains(t, err, "kafka.create_topics", "stderr: %s", stderr)
+				require.ErrorContains(t, err, topic)
+
+				_, stderr, err = execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.partitions=3",
+					"--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
+				require.NoError(t, err, "replay: %s", stderr)
+				require.Len(t, readTopic(t, seeds, topic), n, "the topic made, every archived event produced once")
+				cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+				require.NoError(t, err)
+				defer cl.Close()
+				td, err := kadm.NewClient(cl).ListTopics(ctx(t), topic)
+				require.NoError(t, err)
+				require.Len(t, td[topic].Partitions, 3, "made with kafka.partitions")
 			})
 
 			t.Run("query", func(t *testing.T) {
@@ -345,4 +367,16 @@ func TestProgressLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deleteTopic deletes topic, if it exists, at the end of a test.
+func deleteTopic(t *testing.T, seeds []string, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = kadm.NewClient(cl).DeleteTopics(c, topic)
 }

@@ -215,7 +215,7 @@ func TestRulesReload(t *testing.T) {
 
 	save([]byte("pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: -1}]\n"))
 	p.waitErr(`level=ERROR msg="config file changed but refused; the rules in force stay".*rate -1`, time.Minute)
-	save([]byte("pipeline:\n  window: 2s\n"))
+	save([]byte("pipeline:\n  window: 2s\n  rules: [{name: r, key: \"*\", window: 1s, rate: 100}]\n"))
 	p.waitErr(`level=ERROR msg="config file changed but refused.*restart for the other pipeline settings`, time.Minute)
 	require.Equal(t, 0, p.stop(time.Minute))
 	require.Len(t, p.stdout.match(regexpOf(`HOT +app "hot"`)), 1, "the key turned hot once, under the reloaded rules")
@@ -281,4 +281,23 @@ func TestHealthAndMetrics(t *testing.T) {
 		return true
 	})
 	require.Equal(t, 0, p.stop(time.Minute))
+}
+
+// TestRunMissingInputTopic: a typo in detect.topics stops detect at start
+// with exit status 1 and one error naming the topic (the command's name
+// once), and the topic is not created, kafka.create_topics or not.
+func TestRunMissingInputTopic(t *testing.T) {
+	seeds := testenv.KFake(t)
+	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 1))
+	typo := testenv.UniqueName(t, "typo")
+	p := start(t, nil, append([]string{"run", "--exit-at-end", "--detect.topics=" + typo}, e.flags()...)...)
+	require.Equal(t, 1, p.waitExit(time.Minute))
+	require.Contains(t, p.stderr.String(), "detect: events topics "+typo+" do not exist")
+	require.NotContains(t, p.stderr.String(), "detect: detect:")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx(t), typo)
+	require.NoError(t, err)
+	require.False(t, td.Has(typo), "the input topic was not created")
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-// TestStopWithClickHouseDownExitsNonZero (review-2, finding 4): SIGTERM
-// while ClickHouse is down leaves rows unwritten ("close clickhouse
-// writer: N items not written … do not commit their offsets"). The
-// process must say so with its exit code, as ingest does when it gives
-// up on lines; today it logs the error and exits 0, so a supervisor or
-// a deploy script takes the stop for a clean one.
+// TestStopWithClickHouseDownExitsNonZero: SIGTERM while ClickHouse is
+// down leaves rows unwritten ("close clickhouse writer: N items not
+// written … do not commit their offsets"). The process says so with its
+// exit code, as ingest does when it gives up on lines, so a supervisor or
+// a deploy script does not take the stop for a clean one, and says where
+// the next run resumes.
 func TestStopWithClickHouseDownExitsNonZero(t *testing.T) {
 	seeds := testenv.KafkaSeeds(t)
 	srv := testenv.PrivateClickHouse(t)
@@ -37,4 +37,5 @@ func TestStopWithClickHouseDownExitsNonZero(t *testing.T) {
 	code := p.stop(2 * time.Minute)
 	require.Contains(t, p.stderr.String(), "items not written", "the stop left rows unwritten")
 	require.NotEqual(t, 0, code, "a stop that left rows unwritten exits non-zero")
+	require.Contains(t, p.stderr.String(), "resumes before them", "the error says where the next run resumes")
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
+)
+
+// TestRulesReloadEmptyFileKeepsRules: a config file emptied while detect
+// runs (`: > keyheat.yaml`, an editor that truncates before it writes, a
+// deploy that wrote nothing), or one that lost the pipeline.rules it had,
+// loads without error, the default rule (1000/s) filling in; applied, it
+// would stop every configured alert. The reload is refused instead: a key
+// at 300/s under the 100/s rule in force is still alerted.
+func TestRulesReloadEmptyFileKeepsRules(t *testing.T) {
+	for _, tc := range []struct{ name, rewrite string }{
+		{"emptied", ""},
+		{"comments only", "# nothing yet\n"},
+		{"rules section gone", "log:\n  level: info\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seeds := testenv.KFake(t)
+			e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 1))
+			file := filepath.Join(t.TempDir(), "keyheat.yaml")
+			require.NoError(t, os.WriteFile(file, []byte("pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: 100}]\n"), 0o600))
+			p := start(t, nil, append([]string{"run", "--print=text", "--config=" + file}, e.flags()...)...)
+			p.waitErr(`msg="partitions assigned"`, time.Minute)
+
+			require.NoError(t, os.WriteFile(file, []byte(tc.rewrite), 0o600)) // rewritten in place
+			p.waitErr(`msg="(rules reloaded|config file changed but refused)`, time.Minute)
+
+			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+			produceEvents(t, seeds, e.events, 300, base, 1, 1, 1) // "hot" 300 times in 0.3 s
+			produceEvents(t, seeds, e.events, 10, base+5000, 1, 0, 10)
+			p.waitOut(`REPORT cluster events=300 `, time.Minute)
+			require.Equal(t, 0, p.stop(time.Minute))
+			require.NotContains(t, p.stderr.String(), `msg="rules reloaded"`)
+			require.Len(t, p.stdout.match(regexpOf(`HOT +app "hot" .*rule=r `)), 1,
+				"the rewritten config file keeps the rules in force: the key is hot under rule r\nstderr:\n%s", p.stderr.String())
+		})
+	}
+}
+
+func TestFileRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, file      string
+		empty, hasRules bool
+		wantErr         bool
+	}{
+		{name: "empty", file: "", empty: true},
+		{name: "blank and comments", file: "\n  \n# x\n", empty: true},
+		{name: "rules", file: "pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: 1}]\n", hasRules: true},
+		{name: "empty rules", file: "pipeline:\n  rules: []\n", hasRules: true},
+		{name: "pipeline without rules", file: "pipeline:\n  window: 1s\n"},
+		{name: "empty pipeline", file: "pipeline:\n"},
+		{name: "other sections", file: "log:\n  level: debug\n"},
+		{name: "bad yaml", file: "pipeline: [\n", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			empty, hasRules, err := fileRules([]byte(tc.file))
+			if tc.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.empty, empty, "empty")
+			require.Equal(t, tc.hasRules, hasRules, "hasRules")
+		})
+	}
+}
