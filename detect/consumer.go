@@ -167,9 +167,10 @@ func (s *Service) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[st
 			return
 		}
 		for _, p := range parts {
-			w := newPartWorker(s, tp{topic, p}, n)
 			s.mu.Lock()
+			w := newPartWorker(s, tp{topic, p}, n, s.alignerLocked())
 			s.parts[w.tp] = w
+			w.align.join(w)
 			s.mu.Unlock()
 			go w.run()
 		}
@@ -308,6 +309,7 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	s.mu.Lock()
 	for _, w := range ws {
 		delete(s.parts, w.tp)
+		w.align.leave(w)
 	}
 	s.mu.Unlock()
 	for _, w := range ws {
@@ -316,6 +318,21 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	s.m.assigned.Set(float64(s.numParts()))
 	s.log.Info("partitions released", "partitions", ps, "lost", lost)
 	s.checkFinished()
+}
+
+// alignerLocked returns the aligner the partitions share: the one of any
+// partition held, or a new one when there is none. Its drift derives
+// from the merger's cap (pipeline.MergerOptions.AlignWindows), this
+// instance's or, when it merges not, the default one. s.mu is held.
+func (s *Service) alignerLocked() *aligner {
+	for _, w := range s.parts {
+		return w.align
+	}
+	mo := pipeline.DefaultMergerOptions()
+	if s.cfg.Merge != nil {
+		mo = s.cfg.Merge.MergerOptions
+	}
+	return newAligner(s.cfg.Pipeline.Window.Milliseconds(), mo.AlignWindows())
 }
 
 func (s *Service) numParts() int {
