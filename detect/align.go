@@ -102,13 +102,37 @@ func (a *aligner) limit(w *partWorker, wait bool) (int64, <-chan struct{}) {
 		}
 		ch = a.moved
 	}
+	return a.past(low), ch
+}
+
+// idleLimit returns the highest window an idle member's clock may move
+// to: drift past the lowest clock of the other members that have one,
+// idle or not. Idle partitions do not hold the others back, but they
+// move their clocks in steps of at most the drift past one another, so
+// partitions going idle together (a backlog read, then no traffic) do
+// not hand the merger hundreds of empty windows from one partition
+// before the others'.
+func (a *aligner) idleLimit(w *partWorker) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	low := int64(alignFree)
+	for m := range a.members {
+		if c := m.alignClock.Load(); m != w && c != alignUnknown {
+			low = min(low, c)
+		}
+	}
+	return a.past(low)
+}
+
+// past is drift past position low, saturating.
+func (a *aligner) past(low int64) int64 {
 	switch {
 	case low == alignFree || low > math.MaxInt64-a.drift:
-		return math.MaxInt64, ch
+		return math.MaxInt64
 	case low == alignUnknown:
-		return math.MinInt64, ch
+		return math.MinInt64
 	}
-	return low + a.drift, ch
+	return low + a.drift
 }
 
 // windowOf is the index of the window holding tsMs.
@@ -157,6 +181,7 @@ func (w *partWorker) await(tsMs int64) bool {
 		w.alignWin = max(w.alignWin, win)
 		w.alignIdle = false
 		w.alignNextMs = a.endOf(w.alignWin)
+		w.alignClock.Store(w.alignWin)
 		a.set(w, w.alignWin)
 	}
 	if tsMs < w.alignUntilMs {
@@ -202,11 +227,19 @@ func (w *partWorker) checkIdle(now time.Time) {
 	w.align.set(w, alignFree)
 }
 
-// mayIdle reports whether the aligner lets an idle partition's clock move
-// to the wall clock: an idle partition does not hold the others back, but
-// it does not run ahead of them either, or the merger would hold its
-// summaries of windows the others have yet to report.
-func (w *partWorker) mayIdle(now time.Time) bool {
-	lim, _ := w.align.limit(w, false)
-	return w.align.windowOf(now.UnixMilli()) <= lim
+// idle moves a live partition's clock towards the wall clock once it saw
+// no event for the idle timeout (pipeline.Partition.IdleTo), as far as
+// the aligner lets it.
+func (w *partWorker) idle(now time.Time) {
+	a := w.align
+	toMs := a.endOf(a.idleLimit(w)) - 1
+	if !w.core.IdleTo(now.UnixMilli(), toMs, &w.out) {
+		return
+	}
+	w.emit()
+	if win := a.windowOf(min(toMs, now.UnixMilli())); win > w.alignWin {
+		w.alignWin = win
+		w.alignNextMs = a.endOf(win)
+		w.alignClock.Store(win)
+	}
 }

@@ -78,9 +78,11 @@ type partWorker struct {
 	hasStart bool
 
 	// align keeps the partition within a few windows of the others this
-	// instance holds (see aligner); alignPos is its published position.
-	align    *aligner
-	alignPos atomic.Int64
+	// instance holds (see aligner); alignPos is its published position,
+	// alignClock the window of its clock (alignUnknown before any event).
+	align      *aligner
+	alignPos   atomic.Int64
+	alignClock atomic.Int64
 
 	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
 	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
@@ -147,6 +149,7 @@ func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
 		rulesGen:   s.rulesGen.Load(),
 	}
 	w.alignPos.Store(alignUnknown)
+	w.alignClock.Store(alignUnknown)
 	return w
 }
 
@@ -266,9 +269,8 @@ func (w *partWorker) run() {
 		case <-idle:
 			now := w.s.now()
 			w.checkIdle(now)
-			if w.core != nil && !w.ended && w.mayIdle(now) {
-				w.core.Idle(now.UnixMilli(), &w.out)
-				w.emit()
+			if w.core != nil && !w.ended {
+				w.idle(now)
 			}
 			w.flushArchive(false)
 		}
