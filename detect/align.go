@@ -11,7 +11,9 @@ import (
 // Positions a partition worker publishes besides a window index.
 const (
 	// alignUnknown: no event taken yet. Such a partition holds every
-	// other back, since its first event may be the oldest of all.
+	// other back, since its first event may be the oldest of all; a live
+	// partition with nothing to read when assigned publishes alignFree
+	// instead (onFetched).
 	alignUnknown = math.MinInt64
 	// alignFree: the partition ended (ExitAtEnd) or is idle (live): it
 	// holds nothing back.

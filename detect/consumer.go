@@ -209,6 +209,16 @@ func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.Offse
 				if err := s.bounds(ctx, t.Topic, p.Partition, &st); err != nil {
 					return err
 				}
+			} else {
+				// Live: whether records wait, so that a partition with none
+				// does not hold the others back (see aligner) until its
+				// first event or the idle timeout.
+				b := st
+				if err := s.bounds(ctx, t.Topic, p.Partition, &b); err != nil {
+					s.log.Debug("end offset for the alignment", "topic", t.Topic, "partition", p.Partition, "err", err)
+				} else if b.first >= b.end {
+					w.align.set(w, alignFree)
+				}
 			}
 			w.setStart(st)
 		}
