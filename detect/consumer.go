@@ -167,9 +167,10 @@ func (s *Service) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[st
 			return
 		}
 		for _, p := range parts {
-			w := newPartWorker(s, tp{topic, p}, n)
 			s.mu.Lock()
+			w := newPartWorker(s, tp{topic, p}, n, s.alignerLocked())
 			s.parts[w.tp] = w
+			w.align.join(w)
 			s.mu.Unlock()
 			go w.run()
 		}
@@ -207,6 +208,16 @@ func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.Offse
 			if s.cfg.ExitAtEnd {
 				if err := s.bounds(ctx, t.Topic, p.Partition, &st); err != nil {
 					return err
+				}
+			} else {
+				// Live: whether records wait, so that a partition with none
+				// does not hold the others back (see aligner) until its
+				// first event or the idle timeout.
+				b := st
+				if err := s.bounds(ctx, t.Topic, p.Partition, &b); err != nil {
+					s.log.Debug("end offset for the alignment", "topic", t.Topic, "partition", p.Partition, "err", err)
+				} else if b.first >= b.end {
+					w.align.set(w, alignFree)
 				}
 			}
 			w.setStart(st)
@@ -308,6 +319,7 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	s.mu.Lock()
 	for _, w := range ws {
 		delete(s.parts, w.tp)
+		w.align.leave(w)
 	}
 	s.mu.Unlock()
 	for _, w := range ws {
@@ -316,6 +328,21 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	s.m.assigned.Set(float64(s.numParts()))
 	s.log.Info("partitions released", "partitions", ps, "lost", lost)
 	s.checkFinished()
+}
+
+// alignerLocked returns the aligner the partitions share: the one of any
+// partition held, or a new one when there is none. Its drift derives
+// from the merger's cap (pipeline.MergerOptions.AlignWindows), this
+// instance's or, when it merges not, the default one. s.mu is held.
+func (s *Service) alignerLocked() *aligner {
+	for _, w := range s.parts {
+		return w.align
+	}
+	mo := pipeline.DefaultMergerOptions()
+	if s.cfg.Merge != nil {
+		mo = s.cfg.Merge.MergerOptions
+	}
+	return newAligner(s.cfg.Pipeline.Window.Milliseconds(), mo.AlignWindows())
 }
 
 func (s *Service) numParts() int {

@@ -33,6 +33,29 @@
 // all in-sync replicas, so a partition's summaries reach the merger in
 // order.
 //
+// # Alignment
+//
+// The merger holds a window until every partition reported it, and at
+// most merge.max_pending_windows windows. A worker therefore does not
+// take an event more than MergerOptions.AlignWindows (half of that)
+// windows past the slowest other partition this instance holds, of any
+// events topic: it waits, its queue fills, and its partition's fetching
+// pauses, as Flink's watermark alignment (FLIP-182) holds its sources. A
+// worker publishes its next event's window before it waits, so the
+// slowest partition never waits and some partition always goes on. A
+// partition with records to read but no event yet holds the others back
+// until its first (one with nothing to read when assigned, live, does
+// not); an ended one (ExitAtEnd) and a live one idle for the pipeline's idle
+// timeout hold nothing back, and an idle one's clock moves towards the
+// wall clock no further than the drift past the others' clocks, so
+// partitions going idle together do not flood the merger with one
+// partition's empty windows. A live event further than the drift ahead
+// of the wall clock is not held (nothing would catch up with it). Waiting
+// changes when events are handled, not what they give: the reports stay
+// byte-identical. Partitions of different instances are not aligned with
+// one another; the merger warns when they make it release a window
+// partial.
+//
 // # Commits
 //
 // A worker tells its core which outputs are acknowledged (Acked,

@@ -31,6 +31,7 @@ type metrics struct {
 	produceWait  prometheus.Counter     // seconds a partition waited for sink space
 	paused       *prometheus.GaugeVec   // topic, partition: fetching paused for backpressure
 	rulesLoaded  prometheus.Gauge       // unix seconds of the rules in force
+	alignWaits   prometheus.Counter     // times a partition waited for slower ones (aligner)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -81,10 +82,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 while fetching a partition is paused because its worker is behind."}, part),
 		rulesLoaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keyheat_detect_rules_loaded_timestamp_seconds",
 			Help: "When the rules in force were applied."}),
+		alignWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_detect_align_waits_total",
+			Help: "Times a partition waited because it ran more than half of merge.max_pending_windows windows ahead of the slowest partition this instance holds."}),
 	}
 	all := []prometheus.Collector{m.records, m.events, m.late, m.lag, m.committed, m.dlq, m.skipped, m.dropped,
 		m.keyMismatch, m.alerts, m.alertDelay, m.windows, m.reports, m.mergeInvalid, m.commits, m.assigned, m.merging,
-		m.reloads, m.core, m.produceWait, m.paused, m.rulesLoaded}
+		m.reloads, m.core, m.produceWait, m.paused, m.rulesLoaded, m.alignWaits}
 	if reg != nil {
 		for _, c := range all {
 			if err := reg.Register(c); err != nil {

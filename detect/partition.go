@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,13 @@ type partWorker struct {
 	start    startInfo
 	hasStart bool
 
+	// align keeps the partition within a few windows of the others this
+	// instance holds (see aligner); alignPos is its published position,
+	// alignClock the window of its clock (alignUnknown before any event).
+	align      *aligner
+	alignPos   atomic.Int64
+	alignClock atomic.Int64
+
 	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
 	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
 	finishedCh chan struct{}                        // ExitAtEnd: closed once ended and acknowledged
@@ -102,6 +110,14 @@ type partWorker struct {
 	rulesGen  uint64
 	prevStats pipeline.Stats
 	ended     bool // End was called (ExitAtEnd)
+	// alignWin is the window of the newest event time taken (or about to
+	// be), alignUnknown before any; alignIdle: alignFree is published
+	// instead (ended, or idle). Events before alignNextMs do not move the
+	// position, events before alignUntilMs pass the aligner without
+	// asking it.
+	alignWin, alignNextMs, alignUntilMs int64
+	alignIdle                           bool
+	lastEventAt                         time.Time // wall clock of the last batch with events
 }
 
 type dlqEntry struct {
@@ -109,11 +125,12 @@ type dlqEntry struct {
 	acked  bool
 }
 
-func newPartWorker(s *Service, t tp, parts int32) *partWorker {
+func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := prometheus.Labels{"topic": t.topic, "partition": partitionLabel(t.partition)}
-	return &partWorker{
-		s: s, tp: t, parts: parts,
+	w := &partWorker{
+		s: s, tp: t, parts: parts, align: a,
+		alignWin: alignUnknown, alignNextMs: math.MinInt64, alignUntilMs: math.MinInt64, lastEventAt: s.now(),
 		idPrefix:   schemas.RecordID{Kind: schemas.IDTopic, Topic: t.topic, Partition: t.partition}.Prefix(),
 		wake:       make(chan struct{}, 1),
 		inbox:      newInbox(),
@@ -131,6 +148,9 @@ func newPartWorker(s *Service, t tp, parts int32) *partWorker {
 		hot:        map[string]int{},
 		rulesGen:   s.rulesGen.Load(),
 	}
+	w.alignPos.Store(alignUnknown)
+	w.alignClock.Store(alignUnknown)
+	return w
 }
 
 // setStart hands the worker where its partition starts.
@@ -247,9 +267,10 @@ func (w *partWorker) run() {
 		case <-w.inbox.ready:
 			w.applyAcks()
 		case <-idle:
+			now := w.s.now()
+			w.checkIdle(now)
 			if w.core != nil && !w.ended {
-				w.core.Idle(w.s.now().UnixMilli(), &w.out)
-				w.emit()
+				w.idle(now)
 			}
 			w.flushArchive(false)
 		}
@@ -283,6 +304,14 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 	nowMs := s.now().UnixMilli()
 	before := w.coreStats()
 	var events int
+	defer func() {
+		if events > 0 {
+			w.lastEventAt = s.now()
+		}
+	}()
+	// Positions of partitions assigned since the last batch count from
+	// this one on.
+	w.alignUntilMs = math.MinInt64
 	stop := w.ctx.Done()
 	for _, r := range recs {
 		select {
@@ -312,6 +341,11 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 		case err != nil:
 			w.deadLetter(r, err, nowMs)
 			continue
+		}
+		if ts := latest(evs); ts >= w.alignNextMs || ts >= w.alignUntilMs {
+			if !w.await(ts) {
+				return
+			}
 		}
 		if w.core == nil {
 			if err := w.newCore(r.Offset, r.Key, evs[0].Key); err != nil {
@@ -670,6 +704,8 @@ func (w *partWorker) checkEnd() {
 			return
 		}
 		w.ended = true
+		w.alignIdle = true
+		w.align.set(w, alignFree)
 		w.qmu.Lock()
 		if !w.paused {
 			w.paused = true

@@ -158,8 +158,13 @@
 // lateness + extra_wait after the window's first summary, or until
 // max_pending_windows is exceeded; then it reports the window once, in
 // window order, Partial with the missing partitions named when some never
-// came. Re-sent summaries are recognised by ID; anything for a window
-// already reported is counted and dropped.
+// came (logged at WARN when the cap released it). Re-sent summaries are
+// recognised by ID; anything for a window already reported is counted
+// (with its events, MergerStats.LateEvents), logged at WARN at most every
+// ten seconds, and dropped: a partial report is not reissued. The detect
+// service keeps one instance's partitions within
+// MergerOptions.AlignWindows (half the cap) of one another, so that the
+// cap is reached only by partitions of different instances.
 //
 // On a topic keyed by access key each key lives on one partition, so the
 // union of the partitions' tops is exact where they were; otherwise bounds

@@ -85,9 +85,14 @@ type MergedWindow struct {
 // summary arrived (wall clock, passed in) is reported Partial with its
 // missing partitions named, and so is every earlier window with it, to
 // keep the order. When more than MaxPendingWindows windows are held, the
-// oldest is reported at once, Partial if partitions are missing. A summary
-// arriving for a window already reported is counted (MergerStats.Late) and
-// dropped; no report is issued twice.
+// oldest is reported at once, Partial if partitions are missing, with a
+// warning naming them. A summary arriving for a window already reported
+// is counted (MergerStats.Late, its events in LateEvents), logged at
+// most every ten seconds, and dropped: no report is issued twice, so the
+// partial report stays the only one and those events are in none. A
+// detect instance keeps its partitions within
+// MergerOptions.AlignWindows of one another, so only partitions of
+// different instances can drift that far apart.
 //
 // Memory: a held summary costs about its decoded size: ~100 bytes plus the
 // key per listed key, 16 bytes per non-zero slot (up to 256 KiB per app),
@@ -114,8 +119,14 @@ type Merger struct {
 
 	emittedThroughMs int64 // end of the last window reported, by this run or before
 	unacked          []emittedWindow
-	doneThroughMs    int64    // end of the acknowledged prefix of reported windows
-	nextOffset       int64    // highest offset added + 1; -1 before any
+	doneThroughMs    int64 // end of the acknowledged prefix of reported windows
+	nextOffset       int64 // highest offset added + 1; -1 before any
+	// Late summaries logged: when last (nowMs), and those dropped since
+	// without a log line.
+	lateLoggedMs     int64
+	lateLogged       bool
+	lateUnlogged     int64
+	lateUnloggedEvts uint64
 	hllPrecision     int      // of every Distinct sketch; 0 until the first
 	slotScratch      []uint64 // events per slot while merging; all 0 between uses
 }
@@ -245,6 +256,8 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 		return nil
 	case w.EndMs <= m.emittedThroughMs:
 		m.stats.Late.Add(1)
+		m.stats.LateEvents.Add(int64(w.Events))
+		m.logLate(w, nowMs)
 		return nil
 	}
 	p := m.pending[w.StartMs]
@@ -357,8 +370,36 @@ func (m *Merger) emitOldest(how *atomic.Int64) MergedWindow {
 	how.Add(1)
 	if len(missing) > 0 {
 		m.stats.Partial.Add(1)
+		if how == &m.stats.Capped {
+			m.log.Warn("merger holds more than merge.max_pending_windows windows: reporting the oldest partial; "+
+				"the missing partitions' summaries of it will be dropped (their partitions run too far behind the others: "+
+				"held by other detect instances, or another topic)",
+				"window_start_ms", p.startMs, "missing", missing, "max_pending_windows", m.cfg.MaxPendingWindows)
+		}
 	}
 	return mw
+}
+
+// Late summaries are logged at most once per lateLogEveryMs of the
+// merger's clock, or per lateLogEvery summaries when the clock stands
+// (replays and --exit-at-end runs pass a constant).
+const (
+	lateLogEveryMs = 10_000
+	lateLogEvery   = 1000
+)
+
+// logLate logs, rate-limited, a summary dropped for a window already
+// reported: its events are in no report.
+func (m *Merger) logLate(w *schemas.PartitionWindow, nowMs int64) {
+	m.lateUnlogged++
+	m.lateUnloggedEvts += w.Events
+	if m.lateLogged && nowMs-m.lateLoggedMs < lateLogEveryMs && m.lateUnlogged < lateLogEvery {
+		return
+	}
+	m.log.Warn("partition window summary dropped: its window was already reported (partial); its events are in no report",
+		"id", w.ID, "events", w.Events, "reported_through_ms", m.emittedThroughMs,
+		"dropped_since_last_log", m.lateUnlogged, "events_since_last_log", m.lateUnloggedEvts)
+	m.lateLogged, m.lateLoggedMs, m.lateUnlogged, m.lateUnloggedEvts = true, nowMs, 0, 0
 }
 
 // complete reports whether every expected partition is done with p.

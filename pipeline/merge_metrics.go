@@ -19,6 +19,8 @@ type MergerStats struct {
 	Late       atomic.Int64 // for a window this merger already reported: dropped
 	Resumed    atomic.Int64 // for a window an earlier run reported (MergerConfig.DoneThroughMs): dropped
 	Invalid    atomic.Int64 // refused by Add with an error
+	// LateEvents counts the events of the Late summaries: in no report.
+	LateEvents atomic.Int64
 	// Windows reported, by what released them.
 	Complete atomic.Int64 // every expected partition had reported
 	Deadline atomic.Int64 // the wait for missing partitions ran out
@@ -54,6 +56,8 @@ func (s *MergerStats) register(reg prometheus.Registerer) error {
 		summaries("resumed", &s.Resumed), summaries("invalid", &s.Invalid),
 		windows("complete", &s.Complete), windows("deadline", &s.Deadline),
 		windows("cap", &s.Capped), windows("finish", &s.Finished),
+		counter("late_events_total", "Events of summaries dropped because their window was already reported: in no report.",
+			&s.LateEvents, nil),
 		counter("partial_windows_total", "Windows reported without hearing from every partition.", &s.Partial, nil),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "keyheat", Subsystem: "merge", Name: "pending_windows",

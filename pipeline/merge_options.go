@@ -39,7 +39,10 @@ type MergerOptions struct {
 	ExtraWait time.Duration `mapstructure:"extra_wait"`
 	// MaxPendingWindows bounds the windows held waiting for summaries, and
 	// so the merger's memory. Past it the oldest is reported at once, as
-	// Partial if partitions are missing.
+	// Partial if partitions are missing, and the missing partitions'
+	// summaries of it are dropped when they come. A detect instance keeps
+	// the partitions it holds within AlignWindows of one another so that
+	// they never make it reach the cap.
 	MaxPendingWindows int `mapstructure:"max_pending_windows"`
 	// HotSlots is how many of the busiest Redis Cluster slots a report
 	// lists.
@@ -60,6 +63,15 @@ func DefaultMergerOptions() MergerOptions {
 		HotSlots:          10,
 	}
 }
+
+// AlignWindows is how many report windows a partition's event time may
+// run ahead of the slowest partition the same detect instance holds:
+// half of MaxPendingWindows, at least 1. The merger then holds at most
+// about AlignWindows + Lateness/Window + 2 windows for those partitions,
+// below its cap as long as Lateness is less than MaxPendingWindows/2 − 2
+// windows; the other half is the margin for lateness and for summaries
+// still on their way.
+func (o MergerOptions) AlignWindows() int64 { return max(1, int64(o.MaxPendingWindows)/2) }
 
 // Validate returns every unusable option, joined; each names its option.
 func (o MergerOptions) Validate() error {

@@ -145,3 +145,14 @@ func TestNewMergerSplitCapacity(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, DefaultOptions().Detect.SplitCapacity, m.cfg.SplitCapacity, "0 takes the detect default")
 }
+
+func TestAlignWindows(t *testing.T) {
+	for _, tt := range []struct {
+		pending int
+		want    int64
+	}{{32, 16}, {33, 16}, {4, 2}, {2, 1}, {1, 1}} {
+		o := DefaultMergerOptions()
+		o.MaxPendingWindows = tt.pending
+		require.Equal(t, tt.want, o.AlignWindows(), "max_pending_windows %d", tt.pending)
+	}
+}

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding/json"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -181,6 +183,51 @@ func TestMergerCap(t *testing.T) {
 	require.Equal(t, []int64{1000, 2000}, windowStarts(got))
 	require.Equal(t, int64(2), m.Stats().Finished.Load())
 	require.Equal(t, int64(3), m.Stats().Partial.Load())
+}
+
+// TestMergerCapWarns: a window released partial by the cap, and the
+// summaries then dropped for it, are logged at WARN: they cost events
+// that are in no report. The drops are rate-limited on the merger's clock.
+func TestMergerCapWarns(t *testing.T) {
+	var buf bytes.Buffer
+	m := newTestMerger(t, func(c *MergerConfig) {
+		c.MaxPendingWindows = 2
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	for i, start := range []int64{0, 1000, 2000} {
+		require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, start, 1), int64(i), 0))
+	}
+	lines := logLines(t, &buf)
+	require.Len(t, lines, 1, "one window released by the cap")
+	require.Equal(t, "WARN", lines[0]["level"])
+	require.Equal(t, float64(0), lines[0]["window_start_ms"])
+	require.Equal(t, []any{"t/1"}, lines[0]["missing"])
+
+	tests := []struct {
+		name   string
+		nowMs  int64
+		logged bool
+	}{
+		{"the first drop is logged", 0, true},
+		{"a drop within ten seconds is not", 9_999, false},
+		{"ten seconds later the next one is, with the count since", 10_000, true},
+	}
+	var last map[string]any
+	for i, tt := range tests {
+		require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 5), int64(10+i), tt.nowMs), tt.name)
+		lines := logLines(t, &buf)
+		if !tt.logged {
+			require.Empty(t, lines, tt.name)
+			continue
+		}
+		require.Len(t, lines, 1, tt.name)
+		require.Equal(t, "WARN", lines[0]["level"], tt.name)
+		require.Equal(t, schemas.PartitionWindowID("t", 1, 0), lines[0]["id"], tt.name)
+		last = lines[0]
+	}
+	require.Equal(t, int64(3), m.Stats().Late.Load())
+	require.Equal(t, int64(15), m.Stats().LateEvents.Load(), "the dropped summaries' events are counted")
+	require.Equal(t, float64(2), last["dropped_since_last_log"], "the line says how many went unlogged")
 }
 
 func TestMergerDuplicatesAndConflicts(t *testing.T) {
@@ -447,4 +494,20 @@ func TestMergerMetrics(t *testing.T) {
 
 	_, err = NewMerger(MergerConfig{MergerOptions: DefaultMergerOptions(), Window: time.Second, Registerer: reg})
 	require.ErrorContains(t, err, "register merger metrics", "a second merger on one registry")
+}
+
+// logLines decodes the JSON log lines in buf and empties it.
+func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(l, &m), "log line %s", l)
+		out = append(out, m)
+	}
+	buf.Reset()
+	return out
 }

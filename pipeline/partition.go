@@ -303,19 +303,28 @@ func (p *Partition) classify(op string) opClass {
 // depend on when it was called, so replays and --exit-at-end runs do not
 // call it; windows it closed are not rebuilt identically after a restart.
 // It does nothing before the first event, during warm-up, or after End.
-func (p *Partition) Idle(wallMs int64, out *Output) {
+func (p *Partition) Idle(wallMs int64, out *Output) { p.IdleTo(wallMs, wallMs, out) }
+
+// IdleTo is Idle with the clock advanced no further than toMs, and
+// reports whether it advanced it. A caller keeping its partitions
+// aligned (detect) moves an idle partition's clock to the wall clock in
+// steps, so that its empty windows do not reach the merger far ahead of
+// the other partitions'.
+func (p *Partition) IdleTo(wallMs, toMs int64, out *Output) bool {
 	if p.ended || !p.started || !p.windowMode {
-		return
+		return false
 	}
 	if p.activeSinceIdle {
 		p.activeSinceIdle, p.lastActiveWallMs = false, wallMs
-		return
+		return false
 	}
-	if wallMs-p.lastActiveWallMs < p.o.IdleTimeout.Milliseconds() || wallMs <= p.maxTs {
-		return
+	toMs = min(toMs, wallMs)
+	if wallMs-p.lastActiveWallMs < p.o.IdleTimeout.Milliseconds() || toMs <= p.maxTs {
+		return false
 	}
 	p.curOffset, p.curMaxTsBefore = p.nextOffset, p.maxTs
-	p.advance(wallMs, out)
+	p.advance(toMs, out)
+	return true
 }
 
 // End closes every window up to the newest event's and marks the last one

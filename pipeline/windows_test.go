@@ -319,6 +319,42 @@ func TestIdleClosesQuietWindows(t *testing.T) {
 	require.EqualValues(t, 1, p.Stats().Late, "an event behind the idle watermark is late")
 }
 
+// IdleTo moves a quiet partition's clock in steps no further than its
+// bound, and never past the wall clock.
+func TestIdleToSteps(t *testing.T) {
+	o := DefaultOptions()
+	o.IdleTimeout = 5 * time.Second
+	p := newPart(t, o, testSource, Start{})
+	var out Output
+	p.Process(ev(500, "a"), 0, &out)
+	wall := t0Ms + 10_000
+	require.False(t, p.IdleTo(wall, wall, &out), "notices the activity")
+	later := wall + 5000
+	for _, tt := range []struct {
+		name     string
+		toMs     int64 // from t0Ms
+		advanced bool
+		starts   []int64 // windows emitted, from t0Ms
+	}{
+		{"to 3000: watermark 1000", 3000, true, []int64{0}},
+		{"not back", 2000, false, nil},
+		{"to 5000: watermark 3000", 5000, true, []int64{1000, 2000}},
+		{"never past the wall clock", later + 100_000 - t0Ms, true, nil},
+	} {
+		out.Reset()
+		require.Equal(t, tt.advanced, p.IdleTo(later, t0Ms+tt.toMs, &out), tt.name)
+		var starts []int64
+		for _, w := range out.Windows {
+			starts = append(starts, w.StartMs-t0Ms)
+		}
+		if tt.starts != nil {
+			require.Equal(t, tt.starts, starts, tt.name)
+		}
+	}
+	last := out.Windows[len(out.Windows)-1]
+	require.Equal(t, later-o.Lateness.Milliseconds(), last.WatermarkMs, "the clock stopped at the wall clock")
+}
+
 // Apps beyond MaxApps share OtherApp; a key longer than MaxKeyBytes is
 // reported as its prefix and hash, the same on every run.
 func TestAppsBoundedAndLongKeys(t *testing.T) {
