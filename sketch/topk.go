@@ -110,8 +110,13 @@ type TopK struct {
 	filter *CountMin
 	total  uint64
 	heap   []entry // min-heap on (upper, lower); cap == Capacity
-	table  []int32 // open addressing, linear probing: heap index + 1, 0 = empty
-	mask   uint64
+	// table is open addressing with linear probing: per slot the heap
+	// index + 1 (0 = empty) in the low tabIdxBits bits and a fingerprint
+	// of the key's hash above them, so probing past other keys (and
+	// missing, the common case for the long tail of a skewed stream)
+	// reads only the table and not their heap entries.
+	table []uint32
+	mask  uint64
 	// floor is a bound on untracked keys that merges establish; streaming
 	// keeps the bound in heap[0].upper. See untrackedBound.
 	floor uint64
@@ -144,7 +149,7 @@ func newTopK(cfg TopKConfig, filter *CountMin) *TopK {
 		cfg:    cfg,
 		filter: filter,
 		heap:   make([]entry, 0, cfg.Capacity),
-		table:  make([]int32, slots),
+		table:  make([]uint32, slots),
 		mask:   uint64(slots - 1),
 		keys:   make([][]byte, cfg.Capacity),
 	}
@@ -220,17 +225,21 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 		return -1, false
 	}
 	t.total = satAdd(t.total, n)
+	fp := tabFP(h)
 	// find, by hand: a call would cost more than the probe.
 	for s := h & t.mask; ; s = (s + 1) & t.mask {
 		v := t.table[s]
 		if v == 0 {
 			break
 		}
-		if e := &t.heap[v-1]; e.h == h && sameString(e.key, key) {
+		if v&^tabIdxMask != fp {
+			continue
+		}
+		if e := &t.heap[v&tabIdxMask-1]; e.h == h && sameString(e.key, key) {
 			e.lower = satAdd(e.lower, n)
 			e.upper = satAdd(e.upper, n)
 			id = e.id
-			if i := int(v - 1); 2*i+1 < len(t.heap) {
+			if i := int(v&tabIdxMask - 1); 2*i+1 < len(t.heap) {
 				t.down(i) // heavy keys sink to the leaves, where there is nothing to do
 			}
 			return id, false
@@ -347,16 +356,31 @@ func (t *TopK) Reset() {
 
 // find returns the heap index of key, or -1.
 func (t *TopK) find(key string, h uint64) int {
+	fp := tabFP(h)
 	for s := h & t.mask; ; s = (s + 1) & t.mask {
 		v := t.table[s]
 		if v == 0 {
 			return -1
 		}
-		if e := &t.heap[v-1]; e.h == h && sameString(e.key, key) {
-			return int(v - 1)
+		if v&^tabIdxMask != fp {
+			continue
+		}
+		if e := &t.heap[v&tabIdxMask-1]; e.h == h && sameString(e.key, key) {
+			return int(v&tabIdxMask - 1)
 		}
 	}
 }
+
+// tabIdxBits is the width of a table slot's heap index + 1: MaxTopKCapacity
+// fits. The remaining high bits hold the fingerprint.
+const (
+	tabIdxBits = 21
+	tabIdxMask = 1<<tabIdxBits - 1
+)
+
+// tabFP is the fingerprint of hash h in a table slot: its top bits, which
+// the slot number (its low bits) does not already tell apart.
+func tabFP(h uint64) uint32 { return uint32(h>>(64-(32-tabIdxBits))) << tabIdxBits }
 
 // place puts heap entry i into the first free slot of its probe sequence.
 // The table is at most half full, so one exists.
@@ -365,7 +389,7 @@ func (t *TopK) place(i int) {
 	for t.table[s] != 0 {
 		s = (s + 1) & t.mask
 	}
-	t.table[s] = int32(i + 1)
+	t.table[s] = tabFP(t.heap[i].h) | uint32(i+1)
 	t.heap[i].slot = int32(s)
 }
 
@@ -381,7 +405,7 @@ func (t *TopK) unplace(s uint64) {
 			if v == 0 {
 				return
 			}
-			home := t.heap[v-1].h & t.mask
+			home := t.heap[v&tabIdxMask-1].h & t.mask
 			// The entry at j may move to the hole at s unless its home lies
 			// cyclically in (s, j]: then s is before its home and a lookup
 			// starting at home would never reach it.
@@ -393,7 +417,7 @@ func (t *TopK) unplace(s uint64) {
 			}
 			if !stays {
 				t.table[s] = v
-				t.heap[v-1].slot = int32(s)
+				t.heap[v&tabIdxMask-1].slot = int32(s)
 				s = j
 				break
 			}
@@ -411,8 +435,8 @@ func (t *TopK) less(i, j int) bool {
 func (t *TopK) swap(i, j int) {
 	h := t.heap
 	h[i], h[j] = h[j], h[i]
-	t.table[h[i].slot] = int32(i + 1)
-	t.table[h[j].slot] = int32(j + 1)
+	t.table[h[i].slot] = t.table[h[i].slot]&^tabIdxMask | uint32(i+1)
+	t.table[h[j].slot] = t.table[h[j].slot]&^tabIdxMask | uint32(j+1)
 }
 
 func (t *TopK) up(i int) {

@@ -22,7 +22,8 @@ func checkTopK(t *testing.T, tk *TopK, exact map[string]uint64) {
 	t.Helper()
 	for i := range tk.heap {
 		e := &tk.heap[i]
-		require.Equal(t, int32(i+1), tk.table[e.slot], "table slot of %q", e.key)
+		require.Equal(t, uint32(i+1), tk.table[e.slot]&tabIdxMask, "table slot of %q", e.key)
+		require.Equal(t, tabFP(e.h), tk.table[e.slot]&^tabIdxMask, "fingerprint in the table slot of %q", e.key)
 		require.Equal(t, i, tk.find(e.key, e.h))
 		if i > 0 {
 			require.False(t, tk.less(i, (i-1)/2), "heap order broken at %d", i)

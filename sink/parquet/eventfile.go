@@ -30,6 +30,10 @@ type columns struct {
 	i32  [3][]int32 // status, partition, event_index
 	strs [6][]string
 	dict []string
+	// all: every row of the row group is selected; otherwise sel lists
+	// the selected rows.
+	all bool
+	sel []int32
 	// scratch holds page headers for checkPages.
 	scratch []byte
 }
@@ -101,9 +105,11 @@ func (ef *eventFile) timeBounds(rg int) (minMs, maxMs int64) {
 	return timeBounds(ef.pf, rg, ef.cols[colTime])
 }
 
-// readRowGroup decodes row group rg and appends its rows that q keeps to
-// dst. Errors are *BadFileError.
-func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]schemas.EventRow, error) {
+// readRowGroup decodes row group rg into ef's columns and selects its
+// rows that q keeps: it returns how many, and row j of the selection is
+// row(j). Errors are *BadFileError.
+func (ef *eventFile) readRowGroup(rg int, q *Query) (int, error) {
+	var kept int
 	err := guard(func() error {
 		var err error
 		if ef.scratch, err = checkPages(ef.f, ef.pf.Metadata(), rg, ef.scratch); err != nil {
@@ -148,27 +154,50 @@ func (ef *eventFile) readRowGroup(rg int, q *Query, dst []schemas.EventRow) ([]s
 		if err != nil {
 			return err
 		}
-		dst = slices.Grow(dst, n)
-		ts, by, lat, off := ef.i64[0], ef.i64[1], ef.i64[2], ef.i64[3]
-		st, pa, ix := ef.i32[0], ef.i32[1], ef.i32[2]
-		app, key, op, cl, node, top := ef.strs[0], ef.strs[1], ef.strs[2], ef.strs[3], ef.strs[4], ef.strs[5]
 		// The per-row checks are skipped when the footer shows the whole
 		// row group inside the query.
 		minMs, maxMs := ef.timeBounds(rg)
-		filter := !q.hasTime(minMs) || !q.hasTime(maxMs) || len(q.Apps) > 0 || q.KeyPrefix != ""
+		ef.sel = ef.sel[:0]
+		if q.hasTime(minMs) && q.hasTime(maxMs) && len(q.Apps) == 0 && q.KeyPrefix == "" {
+			ef.all, kept = true, n
+			return nil
+		}
+		ts, app, key := ef.i64[0], ef.strs[0], ef.strs[1]
 		for i := 0; i < n; i++ {
-			if filter && (!q.hasTime(ts[i]) || !q.hasApp(app[i]) || len(key[i]) < len(q.KeyPrefix) || key[i][:len(q.KeyPrefix)] != q.KeyPrefix) {
+			if !q.hasTime(ts[i]) || !q.hasApp(app[i]) || len(key[i]) < len(q.KeyPrefix) || key[i][:len(q.KeyPrefix)] != q.KeyPrefix {
 				continue
 			}
-			dst = append(dst, schemas.EventRow{TimeMs: ts[i], App: app[i], Key: key[i], Op: op[i], Bytes: by[i], Status: st[i],
-				Client: cl[i], Node: node[i], LatencyUs: lat[i], Topic: top[i], Partition: pa[i], Offset: off[i], Index: ix[i]})
+			ef.sel = append(ef.sel, int32(i))
 		}
+		ef.all, kept = false, len(ef.sel)
 		return nil
 	})
 	if err != nil {
-		return dst, &BadFileError{Path: ef.path, Err: fmt.Errorf("row group %d: %w", rg, err)}
+		return 0, &BadFileError{Path: ef.path, Err: fmt.Errorf("row group %d: %w", rg, err)}
 	}
-	return dst, nil
+	return kept, nil
+}
+
+// rowIndex is the column index of row j of the selection.
+func (c *columns) rowIndex(j int) int {
+	if c.all {
+		return j
+	}
+	return int(c.sel[j])
+}
+
+// timeMs is the event time of row j of the selection.
+func (c *columns) timeMs(j int) int64 { return c.i64[0][c.rowIndex(j)] }
+
+// row sets *dst to row j of the selection. Rows are built only as the
+// merge hands them out, straight into the caller's buffer: a row group
+// decoded into rows first would cost a 10 MB buffer of pointers for the
+// garbage collector to scan per open file, and a second copy of every row.
+func (c *columns) row(j int, dst *schemas.EventRow) {
+	i := c.rowIndex(j)
+	*dst = schemas.EventRow{TimeMs: c.i64[0][i], App: c.strs[0][i], Key: c.strs[1][i], Op: c.strs[2][i], Bytes: c.i64[1][i],
+		Status: c.i32[0][i], Client: c.strs[3][i], Node: c.strs[4][i], LatencyUs: c.i64[2][i], Topic: c.strs[5][i],
+		Partition: c.i32[1][i], Offset: c.i64[3][i], Index: c.i32[2][i]}
 }
 
 var errColumnLength = errors.New("column length differs from the row group's row count")

@@ -53,7 +53,7 @@ func FuzzEventFile(f *testing.F) {
 		defer ef.Close()
 		q := &Query{}
 		for rg := range ef.numRowGroups() {
-			if _, err := ef.readRowGroup(rg, q, nil); err != nil {
+			if _, err := ef.readRowGroup(rg, q); err != nil {
 				var bf *BadFileError
 				if !errors.As(err, &bf) {
 					t.Fatalf("error is not a *BadFileError: %v", err)

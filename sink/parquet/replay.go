@@ -32,10 +32,8 @@ type EventReader struct {
 
 	pending []pendingFile // by minMs, not opened yet
 	heap    []*source
-	// spare holds decoding space and row buffers of finished files for
-	// the next ones.
+	// spareCols holds decoding space of finished files for the next ones.
 	spareCols []*columns
-	spareRows [][]schemas.EventRow
 	skipped   []*BadFileError
 	err       error
 	closed    bool
@@ -49,15 +47,20 @@ type pendingFile struct {
 	minMs int64
 }
 
-// source is one open file in the merge: its current row group's rows.
+// source is one open file in the merge: its current row group's selected
+// rows, of which the i-th (and the rows after it) are still to come.
 type source struct {
-	ef   *eventFile
-	rg   int
-	rows []schemas.EventRow
-	i    int
+	ef  *eventFile
+	rg  int
+	n   int // rows selected in the row group
+	i   int
+	cur schemas.EventRow // row i, for the heap's comparisons
 }
 
-func (s *source) head() *schemas.EventRow { return &s.rows[s.i] }
+func (s *source) head() *schemas.EventRow { return &s.cur }
+
+// load sets cur to row i, which must exist.
+func (s *source) load() { s.ef.row(s.i, &s.cur) }
 
 // OpenEvents lists the events files of the archive at root that q selects
 // and reads their footers. log nil discards logs.
@@ -168,13 +171,15 @@ func (r *EventReader) Read(dst []schemas.EventRow) (int, error) {
 		if len(r.heap) == 1 {
 			// One file left in play until the next pending one starts:
 			// copy rows in bulk.
-			limit := len(top.rows)
+			limit := top.n
 			if len(r.pending) > 0 {
-				next := r.pending[0].minMs
-				limit = top.i + countBelow(top.rows[top.i:], next)
+				limit = top.countBelow(r.pending[0].minMs)
 			}
 			if limit > top.i {
-				c := copy(dst[n:], top.rows[top.i:limit])
+				c := min(limit-top.i, len(dst)-n)
+				for k := range c {
+					top.ef.row(top.i+k, &dst[n+k])
+				}
 				n += c
 				top.i += c
 				if err := r.advance(top); err != nil {
@@ -195,15 +200,19 @@ func (r *EventReader) Read(dst []schemas.EventRow) (int, error) {
 	return n, nil
 }
 
-// countBelow returns how many leading rows have a time below tsMs.
-func countBelow(rows []schemas.EventRow, tsMs int64) int {
-	i, _ := slices.BinarySearchFunc(rows, tsMs, func(r schemas.EventRow, t int64) int {
-		if r.TimeMs < t {
-			return -1
+// countBelow returns the index of s's first row, from row i on, whose
+// time is not below tsMs (n if none): the rows of a file are in time order.
+func (s *source) countBelow(tsMs int64) int {
+	lo, hi := s.i, s.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.ef.timeMs(m) < tsMs {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return 1
-	})
-	return i
+	}
+	return lo
 }
 
 // activate opens the pending files whose first event time the merge has
@@ -227,9 +236,6 @@ func (r *EventReader) activate() error {
 			continue
 		}
 		s := &source{ef: ef, rg: -1}
-		if n := len(r.spareRows); n > 0 {
-			s.rows, r.spareRows = r.spareRows[n-1], r.spareRows[:n-1]
-		}
 		ok, err := r.fill(s)
 		if err != nil {
 			return err
@@ -255,13 +261,14 @@ func (r *EventReader) fill(s *source) (bool, error) {
 			continue
 		}
 		var err error
-		s.rows, err = s.ef.readRowGroup(s.rg, &r.q, s.rows[:0])
+		s.n, err = s.ef.readRowGroup(s.rg, &r.q)
 		s.i = 0
 		if err != nil {
 			r.release(s)
 			return false, r.bad(err)
 		}
-		if len(s.rows) > 0 {
+		if s.n > 0 {
+			s.load()
 			return true, nil
 		}
 	}
@@ -272,20 +279,21 @@ func (r *EventReader) fill(s *source) (bool, error) {
 // strings do not live in these buffers, so reusing them is safe.
 func (r *EventReader) release(s *source) {
 	s.ef.Close()
-	clear(s.rows[:cap(s.rows)])
-	r.spareRows = append(r.spareRows, s.rows[:0])
+	s.cur, s.n, s.i = schemas.EventRow{}, 0, 0
 	c := s.ef.columns
 	for i := range c.strs {
 		clear(c.strs[i][:cap(c.strs[i])])
 	}
 	clear(c.dict[:cap(c.dict)])
 	r.spareCols = append(r.spareCols, c)
-	s.rows, s.ef.columns = nil, nil
+	s.ef.columns = nil
 }
 
 // advance restores the heap after the top source gave a row.
 func (r *EventReader) advance(top *source) error {
-	if top.i >= len(top.rows) {
+	if top.i < top.n {
+		top.load()
+	} else {
 		ok, err := r.fill(top)
 		if err != nil {
 			return err
