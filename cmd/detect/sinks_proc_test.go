@@ -453,8 +453,10 @@ func committedSum(t testing.TB, seeds []string, group, topic string) int64 {
 }
 
 // TestKillRestartSinks kills detect with SIGKILL at a random point of a
-// batch run, five times, restarting it each time, and lets the sixth
-// start finish. The archive then holds every event produced exactly once
+// run, five times, restarting it each time, and lets a sixth, batch run
+// finish. The input is produced while the killed runs go on (a window of
+// 1,000 events every 200 ms), so every kill lands mid-stream however fast
+// the machine is. The archive then holds every event produced exactly once
 // (read with DuckDB), and ClickHouse every window once, complete.
 func TestKillRestartSinks(t *testing.T) {
 	t.Parallel() // mostly waits for sessions to expire
@@ -464,51 +466,61 @@ func TestKillRestartSinks(t *testing.T) {
 	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
 	root := t.TempDir()
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-	const n = 150_000
-	produceEvents(t, seeds, e.events, n, base, 1, 4, 5000) // 150 windows of 1000 events; "hot" at 250/s
-	args := append([]string{"run", "--exit-at-end", sinkRules, "--merge.max_pending_windows=1000",
+	const n, chunk = 150_000, 1000 // 150 windows of 1000 events; "hot" at 250/s
+	// The live runs never see a partition idle long enough to move its
+	// clock to the wall clock (which would make this old input late).
+	live := append([]string{"run", sinkRules, "--merge.max_pending_windows=1000", "--pipeline.idle_timeout=1h",
 		"--archive.root=" + root, "--archive.segment_age=200ms", "--archive.segment_bytes=262144"},
 		chFlags(testenv.ClickHouseAddr(t), db)...)
-	args = append(args, e.flags()...)
+	live = append(live, e.flags()...)
+
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; i < n; i += chunk {
+			produceEvents(t, seeds, e.events, chunk, base+int64(i), 1, 4, 5000)
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	// produceEvents numbers keys from 0 in every chunk; with 1,000-event
+	// chunks and 5,000 keys each chunk is keys 0–999, "hot" every 4th.
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
-	binary(t) // built before the first run's clock starts
+	binary(t)      // built before the first run's clock starts
+	var prev int64 // the group's committed offsets, summed
 	for i := range 5 {
 		t0 := time.Now()
-		p := start(t, nil, args...)
-		// The first run is killed at a random point after its first
-		// commit, so that the restarts resume from a commit, over archive
-		// segments and ClickHouse rows written past it. The others are
-		// killed anywhere from their first records read to a few seconds
-		// in (a commit comes rarely that soon under -race). A restart
-		// first waits for the killed member's session to expire (6 s, the
-		// broker's minimum) before it is assigned anything.
-		if i == 0 {
-			for committedSum(t, seeds, e.group, e.events) == 0 {
-				select {
-				case <-p.done:
-					t.Fatalf("run %d ended before its first commit; the test needs more input", i)
-				case <-time.After(50 * time.Millisecond):
-				}
+		p := start(t, nil, live...)
+		// Each run is killed at a random point after it committed past
+		// the previous run's commit, so that every restart resumes from a
+		// newer commit, over archive segments and ClickHouse rows written
+		// past it. A restart first waits for the killed member's session
+		// to expire (6 s, the broker's minimum) before it is assigned
+		// anything.
+		deadline := time.Now().Add(2 * time.Minute)
+		for committedSum(t, seeds, e.group, e.events) <= prev {
+			select {
+			case <-p.done:
+				t.Fatalf("live run %d ended on its own", i)
+			case <-time.After(50 * time.Millisecond):
 			}
-		} else {
-			p.waitErr(`msg="partitions assigned"`, time.Minute)
+			require.True(t, time.Now().Before(deadline), "run %d committed nothing past %d in 2 minutes", i, prev)
 		}
 		tWait := time.Since(t0)
-		delay := 300*time.Millisecond + time.Duration(rng.Int64N(int64(3700*time.Millisecond)))
-		if i == 0 {
-			delay -= 300 * time.Millisecond
-		}
-		time.Sleep(delay)
+		time.Sleep(time.Duration(rng.Int64N(int64(3 * time.Second))))
 		select {
 		case <-p.done:
-			t.Fatalf("run %d ended before the kill %s after %s; the test needs more input", i, delay, tWait)
+			t.Fatalf("live run %d ended on its own", i)
 		default:
 		}
 		p.kill()
-		t.Logf("run %d: killed %s after %s (its first commit or assignment); committed %d of %d", i,
-			delay.Round(time.Millisecond), tWait.Round(time.Millisecond), committedSum(t, seeds, e.group, e.events), n)
+		prev = committedSum(t, seeds, e.group, e.events)
+		t.Logf("run %d: killed %s after its first new commit (%s after its start); committed %d of %d", i,
+			(time.Since(t0) - tWait).Round(time.Millisecond), tWait.Round(time.Millisecond), prev, n)
 	}
+	<-produced
+	args := append([]string{"--exit-at-end"}, live...)
+	args[0], args[1] = args[1], args[0] // "run --exit-at-end …"
 	p := start(t, nil, args...)
 	require.Equal(t, 0, p.waitExit(3*time.Minute))
 
