@@ -31,6 +31,10 @@ func dial(ctx context.Context, opts Options, database string) (driver.Conn, erro
 		return nil, fmt.Errorf("open clickhouse %v: %w", opts.Addr, err)
 	}
 	if err := conn.Ping(ctx); err != nil {
+		var ex *chgo.Exception
+		if errors.As(err, &ex) { // the server answered: its own words say what is wrong
+			return nil, errors.Join(fmt.Errorf("clickhouse %v: %w", opts.Addr, err), conn.Close())
+		}
 		return nil, errors.Join(fmt.Errorf("ping clickhouse %v (is it running, and is that its native port?): %w", opts.Addr, err),
 			conn.Close())
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyheat/keyheat/internal/testenv"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/schemas"
@@ -225,4 +227,16 @@ func TestOpenRefuses(t *testing.T) {
 	require.ErrorContains(t, err, "is it running")
 	_, err = Connect(ctx, o)
 	require.ErrorContains(t, err, "is it running")
+}
+
+// TestConnectSaysWhatTheServerSaid: when the server answers with an error
+// (here: no such database), the error is the server's, without the advice
+// meant for a server that does not answer.
+func TestConnectSaysWhatTheServerSaid(t *testing.T) {
+	o := testOptions(testenv.ClickHouseAddr(t), "keyheat_no_such_database")
+	o.DialTimeout = 5 * time.Second
+	_, err := Connect(t.Context(), o)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "is it running")
+	require.Contains(t, err.Error(), "keyheat_no_such_database")
 }
