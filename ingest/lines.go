@@ -115,6 +115,10 @@ func (s *LineSender) MaxLineBytes() int { return s.maxLine }
 type Line struct {
 	// Data is the line without its line ending; Send copies what it keeps.
 	Data []byte
+	// Len, when not 0, is the whole line's length in bytes and Data only
+	// its start (a line over the limit, of which readers keep the start):
+	// its dead letter's OrigLen.
+	Len int
 	// Source names where it came from, for dead letters (a path, "stdin",
 	// "topic:partition").
 	Source string
@@ -207,6 +211,9 @@ func (s *LineSender) send(ctx context.Context, l *Line, ack Acker, seq uint64, s
 		source += "@" + strconv.FormatInt(l.Offset, 10)
 	}
 	d := schemas.NewDeadLetter(now.UnixMilli(), source, err, l.Data, s.maxRaw)
+	if l.Len > d.OrigLen {
+		d.OrigLen = l.Len
+	}
 	return s.prod.deadLetter(ctx, &d, l.IDPrefix, l.Offset, ack, seq, st)
 }
 

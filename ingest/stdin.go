@@ -107,6 +107,7 @@ func ReadLines(ctx context.Context, r io.Reader, pl *LineSender, cfg StdinConfig
 			l := Line{Data: data, Source: cfg.Source, IDPrefix: prefix, Offset: lineStart}
 			if len(data) > maxLine {
 				l.Data = data[:maxLine]
+				l.Len = int(off-lineStart) - (len(line) - len(data)) // line holds only its start and its end
 				l.Err = tooLongErr(fmt.Sprintf("line is longer than %d bytes", maxLine))
 			}
 			// A record that cannot be buffered before ctx ends fails

@@ -57,6 +57,7 @@ func TestStdinDLQ(t *testing.T) {
 		require.ElementsMatch(t, []string{"user:1", "user:2", "user:1", "user:3", "user:4"}, keys)
 
 		got := map[schemas.Reason][]string{}
+		var lens []int
 		for _, r := range readAll(t, k.seeds, k.dlq) {
 			var d schemas.DeadLetter
 			require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
@@ -66,7 +67,11 @@ func TestStdinDLQ(t *testing.T) {
 			require.Equal(t, schemas.IDStdin, id.Kind)
 			require.True(t, strings.HasPrefix(input[id.Offset:], string(d.Raw)), "the id's offset %d is where the line starts", id.Offset)
 			got[d.Reason] = append(got[d.Reason], string(d.Raw))
+			if d.Reason == schemas.ReasonLineTooLong {
+				lens = append(lens, d.OrigLen)
+			}
 		}
+		require.ElementsMatch(t, []int{300, 100 << 10}, lens, "orig_len is the whole line's length")
 		require.Len(t, got[schemas.ReasonLineTooLong], 2)
 		require.ElementsMatch(t, []string{strings.Repeat("x", 256), strings.Repeat("y", 256)}, got[schemas.ReasonLineTooLong])
 		delete(got, schemas.ReasonLineTooLong)

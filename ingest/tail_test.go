@@ -817,12 +817,15 @@ func TestTailLineLimit(t *testing.T) {
 		require.EqualValues(t, 2, ls.Stats().Events.Load(), "the lines of exactly %d bytes", limit)
 		require.EqualValues(t, 2, ls.Stats().DLQByReason(schemas.ReasonLineTooLong))
 		var raws []string
+		var lens []int
 		for _, r := range readAll(t, k.seeds, k.dlq) {
 			var d schemas.DeadLetter
 			require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
 			raws = append(raws, string(d.Raw))
+			lens = append(lens, d.OrigLen)
 		}
 		require.ElementsMatch(t, []string{pad(limit + 1)[:limit], pad(200 << 10)[:limit]}, raws, "a too-long line keeps its first %d bytes", limit)
+		require.ElementsMatch(t, []int{limit + 1, 200 << 10}, lens, "orig_len is the whole line's length")
 	})
 }
 

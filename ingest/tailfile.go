@@ -176,12 +176,14 @@ func (tf *tfile) lines(ctx context.Context) error {
 		var err error
 		switch {
 		case tf.tooLong >= 0:
-			err = tf.send(ctx, tf.prefix, tf.tooLong, tooLongErr(fmt.Sprintf("line is longer than %d bytes", maxLine)), false)
+			// Its start was kept; it ends here (without its line ending).
+			whole := lineStart + int64(len(line)) - tf.tooLong
+			err = tf.send(ctx, tf.prefix, tf.tooLong, int(whole), tooLongErr(fmt.Sprintf("line is longer than %d bytes", maxLine)), false)
 		case len(line) > maxLine:
 			// Longer than allowed but shorter than the buffer.
-			err = tf.send(ctx, line[:maxLine], lineStart, tooLongErr(fmt.Sprintf("line is longer than %d bytes", maxLine)), false)
+			err = tf.send(ctx, line[:maxLine], lineStart, len(line), tooLongErr(fmt.Sprintf("line is longer than %d bytes", maxLine)), false)
 		default:
-			err = tf.send(ctx, line, lineStart, nil, false)
+			err = tf.send(ctx, line, lineStart, 0, nil, false)
 		}
 		if err != nil {
 			return err
@@ -211,10 +213,11 @@ func (tf *tfile) lines(ctx context.Context) error {
 	return nil
 }
 
-// send hands one line to the tailer's open transaction.
-func (tf *tfile) send(ctx context.Context, line []byte, off int64, lerr error, unterminated bool) error {
+// send hands one line to the tailer's open transaction; whole is the
+// line's length when line is only its start (Line.Len).
+func (tf *tfile) send(ctx context.Context, line []byte, off int64, whole int, lerr error, unterminated bool) error {
 	t := tf.w.t
-	l := Line{Data: line, Source: tf.w.path, IDPrefix: tf.idPrefix, Offset: off, Err: lerr, Unterminated: unterminated}
+	l := Line{Data: line, Len: whole, Source: tf.w.path, IDPrefix: tf.idPrefix, Offset: off, Err: lerr, Unterminated: unterminated}
 	return t.pl.send(ctx, &l, t, 0, t.pending)
 }
 
@@ -224,12 +227,12 @@ func (tf *tfile) send(ctx context.Context, line []byte, off int64, lerr error, u
 func (tf *tfile) finish(ctx context.Context) error {
 	switch {
 	case tf.tooLong >= 0:
-		if err := tf.send(ctx, tf.prefix, tf.tooLong, tooLongErr(fmt.Sprintf("line is longer than %d bytes", tf.w.t.pl.MaxLineBytes())), true); err != nil {
+		if err := tf.send(ctx, tf.prefix, tf.tooLong, int(tf.readPos-tf.tooLong), tooLongErr(fmt.Sprintf("line is longer than %d bytes", tf.w.t.pl.MaxLineBytes())), true); err != nil {
 			return err
 		}
 	case tf.end > tf.start:
 		rest := tf.buf[tf.start:tf.end]
-		if err := tf.send(ctx, bytes.TrimSuffix(rest, []byte{'\r'}), tf.readPos-int64(len(rest)), nil, true); err != nil {
+		if err := tf.send(ctx, bytes.TrimSuffix(rest, []byte{'\r'}), tf.readPos-int64(len(rest)), 0, nil, true); err != nil {
 			return err
 		}
 	}

@@ -39,12 +39,11 @@ type DeadLetter struct {
 	Raw []byte
 	// Truncated reports that Raw holds only the start of the input.
 	Truncated bool
-	// OrigLen is the length in bytes of the input handed to NewDeadLetter,
-	// of which Raw is the start. For ReasonLineTooLong that input is what
-	// the reader kept of the line, its line limit (1 MiB by default), not
-	// the whole line: readers do not keep the rest, so OrigLen is then a
-	// lower bound of the line's length (Detail names the limit, and a
-	// Kafka record's real length).
+	// OrigLen is the length in bytes of the whole input, of which Raw is
+	// the start. For ReasonLineTooLong from ingest's tail and stdin it is
+	// the whole line's length, although they kept only its start (the
+	// line limit, 1 MiB by default); a reader that cannot know the whole
+	// length leaves the length of what it kept, a lower bound.
 	OrigLen int
 }
 
