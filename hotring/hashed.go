@@ -1,6 +1,10 @@
 package hotring
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/keyheat/keyheat/internal/faststr"
+)
 
 // The hashed, namespaced entry points: what a detector that has already
 // hashed its key, counts several weights per access, and keys its counts
@@ -73,7 +77,7 @@ func (r *Ring) TouchHash(h uint64, ns, key string, w *Weights, tsMs, nowMs int64
 		if c.hash > h {
 			break
 		}
-		if s := c.key; len(s) == len(ns)+len(key) && sameString(s[len(ns):], key) && sameShort(s[:len(ns)], ns) {
+		if s := c.key; len(s) == len(ns)+len(key) && faststr.Equal(s[len(ns):], key) && faststr.EqualShort(s[:len(ns)], ns) {
 			if c.dead() {
 				continue // as in lookup
 			}

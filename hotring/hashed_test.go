@@ -253,29 +253,6 @@ func TestHashedWindowPastLanes(t *testing.T) {
 	}
 }
 
-// sameString and sameShort agree with == at every length, whichever byte
-// differs, whatever the strings' alignment.
-func TestSameString(t *testing.T) {
-	buf := []byte(strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 3))
-	for n := range 40 {
-		for off := range 3 {
-			a := string(buf[off : off+n])
-			require.True(t, sameString(a, strings.Clone(a)), "len %d", n)
-			require.True(t, sameShort(a, strings.Clone(a)), "len %d", n)
-			for i := range n {
-				b := []byte(a)
-				b[i] ^= 0x40
-				require.False(t, sameString(a, string(b)), "len %d, byte %d differs", n, i)
-				require.False(t, sameShort(a, string(b)), "len %d, byte %d differs", n, i)
-			}
-			if n > 0 {
-				require.False(t, sameString(a, a[1:]), "len %d against %d", n, n-1)
-				require.False(t, sameShort(a, a[1:]), "len %d against %d", n, n-1)
-			}
-		}
-	}
-}
-
 func TestCmpNS(t *testing.T) {
 	parts := []string{"", "a", "b", "ab", "ba", "abc", "1:", "1:a", "2:"}
 	for _, s := range parts {

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/keyheat/keyheat/internal/faststr"
 )
 
 // removeStripes is the number of mutexes that serialize removals; bucket i
@@ -98,7 +99,7 @@ func (t *table) lookupNS(h uint64, ns, key string) *node {
 		}
 		// s == ns+key, the key first: lookups usually end on an equal hash
 		// and an equal key.
-		if s := n.key; len(s) == len(ns)+len(key) && sameString(s[len(ns):], key) && sameShort(s[:len(ns)], ns) {
+		if s := n.key; len(s) == len(ns)+len(key) && faststr.Equal(s[len(ns):], key) && faststr.EqualShort(s[:len(ns)], ns) {
 			if n.dead() {
 				continue // as in lookup
 			}
@@ -109,39 +110,6 @@ func (t *table) lookupNS(h uint64, ns, key string) *node {
 		}
 	}
 	return nil
-}
-
-// wordLoads is set where unaligned 8-byte loads are allowed.
-const wordLoads = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runtime.GOARCH == "386" ||
-	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "s390x"
-
-// sameString is a == b. For strings of 8 to 24 bytes, most keys, it
-// compares two or three overlapping words read inside both strings, inlined:
-// the built-in comparison calls into the runtime, which on a per-event path
-// costs a few times more, mostly in the registers saved around the call.
-func sameString(a, b string) bool {
-	n := len(a)
-	if !wordLoads || n != len(b) || n < 8 || n > 24 {
-		return a == b
-	}
-	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
-	x := *(*uint64)(pa) ^ *(*uint64)(pb)
-	x |= *(*uint64)(unsafe.Add(pa, n-8)) ^ *(*uint64)(unsafe.Add(pb, n-8))
-	if n > 16 {
-		x |= *(*uint64)(unsafe.Add(pa, 8)) ^ *(*uint64)(unsafe.Add(pb, 8))
-	}
-	return x == 0
-}
-
-// sameShort is a == b, inlined for 4 to 8 bytes (a namespace such as
-// "4:shop") with two overlapping 4-byte reads.
-func sameShort(a, b string) bool {
-	n := len(a)
-	if !wordLoads || n != len(b) || n < 4 || n > 8 {
-		return a == b
-	}
-	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
-	return (*(*uint32)(pa)^*(*uint32)(pb))|(*(*uint32)(unsafe.Add(pa, n-4))^*(*uint32)(unsafe.Add(pb, n-4))) == 0
 }
 
 // cmpNS compares s with ns+key, as strings.Compare(s, ns+key) would.

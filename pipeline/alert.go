@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/keyheat/keyheat/hotring"
+	"github.com/keyheat/keyheat/internal/faststr"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -246,7 +247,7 @@ func (t *alertTable) get(hr uint64, ns, key string) *alertState {
 		if st == nil {
 			return nil
 		}
-		if st.hr == hr && sameString(st.key, key) && st.ns == ns {
+		if st.hr == hr && faststr.Equal(st.key, key) && st.ns == ns {
 			return st
 		}
 	}

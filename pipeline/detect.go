@@ -2,14 +2,13 @@ package pipeline
 
 import (
 	"math/bits"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/keyheat/keyheat/hotring"
+	"github.com/keyheat/keyheat/internal/faststr"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sketch"
 	"github.com/zeebo/xxh3"
@@ -177,7 +176,7 @@ func (d *detector) newGroup(windowMs int64) *group {
 
 // app returns the cached per-app detection state of app.
 func (d *detector) app(app string) *appDet {
-	if l := d.last; l != nil && (len(app) <= 8 && sameShort(l.app, app) || len(app) > 8 && sameString(l.app, app)) {
+	if l := d.last; l != nil && (len(app) <= 8 && faststr.EqualShort(l.app, app) || len(app) > 8 && faststr.Equal(l.app, app)) {
 		return l
 	}
 	ad := d.apps[app]
@@ -448,47 +447,3 @@ func floorMod(a int64, n int) int {
 // cloneString copies s, so that state kept beyond the event does not pin
 // the decoded batch the event's strings point into.
 func cloneString(s string) string { return strings.Clone(s) }
-
-// wordLoads is set where unaligned 8-byte loads are allowed.
-const wordLoads = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runtime.GOARCH == "386" ||
-	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "s390x"
-
-// sameString is a == b. For strings of 8 to 24 bytes, most keys, it
-// compares two or three overlapping words read inside both strings,
-// inlined: the built-in comparison calls into the runtime, which on the
-// per-event path costs a few times more, mostly in the registers saved
-// around the call.
-func sameString(a, b string) bool {
-	n := len(a)
-	if !wordLoads || n != len(b) || n < 8 || n > 24 {
-		return a == b
-	}
-	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
-	x := *(*uint64)(pa) ^ *(*uint64)(pb)
-	x |= *(*uint64)(unsafe.Add(pa, n-8)) ^ *(*uint64)(unsafe.Add(pb, n-8))
-	if n > 16 {
-		x |= *(*uint64)(unsafe.Add(pa, 8)) ^ *(*uint64)(unsafe.Add(pb, 8))
-	}
-	return x == 0
-}
-
-// sameShort is sameString for 4 to 8 bytes (apps, operations,
-// namespaces): two overlapping 4-byte reads.
-func sameShort(a, b string) bool {
-	n := len(a)
-	if !wordLoads || n != len(b) || n < 4 || n > 8 {
-		return a == b
-	}
-	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
-	return (*(*uint32)(pa)^*(*uint32)(pb))|(*(*uint32)(unsafe.Add(pa, n-4))^*(*uint32)(unsafe.Add(pb, n-4))) == 0
-}
-
-// sameTiny is a == b for 1 to 3 bytes (operations such as GET): the bytes
-// at 0, n/2 and n−1 are all of them.
-func sameTiny(a, b string) bool {
-	n := len(a)
-	if n != len(b) || n == 0 || n > 3 {
-		return a == b
-	}
-	return a[0] == b[0] && a[n>>1] == b[n>>1] && a[n-1] == b[n-1]
-}

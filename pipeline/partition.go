@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/keyheat/keyheat/internal/faststr"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sketch"
 )
@@ -231,7 +232,7 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	// The app and the operation of the event before, usually, tested here
 	// rather than in a call.
 	ad := p.det.last
-	if ad == nil || !(len(e.App) <= 8 && sameShort(ad.app, e.App) || len(e.App) > 8 && sameString(ad.app, e.App)) {
+	if ad == nil || !(len(e.App) <= 8 && faststr.EqualShort(ad.app, e.App) || len(e.App) > 8 && faststr.Equal(ad.app, e.App)) {
 		ad = p.det.app(e.App)
 	}
 	white := len(ad.white) > 0 && ad.whitelisted(key)
@@ -239,7 +240,7 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 		p.stats.Whitelisted++
 	}
 	var cls opClass
-	if c := &p.ops[0]; len(e.Op) < 4 && sameTiny(c.op, e.Op) || len(e.Op) >= 4 && sameShort(c.op, e.Op) {
+	if c := &p.ops[0]; len(e.Op) < 4 && faststr.EqualTiny(c.op, e.Op) || len(e.Op) >= 4 && faststr.EqualShort(c.op, e.Op) {
 		cls = c.cls
 	} else {
 		cls = p.classify(e.Op)
@@ -283,10 +284,10 @@ func (p *Partition) advance(nowMs int64, out *Output) {
 }
 
 func (p *Partition) classify(op string) opClass {
-	if len(op) < 4 && sameTiny(op, p.ops[0].op) || len(op) >= 4 && sameShort(op, p.ops[0].op) {
+	if len(op) < 4 && faststr.EqualTiny(op, p.ops[0].op) || len(op) >= 4 && faststr.EqualShort(op, p.ops[0].op) {
 		return p.ops[0].cls
 	}
-	if len(op) < 4 && sameTiny(op, p.ops[1].op) || len(op) >= 4 && sameShort(op, p.ops[1].op) {
+	if len(op) < 4 && faststr.EqualTiny(op, p.ops[1].op) || len(op) >= 4 && faststr.EqualShort(op, p.ops[1].op) {
 		p.ops[0], p.ops[1] = p.ops[1], p.ops[0]
 		return p.ops[0].cls
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keyheat/keyheat/internal/faststr"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sketch"
 )
@@ -188,7 +189,7 @@ func (w *windows) add(startMs int64, e *schemas.AccessEvent, key string, h uint6
 	ws.lastOff = p.curOffset
 	ws.claim(p.curOffset, p.curMaxTsBefore)
 	a := ws.last
-	if a == nil || !(len(e.App) <= 8 && sameShort(a.app, e.App) || len(e.App) > 8 && sameString(a.app, e.App)) {
+	if a == nil || !(len(e.App) <= 8 && faststr.EqualShort(a.app, e.App) || len(e.App) > 8 && faststr.Equal(a.app, e.App)) {
 		a = w.app(ws, e.App)
 		ws.last = a
 	}

@@ -1,9 +1,6 @@
 package sketch
 
 import (
-	"runtime"
-	"unsafe"
-
 	"github.com/zeebo/xxh3"
 )
 
@@ -64,27 +61,4 @@ func satAdd(a, b uint64) uint64 {
 		return ^uint64(0)
 	}
 	return c
-}
-
-// wordLoads is set where unaligned 8-byte loads are allowed.
-const wordLoads = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runtime.GOARCH == "386" ||
-	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "s390x"
-
-// sameString is a == b. For strings of 8 to 24 bytes, most keys, it
-// compares two or three overlapping words read inside both strings,
-// inlined: the built-in comparison calls into the runtime, which on a
-// per-event path costs a few times more, mostly in the registers saved
-// around the call.
-func sameString(a, b string) bool {
-	n := len(a)
-	if !wordLoads || n != len(b) || n < 8 || n > 24 {
-		return a == b
-	}
-	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
-	x := *(*uint64)(pa) ^ *(*uint64)(pb)
-	x |= *(*uint64)(unsafe.Add(pa, n-8)) ^ *(*uint64)(unsafe.Add(pb, n-8))
-	if n > 16 {
-		x |= *(*uint64)(unsafe.Add(pa, 8)) ^ *(*uint64)(unsafe.Add(pb, 8))
-	}
-	return x == 0
 }

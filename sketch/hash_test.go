@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,25 +95,5 @@ func TestTopKAddHashIDs(t *testing.T) {
 		}
 		require.Equal(t, a, b)
 		checkTopK(t, tk, exact)
-	}
-}
-
-// sameString agrees with == at every length, whichever byte differs,
-// whatever the strings' alignment.
-func TestSameString(t *testing.T) {
-	buf := []byte(strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 3))
-	for n := range 40 {
-		for off := range 3 {
-			a := string(buf[off : off+n])
-			require.True(t, sameString(a, strings.Clone(a)), "len %d", n)
-			for i := range n {
-				b := []byte(a)
-				b[i] ^= 0x40
-				require.False(t, sameString(a, string(b)), "len %d, byte %d differs", n, i)
-			}
-			if n > 0 {
-				require.False(t, sameString(a, a[1:]), "len %d against %d", n, n-1)
-			}
-		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/keyheat/keyheat/internal/faststr"
 )
 
 // DefaultTopKCapacity is the number of keys a TopK tracks when its config
@@ -235,7 +237,7 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 		if v&^tabIdxMask != fp {
 			continue
 		}
-		if e := &t.heap[v&tabIdxMask-1]; e.h == h && sameString(e.key, key) {
+		if e := &t.heap[v&tabIdxMask-1]; e.h == h && faststr.Equal(e.key, key) {
 			e.lower = satAdd(e.lower, n)
 			e.upper = satAdd(e.upper, n)
 			id = e.id
@@ -365,7 +367,7 @@ func (t *TopK) find(key string, h uint64) int {
 		if v&^tabIdxMask != fp {
 			continue
 		}
-		if e := &t.heap[v&tabIdxMask-1]; e.h == h && sameString(e.key, key) {
+		if e := &t.heap[v&tabIdxMask-1]; e.h == h && faststr.Equal(e.key, key) {
 			return int(v&tabIdxMask - 1)
 		}
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package faststr
 
 import (
 	"strings"
@@ -9,10 +9,10 @@ import (
 
 // The inlined comparisons agree with == at every length, whichever byte
 // differs, whatever the strings' alignment.
-func TestSameStrings(t *testing.T) {
+func TestAgreesWithEquality(t *testing.T) {
 	buf := []byte(strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 3))
 	for name, same := range map[string]func(a, b string) bool{
-		"sameString": sameString, "sameShort": sameShort, "sameTiny": sameTiny,
+		"Equal": Equal, "EqualShort": EqualShort, "EqualTiny": EqualTiny,
 	} {
 		for n := range 40 {
 			for off := range 3 {
