@@ -93,6 +93,10 @@ type Topics struct {
 	Windows string `mapstructure:"windows" cmd:"detect"`
 	// Reports carries the merged cluster-wide window reports.
 	Reports string `mapstructure:"reports" cmd:"detect"`
+	// Progress is where detect instances say how far each events
+	// partition has come (compacted, one partition): how they keep in
+	// step and how the merger tells a slow partition from a gone one.
+	Progress string `mapstructure:"progress" cmd:"detect"`
 }
 
 // SASL configures broker authentication.
@@ -159,11 +163,12 @@ func Defaults() Config {
 			Partitions:        8,
 			ReplicationFactor: -1,
 			Topics: Topics{
-				Events:  "keyheat.events",
-				DLQ:     "keyheat.events.dlq",
-				Hotkeys: "keyheat.hotkeys",
-				Windows: "keyheat.windows",
-				Reports: "keyheat.reports",
+				Events:   "keyheat.events",
+				DLQ:      "keyheat.events.dlq",
+				Hotkeys:  "keyheat.hotkeys",
+				Windows:  "keyheat.windows",
+				Progress: "keyheat.progress",
+				Reports:  "keyheat.reports",
 			},
 		},
 		Events: Events{Codec: schemas.Codecs()[0].Name(), Limits: schemas.DefaultLimits()},

@@ -227,7 +227,8 @@ func validateDetect(p *problems, d *detect.Options, out *Topics) {
 		return
 	}
 	for _, t := range d.Topics {
-		for _, o := range []struct{ key, name string }{{"dlq", out.DLQ}, {"hotkeys", out.Hotkeys}, {"windows", out.Windows}, {"reports", out.Reports}} {
+		for _, o := range []struct{ key, name string }{{"dlq", out.DLQ}, {"hotkeys", out.Hotkeys}, {"windows", out.Windows},
+			{"reports", out.Reports}, {"progress", out.Progress}} {
 			if t == o.name {
 				// Reading what we write would count our own outputs.
 				p.add("detect.topics", "%q is also kafka.topics.%s; read events topics", t, o.key)

@@ -8,55 +8,62 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// Positions a partition worker publishes besides a window index.
+// Positions besides a window index.
 const (
-	// alignUnknown: no event taken yet. Such a partition holds every
-	// other back, since its first event may be the oldest of all; a live
-	// partition with nothing to read when assigned publishes alignFree
-	// instead (onFetched).
+	// alignUnknown: no event taken yet (or never heard of, for a partition
+	// held elsewhere). Such a partition holds every other back, since its
+	// first event may be the oldest of all; it is itself never held.
 	alignUnknown = math.MinInt64
-	// alignFree: the partition ended (ExitAtEnd) or is idle (live): it
-	// holds nothing back.
+	// alignFree: the partition ended (ExitAtEnd), is idle (live), or is
+	// silent: it holds nothing back.
 	alignFree = math.MaxInt64
 )
 
-// aligner keeps the partitions this instance holds, of every events
-// topic, within a bounded number of report windows of one another, the
-// way Flink's watermark alignment keeps its sources (FLIP-182): a worker
-// whose next event lies more than drift windows past the slowest other
-// partition waits for it. The merger holds a window until every
-// partition reported it, at most merge.max_pending_windows of them; a
-// partition running further ahead of another (a backfill over partitions
-// of uneven size, a restart over a backlog) would make it release the
-// oldest windows partial and then drop the slow partition's summaries of
-// them. The merger's windows span topics, so the alignment does too.
+// aligner keeps every events partition of the group, on this instance and
+// on the others, within a bounded number of report windows of one another
+// in event time, the way Flink's watermark alignment keeps its sources
+// (FLIP-182): a partition whose clock (newest event time) lies more than
+// drift windows past the slowest other partition's does not move its
+// clock further until that one caught up. The merger holds a window until
+// every partition reported it, at most merge.max_pending_windows of them;
+// a partition running further ahead of another (a backfill over
+// partitions of uneven size, a restart over a backlog, an instance on a
+// busier machine) would make it release old windows partial. The merger's
+// windows span topics, so the alignment does too.
 //
-// Each member publishes its position: the window of the newest event
-// time it took or is about to take (alignUnknown, alignFree). A worker
-// publishes its next event's window before it waits, so the member with
-// the lowest position never waits: its event lies at or below every
-// other position. Some member can always go on, and the positions only
-// rise, so the alignment cannot deadlock; a partition that has nothing
-// to read either ends (ExitAtEnd) or turns idle (live) and stops
-// counting.
+// The partitions held here publish their position in memory (alignPos),
+// those held elsewhere come from the progress topic (board). The rule is
+// on a partition's own position, not its next event's: the partition
+// with the lowest position is never held, whatever its next event (one
+// past a gap in event time included), so some partition can always go
+// on, and as positions only rise and the board's stale ones are replaced
+// every beat, the alignment cannot deadlock. A partition past a gap jumps
+// ahead with one event and then waits: one window more held by the
+// merger, and the empty windows of the gap cost it nothing.
 type aligner struct {
 	windowMs int64
 	drift    int64 // windows a partition may run past the slowest other
+	board    *board
 
 	mu      sync.Mutex
 	members map[*partWorker]struct{}
-	// moved is closed when a position rose or a member left; nil while no
-	// worker waits.
+	// counts are the events topics' partition counts: every partition
+	// the group reads, here or elsewhere.
+	counts map[string]int32
+	// moved is closed when a position rose, a member left or the board
+	// heard something; nil while no worker waits.
 	moved chan struct{}
 }
 
-func newAligner(windowMs, drift int64) *aligner {
-	return &aligner{windowMs: windowMs, drift: drift, members: map[*partWorker]struct{}{}}
+func newAligner(windowMs, drift int64, b *board) *aligner {
+	a := &aligner{windowMs: windowMs, drift: drift, board: b, members: map[*partWorker]struct{}{}, counts: map[string]int32{}}
+	return a
 }
 
 func (a *aligner) join(w *partWorker) {
 	a.mu.Lock()
 	a.members[w] = struct{}{}
+	a.counts[w.tp.topic] = max(a.counts[w.tp.topic], w.parts)
 	a.mu.Unlock()
 }
 
@@ -67,14 +74,19 @@ func (a *aligner) leave(w *partWorker) {
 	a.mu.Unlock()
 }
 
+// wake wakes the workers waiting: something they wait on may have moved.
+func (a *aligner) wake() {
+	a.mu.Lock()
+	a.wakeLocked()
+	a.mu.Unlock()
+}
+
 // set publishes w's position and wakes the workers waiting.
 func (a *aligner) set(w *partWorker, pos int64) {
 	if w.alignPos.Swap(pos) == pos {
 		return
 	}
-	a.mu.Lock()
-	a.wakeLocked()
-	a.mu.Unlock()
+	a.wake()
 }
 
 func (a *aligner) wakeLocked() {
@@ -84,10 +96,31 @@ func (a *aligner) wakeLocked() {
 	}
 }
 
-// limit returns the highest window w may take an event of now: drift
-// past the lowest position of the other members (math.MaxInt64 when none
-// holds it back, math.MinInt64 while one has no event yet). With wait it
-// also returns a channel closed once that may have changed.
+// others returns the partitions of the group not held here; a.mu is held.
+func (a *aligner) othersLocked() []tp {
+	if a.board == nil {
+		return nil
+	}
+	local := make(map[tp]bool, len(a.members))
+	for m := range a.members {
+		local[m.tp] = true
+	}
+	var out []tp
+	for topic, n := range a.counts {
+		for p := range n {
+			if k := (tp{topic, p}); !local[k] {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// limit returns the highest window w's clock may be in and still move on:
+// drift past the lowest position of the other partitions, here and
+// elsewhere (math.MaxInt64 when none holds it back, math.MinInt64 while
+// one has no position yet). With wait it also returns a channel closed
+// once that may have changed.
 func (a *aligner) limit(w *partWorker, wait bool) (int64, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -96,6 +129,9 @@ func (a *aligner) limit(w *partWorker, wait bool) (int64, <-chan struct{}) {
 		if m != w {
 			low = min(low, m.alignPos.Load())
 		}
+	}
+	if others := a.othersLocked(); len(others) > 0 {
+		low = min(low, a.board.lowest(others, a.windowOf, false))
 	}
 	var ch chan struct{}
 	if wait {
@@ -108,12 +144,12 @@ func (a *aligner) limit(w *partWorker, wait bool) (int64, <-chan struct{}) {
 }
 
 // idleLimit returns the highest window an idle member's clock may move
-// to: drift past the lowest clock of the other members that have one,
+// to: drift past the lowest clock of the other partitions that have one,
 // idle or not. Idle partitions do not hold the others back, but they
 // move their clocks in steps of at most the drift past one another, so
 // partitions going idle together (a backlog read, then no traffic) do
-// not hand the merger hundreds of empty windows from one partition
-// before the others'.
+// not hand the merger hundreds of windows from one partition before the
+// others'.
 func (a *aligner) idleLimit(w *partWorker) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -122,6 +158,9 @@ func (a *aligner) idleLimit(w *partWorker) int64 {
 		if c := m.alignClock.Load(); m != w && c != alignUnknown {
 			low = min(low, c)
 		}
+	}
+	if others := a.othersLocked(); len(others) > 0 {
+		low = min(low, a.board.lowest(others, a.windowOf, true))
 	}
 	return a.past(low)
 }
@@ -166,44 +205,59 @@ func latest(evs []schemas.AccessEvent) int64 {
 	return ts
 }
 
-// await publishes that the worker is about to take an event at tsMs and,
-// when that is more than the drift past the slowest other partition,
-// waits until it is not. Meanwhile acknowledgements keep coming in and
-// the commit point keeps moving; the worker's queue fills, and the poll
-// loop pauses the partition's fetching (enqueue). It returns false when
-// the partition is given up while waiting.
+// await is called before the worker takes an event at tsMs that moves its
+// clock into a later window. While the window its clock is in lies more
+// than the drift past the slowest other partition, it waits; then it
+// moves the position and publishes it. Meanwhile acknowledgements keep
+// coming in and the commit point keeps moving; the worker's queue fills,
+// and the poll loop pauses the partition's fetching (enqueue). It
+// returns false when the partition is given up while waiting.
 //
-// A live partition's event more than the drift ahead of the wall clock
-// is not held: no partition would catch up with it before the wall clock
+// A partition with no position yet (its first event, or its first after
+// it was idle) is never held: it may be the slowest. A live partition
+// whose clock is more than the drift ahead of the wall clock is not held
+// either: no partition would catch up with it before the wall clock
 // does, and holding it would stall the partition that long.
 func (w *partWorker) await(tsMs int64) bool {
 	a := w.align
 	win := a.windowOf(tsMs)
-	if win > w.alignWin || w.alignIdle {
-		w.alignWin = max(w.alignWin, win)
-		w.alignIdle = false
-		w.alignNextMs = a.endOf(w.alignWin)
-		w.alignClock.Store(w.alignWin)
-		a.set(w, w.alignWin)
+	if w.alignWin != alignUnknown && !w.alignIdle && w.alignWin > w.alignLimit {
+		if !w.waitAligned() {
+			return false
+		}
 	}
-	if tsMs < w.alignUntilMs {
-		return true
-	}
+	w.alignIdle = false
+	w.alignWin = max(w.alignWin, win)
+	w.alignNextMs = a.endOf(w.alignWin)
+	w.alignClock.Store(w.alignWin)
+	w.clockMs = max(w.clockMs, tsMs)
+	a.set(w, w.alignWin)
+	w.sendProgress(false)
+	return true
+}
+
+// waitAligned waits until the worker's position is within the limit, and
+// caches the limit for the events that follow.
+func (w *partWorker) waitAligned() bool {
+	a := w.align
 	lim, _ := a.limit(w, false)
-	if win <= lim {
-		w.alignUntilMs = a.endOf(lim)
+	if w.alignWin <= lim {
+		w.alignLimit = lim
 		return true
 	}
-	if !w.s.cfg.ExitAtEnd && win > a.windowOf(w.s.now().UnixMilli())+a.drift {
+	if !w.s.cfg.ExitAtEnd && w.alignWin > a.windowOf(w.s.now().UnixMilli())+a.drift {
 		return true
 	}
 	w.s.log.Debug("partition ahead of the others; waiting for them", "topic", w.tp.topic, "partition", w.tp.partition,
-		"window_start_ms", win*a.windowMs, "limit_start_ms", lim*a.windowMs)
+		"window_start_ms", w.alignWin*a.windowMs, "limit_start_ms", lim*a.windowMs)
 	w.s.m.alignWaits.Inc()
+	w.sendProgress(true) // the others may be waiting on a stale position of ours
+	beat := time.NewTicker(w.s.board.beat)
+	defer beat.Stop()
 	for {
 		lim, moved := a.limit(w, true)
-		if win <= lim {
-			w.alignUntilMs = a.endOf(lim)
+		if w.alignWin <= lim {
+			w.alignLimit = lim
 			return true
 		}
 		select {
@@ -211,6 +265,8 @@ func (w *partWorker) await(tsMs int64) bool {
 		case <-w.inbox.ready:
 			w.applyAcks()
 			w.publish()
+		case <-beat.C:
+			w.sendProgress(false)
 		case <-w.ctx.Done():
 			return false
 		}
@@ -218,27 +274,34 @@ func (w *partWorker) await(tsMs int64) bool {
 }
 
 // checkIdle stops a live partition that took no event for the idle
-// timeout from holding the others back, as Idle stops it from holding
-// its own windows open.
+// timeout, and has nothing left to read, from holding the others back,
+// as Idle stops it from holding its own windows open.
 func (w *partWorker) checkIdle(now time.Time) {
-	if w.alignIdle || now.Sub(w.lastEventAt) < w.s.cfg.Pipeline.IdleTimeout {
+	if w.alignIdle || now.Sub(w.lastEventAt) < w.s.cfg.Pipeline.IdleTimeout || !w.caughtUp() {
 		return
 	}
 	w.alignIdle = true
 	w.alignNextMs = math.MinInt64 // the next event publishes a position again
 	w.align.set(w, alignFree)
+	w.sendProgress(true)
 }
 
 // idle moves a live partition's clock towards the wall clock once it saw
 // no event for the idle timeout (pipeline.Partition.IdleTo), as far as
 // the aligner lets it.
 func (w *partWorker) idle(now time.Time) {
+	if !w.caughtUp() {
+		return // records wait: they, not the wall clock, move the clock
+	}
 	a := w.align
 	toMs := a.endOf(a.idleLimit(w)) - 1
 	if !w.core.IdleTo(now.UnixMilli(), toMs, &w.out) {
 		return
 	}
 	w.emit()
+	if c, ok := w.core.ClockMs(); ok {
+		w.clockMs = max(w.clockMs, c)
+	}
 	if win := a.windowOf(min(toMs, now.UnixMilli())); win > w.alignWin {
 		w.alignWin = win
 		w.alignNextMs = a.endOf(win)

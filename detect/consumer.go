@@ -81,7 +81,13 @@ func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 			return // not ours (any more); BlockRebalanceOnPoll makes this rare
 		}
 		last := p.Records[len(p.Records)-1].Offset
+		end := p.HighWatermark
+		if p.LastStableOffset >= 0 && p.LastStableOffset < end {
+			end = p.LastStableOffset // read committed: what can be read now
+		}
+		lag := max(0, end-last-1)
 		w.mLag.Set(float64(max(0, p.HighWatermark-last-1)))
+		w.lag.Store(lag)
 		w.enqueue(p.Records)
 	})
 	if s.cfg.ExitAtEnd && s.numParts() == 0 {
@@ -216,8 +222,12 @@ func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.Offse
 				b := st
 				if err := s.bounds(ctx, t.Topic, p.Partition, &b); err != nil {
 					s.log.Debug("end offset for the alignment", "topic", t.Topic, "partition", p.Partition, "err", err)
-				} else if b.first >= b.end {
-					w.align.set(w, alignFree)
+				} else {
+					w.lag.Store(max(0, b.end-b.first))
+					if b.first >= b.end {
+						st.empty = true
+						w.align.set(w, alignFree)
+					}
 				}
 			}
 			w.setStart(st)
@@ -330,20 +340,11 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	s.checkFinished()
 }
 
-// alignerLocked returns the aligner the partitions share: the one of any
-// partition held, or a new one when there is none. Its drift derives
-// from the merger's cap (pipeline.MergerOptions.AlignWindows), this
-// instance's or, when it merges not, the default one. s.mu is held.
-func (s *Service) alignerLocked() *aligner {
-	for _, w := range s.parts {
-		return w.align
-	}
-	mo := pipeline.DefaultMergerOptions()
-	if s.cfg.Merge != nil {
-		mo = s.cfg.Merge.MergerOptions
-	}
-	return newAligner(s.cfg.Pipeline.Window.Milliseconds(), mo.AlignWindows())
-}
+// alignerLocked returns the aligner the partitions share (Run made it;
+// its drift derives from the merger's cap,
+// pipeline.MergerOptions.AlignWindows, this instance's or, when it merges
+// not, the default one). s.mu is held.
+func (s *Service) alignerLocked() *aligner { return s.align }
 
 func (s *Service) numParts() int {
 	s.mu.Lock()

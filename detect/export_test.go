@@ -10,3 +10,20 @@ func (s *Service) Lose(ctx context.Context, ps map[string][]int32) { s.onLost(ct
 
 // SetNow replaces the wall clock.
 func (s *Service) SetNow(now func() time.Time) { s.now = now }
+
+// Assigned is how many events partitions s holds now.
+func (s *Service) Assigned() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parts)
+}
+
+// Heard reports whether s's progress board heard of the partition.
+func (s *Service) Heard(topic string, partition int32) bool {
+	if s.board == nil {
+		return false
+	}
+	s.board.mu.Lock()
+	defer s.board.mu.Unlock()
+	return s.board.parts[tp{topic, partition}] != nil
+}

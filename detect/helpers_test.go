@@ -36,10 +36,10 @@ var brokers = []struct {
 
 // env is one test's topics and groups on a cluster.
 type env struct {
-	seeds                                  []string
-	events, dlq, hotkeys, windows, reports string
-	group, mergeGroup                      string
-	parts                                  int32
+	seeds                                            []string
+	events, dlq, hotkeys, windows, reports, progress string
+	group, mergeGroup                                string
+	parts                                            int32
 }
 
 func newEnv(t *testing.T, seeds []string, parts int32) *env {
@@ -52,13 +52,14 @@ func newEnv(t *testing.T, seeds []string, parts int32) *env {
 	e.hotkeys = testenv.UniqueName(t, "hot")
 	e.windows = testenv.UniqueName(t, "win")
 	e.reports = testenv.UniqueName(t, "rep")
+	e.progress = testenv.UniqueName(t, "prog")
 	e.group = testenv.UniqueName(t, "g")
 	e.mergeGroup = testenv.UniqueName(t, "m")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		adm := e.admin(t)
-		_, _ = adm.DeleteTopics(ctx, e.dlq, e.hotkeys, e.windows, e.reports)
+		_, _ = adm.DeleteTopics(ctx, e.dlq, e.hotkeys, e.windows, e.reports, e.progress)
 	})
 	return e
 }
@@ -82,7 +83,7 @@ func (e *env) config(t *testing.T) detect.Config {
 		Options:    opts,
 		ClientOpts: []kgo.Opt{kgo.SeedBrokers(e.seeds...)},
 		Topics: detect.OutputTopics{Events: e.events, DLQ: e.dlq, Hotkeys: e.hotkeys, Windows: e.windows,
-			Reports: e.reports},
+			Reports: e.reports, Progress: e.progress},
 		CreateTopics: true, Partitions: e.parts, ReplicationFactor: -1,
 		Limits:   schemas.DefaultLimits(),
 		Pipeline: testPipeline(),

@@ -60,7 +60,11 @@ type mergeRunner struct {
 	lastFlush  time.Time
 	acks       []ack
 	committed  pipeline.CommitPoint
-	nowMs      func() int64
+	// status tells the merger which partitions are silent or idle without
+	// events (the board); nil in an ExitAtEnd run, which waits for every
+	// partition and reports what is left at the end (Finish), so its
+	// reports depend on its input only.
+	status pipeline.StatusFunc
 	// runCtx is run's: it ends on a stop, which cancels the produce
 	// calls waiting for buffer space; their refusals are not failures.
 	runCtx context.Context
@@ -74,12 +78,11 @@ type chReport struct {
 func newMergeRunner(s *Service) (*mergeRunner, error) {
 	mr := &mergeRunner{s: s, inbox: newInbox(), next: -1, endAt: -1, pending: map[int64]int{},
 		endCh: make(chan int64, 1), committed: pipeline.CommitPoint{Offset: -1}}
-	mr.nowMs = func() int64 { return s.now().UnixMilli() }
 	mr.endSent, mr.sendEnd = context.WithCancel(context.Background())
-	if s.cfg.ExitAtEnd {
-		// The input is what it is: deadlines on the wall clock would make
-		// the reports depend on timing. Finish reports what is left.
-		mr.nowMs = func() int64 { return 0 }
+	if !s.cfg.ExitAtEnd {
+		mr.status = func(topic string, partition int32) pipeline.PartitionStatus {
+			return s.board.status(topic, partition)
+		}
 	}
 	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
 	opts = append(opts,
@@ -247,8 +250,13 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		return true, err
 	}
 	if mr.m != nil {
+		if mr.status != nil {
+			for t, n := range s.board.topics() {
+				mr.m.Expect(t, n)
+			}
+		}
 		fs.EachRecord(mr.add)
-		mr.emit(ctx, mr.m.Ready(mr.nowMs()))
+		mr.emit(ctx, mr.m.Ready(mr.status))
 		mr.retryClickHouse(ctx)
 		mr.applyAcks()
 		mr.flushArchive(ctx, false)
@@ -318,7 +326,7 @@ func (mr *mergeRunner) add(r *kgo.Record) {
 	mr.next = r.Offset + 1
 	w, err := schemas.DecodePartitionWindow(r.Value)
 	if err == nil {
-		err = mr.m.Add(w, r.Offset, mr.nowMs())
+		err = mr.m.Add(w, r.Offset, mr.s.now().UnixMilli())
 	}
 	if err != nil {
 		mr.s.m.mergeInvalid.Inc()

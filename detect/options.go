@@ -57,6 +57,14 @@ type Options struct {
 	// heartbeating (a crash, a network split) before giving its partitions
 	// to the others: how long a crashed instance's partitions stall.
 	SessionTimeout time.Duration `mapstructure:"session_timeout"`
+	// PartitionTimeout is how long an events partition may say nothing
+	// (no progress record: its instance died, or it is stuck) before the
+	// merger reports windows without it, naming it missing, and the other
+	// partitions stop waiting for it. A partition that is alive is waited
+	// for however slowly it moves. Longer than SessionTimeout, so that a
+	// crashed instance's partitions are taken over by another before they
+	// are given up on.
+	PartitionTimeout time.Duration `mapstructure:"partition_timeout"`
 }
 
 // Keyed values.
@@ -79,16 +87,17 @@ func DefaultOptions() Options {
 	p := logparse.DefaultConfig()
 	p.Format = ""
 	return Options{
-		Group:          "keyheat-detect",
-		From:           FromEarliest,
-		Keyed:          KeyedAuto,
-		Parse:          p,
-		DLQMaxRaw:      16 << 10,
-		MaxPollRecords: 10_000,
-		CommitInterval: time.Second,
-		FlushTimeout:   30 * time.Second,
-		MergeGroup:     "keyheat-merge",
-		SessionTimeout: 45 * time.Second,
+		Group:            "keyheat-detect",
+		From:             FromEarliest,
+		Keyed:            KeyedAuto,
+		Parse:            p,
+		DLQMaxRaw:        16 << 10,
+		MaxPollRecords:   10_000,
+		CommitInterval:   time.Second,
+		FlushTimeout:     30 * time.Second,
+		MergeGroup:       "keyheat-merge",
+		SessionTimeout:   45 * time.Second,
+		PartitionTimeout: time.Minute,
 	}
 }
 
@@ -160,6 +169,9 @@ func (o Options) Validate() error {
 		// Brokers refuse less than group.min.session.timeout.ms (6 s by
 		// default) anyway; below a second heartbeats cannot keep up.
 		bad("session_timeout", "%v: want at least 1s (brokers accept 6s to 30m by default)", o.SessionTimeout)
+	}
+	if o.PartitionTimeout < time.Second {
+		bad("partition_timeout", "%v: want at least 1s, and more than session_timeout (e.g. 1m)", o.PartitionTimeout)
 	}
 	return errors.Join(errs...)
 }

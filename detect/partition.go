@@ -42,6 +42,9 @@ type startInfo struct {
 	meta      string // metadata committed with it
 	first     int64  // first offset to read when known (committed, or the reset's); -1 unknown
 	end       int64  // ExitAtEnd: stop here; -1 for a live run
+	// empty: live, nothing to read when assigned; the partition is idle
+	// from the start.
+	empty bool
 }
 
 // partWorker owns one assigned events partition: one goroutine that
@@ -77,12 +80,16 @@ type partWorker struct {
 	start    startInfo
 	hasStart bool
 
-	// align keeps the partition within a few windows of the others this
-	// instance holds (see aligner); alignPos is its published position,
+	// align keeps the partition within a few windows of the others, of
+	// every instance (see aligner); alignPos is its published position,
 	// alignClock the window of its clock (alignUnknown before any event).
 	align      *aligner
 	alignPos   atomic.Int64
 	alignClock atomic.Int64
+	// lag is the records between the last one fetched and the end of the
+	// partition, as of the last fetch (or of the assignment): a partition
+	// with records waiting is not idle, whatever the wall clock says.
+	lag atomic.Int64
 
 	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
 	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
@@ -110,14 +117,21 @@ type partWorker struct {
 	rulesGen  uint64
 	prevStats pipeline.Stats
 	ended     bool // End was called (ExitAtEnd)
-	// alignWin is the window of the newest event time taken (or about to
-	// be), alignUnknown before any; alignIdle: alignFree is published
-	// instead (ended, or idle). Events before alignNextMs do not move the
-	// position, events before alignUntilMs pass the aligner without
-	// asking it.
-	alignWin, alignNextMs, alignUntilMs int64
-	alignIdle                           bool
-	lastEventAt                         time.Time // wall clock of the last batch with events
+	// alignWin is the window of the newest event time taken, alignUnknown
+	// before any; alignIdle: alignFree is published instead (ended, or
+	// idle). Events before alignNextMs do not move the position;
+	// alignLimit is the limit last asked of the aligner, good for the
+	// batch (a position up to it goes on without asking again).
+	alignWin, alignNextMs, alignLimit int64
+	alignIdle                         bool
+	lastEventAt                       time.Time // wall clock of the last batch with events
+	// clockMs is the partition's clock: the newest event time taken, or
+	// where Idle moved it; valid once alignWin is known.
+	clockMs int64
+	// The progress record last sent (see sendProgress).
+	progSent  time.Time
+	progState string
+	progWin   int64
 }
 
 type dlqEntry struct {
@@ -130,23 +144,24 @@ func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
 	l := prometheus.Labels{"topic": t.topic, "partition": partitionLabel(t.partition)}
 	w := &partWorker{
 		s: s, tp: t, parts: parts, align: a,
-		alignWin: alignUnknown, alignNextMs: math.MinInt64, alignUntilMs: math.MinInt64, lastEventAt: s.now(),
-		idPrefix:   schemas.RecordID{Kind: schemas.IDTopic, Topic: t.topic, Partition: t.partition}.Prefix(),
-		wake:       make(chan struct{}, 1),
-		inbox:      newInbox(),
-		ctx:        ctx,
-		quit:       cancel,
-		done:       make(chan struct{}),
-		finishedCh: make(chan struct{}),
-		mRecords:   s.m.records.With(l),
-		mEvents:    s.m.events.With(l),
-		mLate:      s.m.late.With(l),
-		mLag:       s.m.lag.With(l),
-		mCommitted: s.m.committed.With(l),
-		mPause:     s.m.paused.With(l),
-		next:       -1,
-		hot:        map[string]int{},
-		rulesGen:   s.rulesGen.Load(),
+		alignWin: alignUnknown, alignNextMs: math.MinInt64, alignLimit: math.MinInt64, clockMs: math.MinInt64,
+		lastEventAt: s.now(),
+		idPrefix:    schemas.RecordID{Kind: schemas.IDTopic, Topic: t.topic, Partition: t.partition}.Prefix(),
+		wake:        make(chan struct{}, 1),
+		inbox:       newInbox(),
+		ctx:         ctx,
+		quit:        cancel,
+		done:        make(chan struct{}),
+		finishedCh:  make(chan struct{}),
+		mRecords:    s.m.records.With(l),
+		mEvents:     s.m.events.With(l),
+		mLate:       s.m.late.With(l),
+		mLag:        s.m.lag.With(l),
+		mCommitted:  s.m.committed.With(l),
+		mPause:      s.m.paused.With(l),
+		next:        -1,
+		hot:         map[string]int{},
+		rulesGen:    s.rulesGen.Load(),
 	}
 	w.alignPos.Store(alignUnknown)
 	w.alignClock.Store(alignUnknown)
@@ -246,12 +261,15 @@ func (w *partWorker) isFinished() bool {
 // run is the worker's goroutine.
 func (w *partWorker) run() {
 	defer close(w.done)
-	var idle <-chan time.Time
-	if !w.s.cfg.ExitAtEnd {
-		t := time.NewTicker(idleEvery)
-		defer t.Stop()
-		idle = t.C
+	// Live, the tick lets the core hear the wall clock (idleEvery); in
+	// both modes it sends the partition's progress at least every beat.
+	every := idleEvery
+	if b := w.s.board; b != nil {
+		every = min(every, b.beat)
 	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	w.sendProgress(true)
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -266,13 +284,15 @@ func (w *partWorker) run() {
 			}
 		case <-w.inbox.ready:
 			w.applyAcks()
-		case <-idle:
-			now := w.s.now()
-			w.checkIdle(now)
-			if w.core != nil && !w.ended {
-				w.idle(now)
+		case <-tick.C:
+			if !w.s.cfg.ExitAtEnd {
+				now := w.s.now()
+				w.checkIdle(now)
+				if w.core != nil && !w.ended {
+					w.idle(now)
+				}
+				w.flushArchive(false)
 			}
-			w.flushArchive(false)
 		}
 		if w.ctx.Err() != nil {
 			return
@@ -280,6 +300,7 @@ func (w *partWorker) run() {
 		w.checkRules()
 		w.checkEnd()
 		w.publish()
+		w.sendProgress(false)
 	}
 }
 
@@ -290,8 +311,80 @@ func (w *partWorker) loadStart() bool {
 	w.startMu.Unlock()
 	if ok {
 		w.st, w.started = st, true
+		if st.empty && w.alignWin == alignUnknown {
+			w.alignIdle = true
+			w.sendProgress(true)
+		}
 	}
 	return ok
+}
+
+// caughtUp reports whether the partition has nothing left to read, as
+// far as the last fetch knows: no batch waits and the fetch reached the
+// partition's end.
+func (w *partWorker) caughtUp() bool {
+	w.qmu.Lock()
+	queued := len(w.queue)
+	w.qmu.Unlock()
+	return queued == 0 && w.lag.Load() <= 0
+}
+
+// progressEvery bounds how often a partition whose position moves sends
+// a progress record; a beat (board.beat) bounds how long it goes without.
+const progressEvery = 100 * time.Millisecond
+
+// sendProgress sends the partition's progress record (schemas.Progress)
+// when its position or state changed and progressEvery passed, when a
+// beat passed, or at once with force.
+func (w *partWorker) sendProgress(force bool) {
+	b := w.s.board
+	if b == nil {
+		return
+	}
+	now := w.s.now()
+	p := schemas.Progress{Version: schemas.ProgressVersion, Group: w.s.cfg.Group, Member: b.member, AtMs: now.UnixMilli(),
+		Topic: w.tp.topic, Partition: w.tp.partition, Partitions: w.parts, Offset: w.position()}
+	switch {
+	case w.ended:
+		p.State, p.ClockMs = schemas.ProgressEnded, w.clockMs
+	case w.alignIdle:
+		p.State = schemas.ProgressIdle
+		if c, ok := w.coreClock(); ok {
+			p.ClockMs = c
+		} else {
+			// Never an event. Once quiet for the idle timeout its clock
+			// is the wall clock, as a partition's that had events: what
+			// comes later with older times is late. Until then (nothing
+			// to read when assigned) it holds nothing back, but the
+			// merger waits for it.
+			p.NoEvents = true
+			if now.Sub(w.lastEventAt) >= w.s.cfg.Pipeline.IdleTimeout {
+				p.ClockMs = now.UnixMilli()
+			}
+		}
+	case w.alignWin == alignUnknown:
+		p.State = schemas.ProgressWaiting
+	default:
+		p.State, p.ClockMs = schemas.ProgressReading, w.clockMs
+	}
+	since := now.Sub(w.progSent)
+	changed := p.State != w.progState || w.alignWin != w.progWin
+	if !force && !(changed && since >= progressEvery) && since < b.beat {
+		return
+	}
+	if w.s.cons != nil {
+		_, p.Generation = w.s.cons.GroupMetadata()
+	}
+	w.progSent, w.progState, w.progWin = now, p.State, w.alignWin
+	b.send(w.ctxOrBackground(), schemas.ProgressKey(w.s.cfg.Group, w.tp.topic, w.tp.partition), &p)
+}
+
+// coreClock is the core's clock, when it has one.
+func (w *partWorker) coreClock() (int64, bool) {
+	if w.core == nil {
+		return 0, false
+	}
+	return w.core.ClockMs()
 }
 
 // handle runs one polled batch through decoding and the core.
@@ -311,7 +404,7 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 	}()
 	// Positions of partitions assigned since the last batch count from
 	// this one on.
-	w.alignUntilMs = math.MinInt64
+	w.alignLimit = math.MinInt64
 	stop := w.ctx.Done()
 	for _, r := range recs {
 		select {
@@ -342,7 +435,7 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 			w.deadLetter(r, err, nowMs)
 			continue
 		}
-		if ts := latest(evs); ts >= w.alignNextMs || ts >= w.alignUntilMs {
+		if ts := latest(evs); ts >= w.alignNextMs {
 			if !w.await(ts) {
 				return
 			}
@@ -706,6 +799,7 @@ func (w *partWorker) checkEnd() {
 		w.ended = true
 		w.alignIdle = true
 		w.align.set(w, alignFree)
+		w.sendProgress(true)
 		w.qmu.Lock()
 		if !w.paused {
 			w.paused = true

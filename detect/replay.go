@@ -244,9 +244,9 @@ func (r *replayer) emit(core *pipeline.Partition) error {
 		r.stats.Windows++
 		core.Acked(w.StartMs)
 	}
-	// Wall-clock deadlines are off (0, as in an --exit-at-end run):
-	// windows are reported when complete, or by Finish.
-	return r.report(r.merger.Ready(0))
+	// No partition is ever silent (nil status, as in an --exit-at-end
+	// run): windows are reported when complete, or by Finish.
+	return r.report(r.merger.Ready(nil))
 }
 
 // growTo returns s with at least n elements, new ones nil.

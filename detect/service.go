@@ -41,6 +41,10 @@ type OutputTopics struct {
 	Windows string
 	// Reports receives the merged window reports.
 	Reports string
+	// Progress is the small compacted topic every instance writes its
+	// partitions' progress to and follows (schemas.Progress); it must
+	// have exactly one partition.
+	Progress string
 }
 
 // ClickHouseSink is what the service writes to ClickHouse: hot-key events
@@ -111,7 +115,7 @@ type Config struct {
 func (c *Config) validate() error {
 	errs := []error{c.Options.Validate()}
 	for _, t := range []struct{ what, name string }{{"DLQ", c.Topics.DLQ}, {"hotkeys", c.Topics.Hotkeys},
-		{"windows", c.Topics.Windows}, {"reports", c.Topics.Reports}} {
+		{"windows", c.Topics.Windows}, {"reports", c.Topics.Reports}, {"progress", c.Topics.Progress}} {
 		if err := topics.CheckName(t.name); err != nil {
 			errs = append(errs, fmt.Errorf("%s topic: %w", t.what, err))
 		}
@@ -196,6 +200,10 @@ type Service struct {
 	lastIdleCheck time.Time // poll loop only
 
 	merge *mergeRunner
+	// board follows the progress topic; align keeps the partitions held
+	// here in step with every other (both set by Run).
+	board *board
+	align *aligner
 
 	failOnce sync.Once
 	failErr  error
@@ -340,13 +348,39 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.ensureTopics(ctx); err != nil {
 		return err
 	}
+	b, err := newBoard(s)
+	if err != nil {
+		return err
+	}
+	s.board = b
+	mo := pipeline.DefaultMergerOptions()
+	if s.cfg.Merge != nil {
+		mo = s.cfg.Merge.MergerOptions
+	}
+	s.align = newAligner(s.cfg.Pipeline.Window.Milliseconds(), mo.AlignWindows(), b)
+	for t, n := range s.eventCounts() {
+		s.align.counts[t] = n
+	}
+	b.changed = s.align.wake
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The board runs until every other part stopped: partitions send
+	// their progress through to their release, and the merger reads it.
+	boardCtx, stopBoard := context.WithCancel(context.WithoutCancel(ctx))
+	boardDone := make(chan struct{})
+	go func() {
+		defer close(boardDone)
+		b.run(boardCtx)
+	}()
+	defer func() {
+		stopBoard()
+		<-boardDone
+	}()
 	cons, err := kgo.NewClient(s.consumerOpts()...)
 	if err != nil {
 		return fmt.Errorf("detect: kafka consumer: %w", err)
 	}
 	s.cons = cons
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var mergeDone chan error
 	if s.cfg.Merge != nil {
 		mr, err := newMergeRunner(s)
@@ -457,7 +491,7 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	t := s.cfg.Topics
 	big := map[string]string{"max.message.bytes": strconv.Itoa(maxRecordBytes)}
 	specs := []topics.Spec{spec(t.DLQ, s.cfg.Partitions, nil), spec(t.Hotkeys, s.cfg.Partitions, map[string]string{"cleanup.policy": "compact"}),
-		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big)}
+		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big), spec(t.Progress, 1, map[string]string{"cleanup.policy": "compact"})}
 	if err := topics.Ensure(ctx, s.out, s.cfg.CreateTopics, specs...); err != nil {
 		if ctx.Err() != nil {
 			return noAnswer(err)
@@ -487,12 +521,15 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 			return err
 		}
 	}
-	td, err := s.adm.ListTopics(ctx, t.Windows)
+	td, err := s.adm.ListTopics(ctx, t.Windows, t.Progress)
 	if err != nil {
-		return fmt.Errorf("describe topic %s: %w", t.Windows, err)
+		return fmt.Errorf("describe topics %s, %s: %w", t.Windows, t.Progress, err)
 	}
 	if n := len(td[t.Windows].Partitions); n != 1 {
 		return fmt.Errorf("topic %s has %d partitions; it must have exactly one, so that one merger sees every summary in order: delete it and let detect create it", t.Windows, n)
+	}
+	if n := len(td[t.Progress].Partitions); n != 1 {
+		return fmt.Errorf("topic %s has %d partitions; it must have exactly one, which every detect instance follows: delete it and let detect create it", t.Progress, n)
 	}
 	if !s.cfg.RegexTopics {
 		for _, e := range s.cfg.eventTopics() {

@@ -154,11 +154,12 @@ func (e *env) over(t *testing.T) *env {
 	t.Helper()
 	f := &env{seeds: e.seeds, events: e.events, parts: e.parts,
 		dlq: testenv.UniqueName(t, "dlq"), hotkeys: testenv.UniqueName(t, "hot"), windows: testenv.UniqueName(t, "win"),
-		reports: testenv.UniqueName(t, "rep"), group: testenv.UniqueName(t, "g"), mergeGroup: testenv.UniqueName(t, "m")}
+		reports: testenv.UniqueName(t, "rep"), progress: testenv.UniqueName(t, "prog"),
+		group: testenv.UniqueName(t, "g"), mergeGroup: testenv.UniqueName(t, "m")}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = f.admin(t).DeleteTopics(ctx, f.dlq, f.hotkeys, f.windows, f.reports)
+		_, _ = f.admin(t).DeleteTopics(ctx, f.dlq, f.hotkeys, f.windows, f.reports, f.progress)
 	})
 	return f
 }

@@ -25,10 +25,9 @@ type MergerConfig struct {
 	// Window is the report window's length, the same on every partition;
 	// a summary of another length is refused.
 	Window time.Duration
-	// Lateness is the partitions' allowed lateness. With Window and
-	// ExtraWait it makes the deadline: a window is reported without its
-	// missing partitions Window + Lateness + ExtraWait of wall-clock time
-	// after its first summary arrived.
+	// Lateness is the partitions' allowed lateness: a partition that never
+	// had an event and follows the wall clock (PartitionStatus.IdleClockMs)
+	// has none in the windows ending by that clock minus Lateness.
 	Lateness time.Duration
 	// Topics are the events topics expected from the start, with their
 	// partition counts, as the service knows them from its subscription.
@@ -81,36 +80,48 @@ type MergedWindow struct {
 // A topic neither configured nor named by a summary read since the merger
 // started is not expected.
 //
-// A window still incomplete Window + Lateness + ExtraWait after its first
-// summary arrived (wall clock, passed in) is reported Partial with its
-// missing partitions named, and so is every earlier window with it, to
-// keep the order. When more than MaxPendingWindows windows are held, the
-// oldest is reported at once, Partial if partitions are missing, with a
-// warning naming them. A summary arriving for a window already reported
-// is counted (MergerStats.Late, its events in LateEvents), logged at
-// most every ten seconds, and dropped: no report is issued twice, so the
-// partial report stays the only one and those events are in none. A
-// detect instance keeps its partitions within
-// MergerOptions.AlignWindows of one another, so only partitions of
-// different instances can drift that far apart.
+// The merger waits on progress, not on the clock: a partition that is
+// slow (a backfill, a restart over a backlog, a starved machine) is
+// waited for however slowly it moves, as Flink fires a window once the
+// slowest of its inputs' watermarks passed it. Only two things release a
+// window with partitions missing, Partial with them named: every missing
+// partition is silent (Ready's status says so: the service heard nothing
+// from it, no summary and no progress record, for its partition timeout;
+// its owner died or it is stuck), or more than MaxPendingWindows windows
+// are held (a memory bound that alignment keeps the partitions from
+// reaching; a warning names the missing partitions). Releasing a window
+// releases every earlier one, to keep the order.
+//
+// Empty summaries (no event, no late event) say only how far their
+// partition has come: they are not held and do not count towards
+// MaxPendingWindows, and a window no partition had an event in is not
+// reported. A partition jumping over a gap in event time therefore costs
+// the merger nothing, however many empty windows it closes.
+//
+// A summary for a window already reported is a duplicate (a partition
+// restarted from its commit sends again what it had sent; counted,
+// dropped) unless its partition was missing from that report: then its
+// events are in no report, and it is counted as Late (its events in
+// LateEvents), logged at most every ten seconds, and dropped. No report is
+// issued twice.
 //
 // Memory: a held summary costs about its decoded size: ~100 bytes plus the
 // key per listed key, 16 bytes per non-zero slot (up to 256 KiB per app),
 // its distinct sketch (up to 2^precision bytes) and, when not keyed, its
 // Count-Min sketch (depth × width × 8 bytes, 64 KiB by default). The
-// merger holds at most MaxPendingWindows × partitions of them.
+// merger holds at most MaxPendingWindows × partitions of them, and per
+// partition a few ranges of windows it was reported missing from.
 //
 // The merger is pure: no I/O, no goroutines, no clock. The same summaries,
 // interleaved across partitions in any way and with duplicates, give
-// byte-identical reports, as long as no window was released by its
-// deadline or the cap. A Merger is not safe for concurrent use.
+// byte-identical reports, as long as no window was released for a silent
+// partition or by the cap. A Merger is not safe for concurrent use.
 type Merger struct {
-	cfg        MergerConfig
-	windowMs   int64
-	deadlineMs int64
-	layout     *nodeLayout
-	log        *slog.Logger
-	stats      *MergerStats
+	cfg      MergerConfig
+	windowMs int64
+	layout   *nodeLayout
+	log      *slog.Logger
+	stats    *MergerStats
 
 	topics  map[string]*topicState
 	pending map[int64]*pendingWindow // by StartMs
@@ -127,8 +138,12 @@ type Merger struct {
 	lateLogged       bool
 	lateUnlogged     int64
 	lateUnloggedEvts uint64
-	hllPrecision     int      // of every Distinct sketch; 0 until the first
-	slotScratch      []uint64 // events per slot while merging; all 0 between uses
+	// Windows reported without silent partitions: the partitions named
+	// last, and the windows reported since that log line.
+	silentLast     []string
+	silentUnlogged int
+	hllPrecision   int      // of every Distinct sketch; 0 until the first
+	slotScratch    []uint64 // events per slot while merging; all 0 between uses
 }
 
 type topicState struct {
@@ -140,13 +155,66 @@ type topicState struct {
 type partProgress struct {
 	lastStartMs int64 // the latest window it reported
 	lastFinal   bool  // and whether that summary was Final
+	// missed are the windows reported without this partition, as
+	// ascending, disjoint [from, to) ranges of start times, the oldest
+	// dropped past maxMissedRanges: what its late summaries would have
+	// counted in.
+	missed []msRange
 }
 
+type msRange struct{ from, to int64 }
+
+// maxMissedRanges bounds the ranges a partition's missed windows are
+// remembered in. A partition given up on misses consecutive windows, one
+// range; a partition that comes and goes adds one per absence.
+const maxMissedRanges = 64
+
 // doneWith reports whether the partition will not report window startMs
-// (or already did).
+// (or already did: a summary with events is held, an empty one is not).
 func (p *partProgress) doneWith(startMs int64) bool {
-	return p.lastStartMs > startMs || (p.lastFinal && p.lastStartMs < startMs)
+	return p.lastStartMs >= startMs || (p.lastFinal && p.lastStartMs < startMs)
 }
+
+// miss records that the window startMs (of length windowMs) was reported
+// without the partition.
+func (p *partProgress) miss(startMs, windowMs int64) {
+	if n := len(p.missed); n > 0 && p.missed[n-1].to == startMs {
+		p.missed[n-1].to = startMs + windowMs
+		return
+	}
+	p.missed = append(p.missed, msRange{startMs, startMs + windowMs})
+	if len(p.missed) > maxMissedRanges {
+		p.missed = p.missed[1:]
+	}
+}
+
+// wasMissed reports whether the window startMs was reported without the
+// partition (as far as the ranges kept remember).
+func (p *partProgress) wasMissed(startMs int64) bool {
+	for _, r := range p.missed {
+		if startMs >= r.from && startMs < r.to {
+			return true
+		}
+	}
+	return false
+}
+
+// PartitionStatus is what the service running a merger knows of an
+// events partition besides its summaries: from the progress records
+// every detect instance publishes for the partitions it holds.
+type PartitionStatus struct {
+	// Silent: nothing was heard of the partition, no progress record, for
+	// the service's partition timeout: its owner died, or it is stuck.
+	// Windows are then reported without it.
+	Silent bool
+	// IdleClockMs, when positive: the partition never had an event and is
+	// idle, its clock following the wall clock to this time; it has no
+	// event in the windows that end by IdleClockMs − Lateness.
+	IdleClockMs int64
+}
+
+// StatusFunc tells the merger a partition's status (see Ready).
+type StatusFunc func(topic string, partition int32) PartitionStatus
 
 type mergePart struct {
 	topic     string
@@ -154,10 +222,9 @@ type mergePart struct {
 }
 
 type pendingWindow struct {
-	startMs     int64
-	firstSeenMs int64 // wall clock at its first summary
-	minOffset   int64 // lowest input offset of its summaries
-	parts       map[mergePart]*heldSummary
+	startMs   int64
+	minOffset int64 // lowest input offset of its summaries
+	parts     map[mergePart]*heldSummary
 }
 
 // heldSummary is a held PartitionWindow with its sketches decoded (and the
@@ -202,7 +269,6 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 	m := &Merger{
 		cfg:              cfg,
 		windowMs:         cfg.Window.Milliseconds(),
-		deadlineMs:       (cfg.Window + cfg.Lateness + cfg.ExtraWait).Milliseconds(),
 		layout:           layout,
 		log:              cfg.Logger,
 		stats:            &MergerStats{},
@@ -227,21 +293,39 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 	return m, nil
 }
 
+// Expect makes the merger expect every partition of topic, which has
+// partitions partitions, from now on (more than it knew of raise the
+// count; fewer change nothing): the service learns of topics other
+// instances read before their first summary comes.
+func (m *Merger) Expect(topic string, partitions int32) {
+	if topic == "" || partitions < 1 || partitions > MaxMergePartitions {
+		return
+	}
+	t := m.topics[topic]
+	if t == nil {
+		t = &topicState{parts: map[int32]*partProgress{}}
+		m.topics[topic] = t
+	}
+	t.partitions = max(t.partitions, partitions)
+}
+
 // Stats returns the merger's running totals.
 func (m *Merger) Stats() *MergerStats { return m.stats }
 
-// Add hands the merger one summary, read at offset of the windows topic at
-// wall-clock time nowMs (replays pass any constant: the deadline then
-// never passes). The merger keeps w; the caller must not change it
-// afterwards.
+// Add hands the merger one summary, read at offset of the windows topic.
+// nowMs is any clock, used only to rate-limit the warnings about late
+// summaries (replays pass a constant). The merger keeps w; the caller
+// must not change it afterwards.
 //
-// A summary whose ID was seen before for a pending window is dropped,
-// counted as a duplicate, or as a conflict when its content other than
-// WatermarkMs differs (the first is kept). Add returns an error, and keeps
-// nothing, only for a summary that cannot be merged: inconsistent fields,
-// a window length other than the merger's, undecodable sketches. The
-// caller logs it and goes on; such a summary does not hold back
-// CommitOffset.
+// An empty summary (no event, no late event) only tells how far its
+// partition has come. A summary whose ID was seen before for a pending
+// window is dropped, counted as a duplicate, or as a conflict when its
+// content other than WatermarkMs differs (the first is kept); one for a
+// window already reported is a duplicate, or Late when its partition was
+// missing from that report. Add returns an error, and keeps nothing, only
+// for a summary that cannot be merged: inconsistent fields, a window
+// length other than the merger's, undecodable sketches. The caller logs
+// it and goes on; such a summary does not hold back CommitOffset.
 func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 	s, err := m.decode(w)
 	if err != nil {
@@ -249,20 +333,30 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 		return err
 	}
 	m.nextOffset = max(m.nextOffset, offset+1)
-	m.track(w)
+	ps := m.track(w)
+	empty := w.Events == 0 && w.Late == 0 && len(w.Apps) == 0
 	switch {
 	case w.EndMs <= m.cfg.DoneThroughMs:
 		m.stats.Resumed.Add(1)
 		return nil
 	case w.EndMs <= m.emittedThroughMs:
-		m.stats.Late.Add(1)
-		m.stats.LateEvents.Add(int64(w.Events))
-		m.logLate(w, nowMs)
+		if ps.wasMissed(w.StartMs) && !empty {
+			m.stats.Late.Add(1)
+			m.stats.LateEvents.Add(int64(w.Events))
+			m.logLate(w, nowMs)
+		} else {
+			// Sent again (a restart re-reads from its commit), or empty:
+			// the report has what it says.
+			m.stats.Duplicates.Add(1)
+		}
+		return nil
+	case empty:
+		m.stats.Empty.Add(1)
 		return nil
 	}
 	p := m.pending[w.StartMs]
 	if p == nil {
-		p = &pendingWindow{startMs: w.StartMs, firstSeenMs: nowMs, minOffset: offset, parts: map[mergePart]*heldSummary{}}
+		p = &pendingWindow{startMs: w.StartMs, minOffset: offset, parts: map[mergePart]*heldSummary{}}
 		m.pending[w.StartMs] = p
 		i, _ := slices.BinarySearch(m.order, w.StartMs)
 		m.order = slices.Insert(m.order, i, w.StartMs)
@@ -287,14 +381,15 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 	p.minOffset = min(p.minOffset, offset)
 	m.stats.Accepted.Add(1)
 	for len(m.order) > m.cfg.MaxPendingWindows {
-		m.queued = append(m.queued, m.emitOldest(&m.stats.Capped))
+		m.queued = append(m.queued, m.emitOldest(&m.stats.Capped, nil))
 	}
 	m.stats.Pending.Store(int64(len(m.order)))
 	return nil
 }
 
-// track learns topics, partition counts and progress from w.
-func (m *Merger) track(w *schemas.PartitionWindow) {
+// track learns topics, partition counts and progress from w, and returns
+// its partition's progress.
+func (m *Merger) track(w *schemas.PartitionWindow) *partProgress {
 	t := m.topics[w.Topic]
 	if t == nil {
 		t = &topicState{parts: map[int32]*partProgress{}}
@@ -303,39 +398,49 @@ func (m *Merger) track(w *schemas.PartitionWindow) {
 	t.partitions = max(t.partitions, w.Partitions)
 	ps := t.parts[w.Partition]
 	if ps == nil {
-		t.parts[w.Partition] = &partProgress{lastStartMs: w.StartMs, lastFinal: w.Final}
-		return
+		ps = &partProgress{lastStartMs: w.StartMs, lastFinal: w.Final}
+		if m.emittedThroughMs > m.cfg.DoneThroughMs {
+			// Unknown until now, so in none of the reports so far.
+			ps.missed = []msRange{{m.cfg.DoneThroughMs, m.emittedThroughMs}}
+		}
+		t.parts[w.Partition] = ps
+		return ps
 	}
 	if w.StartMs > ps.lastStartMs {
 		ps.lastStartMs, ps.lastFinal = w.StartMs, w.Final
 	} else if w.StartMs == ps.lastStartMs {
 		ps.lastFinal = ps.lastFinal || w.Final
 	}
+	return ps
 }
 
-// Ready returns the windows that can be reported at wall-clock time nowMs,
-// oldest first: complete ones, ones whose deadline passed, and ones the cap
-// released since the last call. Each window is returned once.
-func (m *Merger) Ready(nowMs int64) []MergedWindow {
+// Ready returns the windows that can be reported now, oldest first:
+// complete ones, ones whose missing partitions are all silent, and ones
+// the cap released since the last call. Each window is returned once.
+// status tells what the service knows of each partition besides its
+// summaries; nil (a replay) knows nothing: only complete windows are
+// ready, and Finish reports the rest.
+func (m *Merger) Ready(status StatusFunc) []MergedWindow {
 	out := m.queued
 	m.queued = nil
-	// A window's effective deadline is the earliest of its own and every
-	// later window's: reporting a later window first would break the order.
-	deadlines := make([]int64, len(m.order))
-	dl := int64(1<<63 - 1)
-	for i := len(m.order) - 1; i >= 0; i-- {
-		dl = min(dl, m.pending[m.order[i]].firstSeenMs+m.deadlineMs)
-		deadlines[i] = dl
-	}
-	for i := 0; len(m.order) > 0; i++ {
-		if m.complete(m.pending[m.order[0]]) {
-			out = append(out, m.emitOldest(&m.stats.Complete))
+	for len(m.order) > 0 {
+		p := m.pending[m.order[0]]
+		missing, _ := m.missingParts(p, status)
+		if len(missing) == 0 {
+			out = append(out, m.emitOldest(&m.stats.Complete, status))
 			continue
 		}
-		if nowMs < deadlines[i] {
+		if status == nil {
 			break
 		}
-		out = append(out, m.emitOldest(&m.stats.Deadline))
+		silent := true
+		for _, k := range missing {
+			silent = silent && status(k.topic, k.partition).Silent
+		}
+		if !silent {
+			break
+		}
+		out = append(out, m.emitOldest(&m.stats.Silent, status))
 	}
 	m.stats.Pending.Store(int64(len(m.order)))
 	return out
@@ -348,10 +453,10 @@ func (m *Merger) Finish() []MergedWindow {
 	m.queued = nil
 	for len(m.order) > 0 {
 		how := &m.stats.Finished
-		if m.complete(m.pending[m.order[0]]) {
+		if missing, _ := m.missingParts(m.pending[m.order[0]], nil); len(missing) == 0 {
 			how = &m.stats.Complete
 		}
-		out = append(out, m.emitOldest(how))
+		out = append(out, m.emitOldest(how, nil))
 	}
 	m.stats.Pending.Store(0)
 	return out
@@ -359,10 +464,15 @@ func (m *Merger) Finish() []MergedWindow {
 
 // emitOldest merges and removes the oldest pending window, counting it in
 // how.
-func (m *Merger) emitOldest(how *atomic.Int64) MergedWindow {
+func (m *Merger) emitOldest(how *atomic.Int64, status StatusFunc) MergedWindow {
 	p := m.pending[m.order[0]]
-	missing := m.missing(p)
-	mw := m.merge(p, missing)
+	missingParts, idle := m.missingParts(p, status)
+	var missing []string
+	for _, k := range missingParts {
+		missing = append(missing, k.topic+"/"+strconv.Itoa(int(k.partition)))
+		m.topics[k.topic].progress(k.partition).miss(p.startMs, m.windowMs)
+	}
+	mw := m.merge(p, missing, idle)
 	delete(m.pending, p.startMs)
 	m.order = m.order[1:]
 	m.emittedThroughMs = p.startMs + m.windowMs
@@ -370,15 +480,35 @@ func (m *Merger) emitOldest(how *atomic.Int64) MergedWindow {
 	how.Add(1)
 	if len(missing) > 0 {
 		m.stats.Partial.Add(1)
-		if how == &m.stats.Capped {
+		switch how {
+		case &m.stats.Capped:
 			m.log.Warn("merger holds more than merge.max_pending_windows windows: reporting the oldest partial; "+
-				"the missing partitions' summaries of it will be dropped (their partitions run too far behind the others: "+
-				"held by other detect instances, or another topic)",
+				"the missing partitions' summaries of it will be dropped (their partitions run too far behind the others)",
 				"window_start_ms", p.startMs, "missing", missing, "max_pending_windows", m.cfg.MaxPendingWindows)
+		case &m.stats.Silent:
+			m.logSilent(p.startMs, missing)
 		}
 	}
 	return mw
 }
+
+// logSilent logs a window reported without silent partitions: at once
+// when the set of them changed, else at most every silentLogEvery
+// windows.
+func (m *Merger) logSilent(startMs int64, missing []string) {
+	m.silentUnlogged++
+	if slices.Equal(missing, m.silentLast) && m.silentUnlogged < silentLogEvery {
+		return
+	}
+	m.log.Warn("reporting a window without partitions that said nothing for the partition timeout (their detect instance stopped, or they are stuck); "+
+		"what they send for it later is in no report",
+		"window_start_ms", startMs, "missing", missing, "windows_since_last_log", m.silentUnlogged)
+	m.silentLast, m.silentUnlogged = missing, 0
+}
+
+// silentLogEvery bounds the windows reported without the same silent
+// partitions between two warnings.
+const silentLogEvery = 100
 
 // Late summaries are logged at most once per lateLogEveryMs of the
 // merger's clock, or per lateLogEvery summaries when the clock stands
@@ -396,37 +526,33 @@ func (m *Merger) logLate(w *schemas.PartitionWindow, nowMs int64) {
 	if m.lateLogged && nowMs-m.lateLoggedMs < lateLogEveryMs && m.lateUnlogged < lateLogEvery {
 		return
 	}
-	m.log.Warn("partition window summary dropped: its window was already reported (partial); its events are in no report",
+	m.log.Warn("partition window summary dropped: its window was already reported without this partition; its events are in no report",
 		"id", w.ID, "events", w.Events, "reported_through_ms", m.emittedThroughMs,
 		"dropped_since_last_log", m.lateUnlogged, "events_since_last_log", m.lateUnloggedEvts)
 	m.lateLogged, m.lateLoggedMs, m.lateUnlogged, m.lateUnloggedEvts = true, nowMs, 0, 0
 }
 
-// complete reports whether every expected partition is done with p.
-func (m *Merger) complete(p *pendingWindow) bool {
-	for topic, t := range m.topics {
-		for part := int32(0); part < t.partitions; part++ {
-			if !m.doneWith(p, topic, t, part) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// missing names the expected partitions that have not reported p and may
-// still, as "topic/partition", by topic then partition.
-func (m *Merger) missing(p *pendingWindow) []string {
-	var out []string
+// missingParts returns the expected partitions that have not reported p
+// and may still, by topic then partition, and those that have no event
+// in it because they never had one (status, when not nil, tells of
+// partitions that never had an event and follow the wall clock).
+func (m *Merger) missingParts(p *pendingWindow, status StatusFunc) (missing, idle []mergePart) {
 	for _, topic := range m.sortedTopics() {
 		t := m.topics[topic]
 		for part := int32(0); part < t.partitions; part++ {
-			if !m.doneWith(p, topic, t, part) {
-				out = append(out, topic+"/"+strconv.Itoa(int(part)))
+			if m.doneWith(p, topic, t, part) {
+				continue
 			}
+			if status != nil {
+				if c := status(topic, part).IdleClockMs; c > 0 && p.startMs+m.windowMs <= c-m.cfg.Lateness.Milliseconds() {
+					idle = append(idle, mergePart{topic, part})
+					continue
+				}
+			}
+			missing = append(missing, mergePart{topic, part})
 		}
 	}
-	return out
+	return missing, idle
 }
 
 // doneWith reports whether partition part of topic reported p or will not.
@@ -436,6 +562,16 @@ func (m *Merger) doneWith(p *pendingWindow, topic string, t *topicState, part in
 	}
 	ps := t.parts[part]
 	return ps != nil && ps.doneWith(p.startMs)
+}
+
+// progress returns the progress of partition part, creating it.
+func (t *topicState) progress(part int32) *partProgress {
+	ps := t.parts[part]
+	if ps == nil {
+		ps = &partProgress{lastStartMs: math.MinInt64}
+		t.parts[part] = ps
+	}
+	return ps
 }
 
 func (m *Merger) sortedTopics() []string {

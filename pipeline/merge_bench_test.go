@@ -62,7 +62,7 @@ func BenchmarkMergeWindow(b *testing.B) {
 					if mode == "merge" {
 						b.StartTimer()
 					}
-					if got := m.Ready(0); len(got) != 1 {
+					if got := m.Ready(nil); len(got) != 1 {
 						b.Fatalf("window %d: %d windows ready, want 1", i, len(got))
 					}
 					m.Acked(int64(i) * 1000)

@@ -46,7 +46,9 @@ func FuzzMerge(f *testing.F) {
 				continue
 			}
 			_ = m.Add(w, int64(i), int64(i)*1000) // refusals are fine
-			out = append(out, m.Ready(int64(i)*1000)...)
+			// Now and then the odd partitions fall silent.
+			silent := i%4 == 3
+			out = append(out, m.Ready(func(_ string, p int32) PartitionStatus { return PartitionStatus{Silent: silent && p%2 == 1} })...)
 			if i%3 == 2 {
 				m.Acked(w.StartMs)
 			}

@@ -14,16 +14,17 @@ import (
 type MergerStats struct {
 	// What became of the summaries given to Add.
 	Accepted   atomic.Int64 // held for a window not yet reported
-	Duplicates atomic.Int64 // same ID as a held summary, same content: dropped
+	Empty      atomic.Int64 // no event, no late event: only the partition's progress
+	Duplicates atomic.Int64 // same ID as a held summary, same content, or for a window reported with it: dropped
 	Conflicts  atomic.Int64 // same ID as a held summary, other content: dropped, the first kept
-	Late       atomic.Int64 // for a window this merger already reported: dropped
+	Late       atomic.Int64 // for a window this merger reported without its partition: dropped
 	Resumed    atomic.Int64 // for a window an earlier run reported (MergerConfig.DoneThroughMs): dropped
 	Invalid    atomic.Int64 // refused by Add with an error
 	// LateEvents counts the events of the Late summaries: in no report.
 	LateEvents atomic.Int64
 	// Windows reported, by what released them.
 	Complete atomic.Int64 // every expected partition had reported
-	Deadline atomic.Int64 // the wait for missing partitions ran out
+	Silent   atomic.Int64 // every missing partition was silent
 	Capped   atomic.Int64 // MaxPendingWindows was exceeded
 	Finished atomic.Int64 // Finish (end of input)
 	// Partial counts windows reported with partitions missing, whatever
@@ -51,12 +52,12 @@ func (s *MergerStats) register(reg prometheus.Registerer) error {
 		return counter("windows_total", "Windows reported, by what released them.", v, prometheus.Labels{"released_by": how})
 	}
 	cs := []prometheus.Collector{
-		summaries("accepted", &s.Accepted), summaries("duplicate", &s.Duplicates),
+		summaries("accepted", &s.Accepted), summaries("empty", &s.Empty), summaries("duplicate", &s.Duplicates),
 		summaries("conflict", &s.Conflicts), summaries("late", &s.Late),
 		summaries("resumed", &s.Resumed), summaries("invalid", &s.Invalid),
-		windows("complete", &s.Complete), windows("deadline", &s.Deadline),
+		windows("complete", &s.Complete), windows("silent", &s.Silent),
 		windows("cap", &s.Capped), windows("finish", &s.Finished),
-		counter("late_events_total", "Events of summaries dropped because their window was already reported: in no report.",
+		counter("late_events_total", "Events of summaries dropped because their window was already reported without their partition: in no report.",
 			&s.LateEvents, nil),
 		counter("partial_windows_total", "Windows reported without hearing from every partition.", &s.Partial, nil),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

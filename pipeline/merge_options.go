@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"time"
 )
 
 // Limits of the merger's options.
@@ -32,17 +31,13 @@ type MergerOptions struct {
 	// heaviest by events (ties by name); the others are folded into one
 	// report for schemas.OtherApp.
 	MaxApps int `mapstructure:"max_apps"`
-	// ExtraWait is how long, beyond the report window and the partitions'
-	// allowed lateness, the merger waits on the wall clock for a window's
-	// missing partitions after its first summary arrived; then it reports
-	// the window as Partial.
-	ExtraWait time.Duration `mapstructure:"extra_wait"`
-	// MaxPendingWindows bounds the windows held waiting for summaries, and
-	// so the merger's memory. Past it the oldest is reported at once, as
-	// Partial if partitions are missing, and the missing partitions'
-	// summaries of it are dropped when they come. A detect instance keeps
-	// the partitions it holds within AlignWindows of one another so that
-	// they never make it reach the cap.
+	// MaxPendingWindows bounds the windows held waiting for summaries (a
+	// window no partition had an event in is never held), and so the
+	// merger's memory. Past it the oldest is reported at once, as Partial
+	// if partitions are missing, and the missing partitions' summaries of
+	// it are dropped when they come. The detect instances keep every
+	// partition within AlignWindows of the others so that they do not
+	// make it reach the cap.
 	MaxPendingWindows int `mapstructure:"max_pending_windows"`
 	// HotSlots is how many of the busiest Redis Cluster slots a report
 	// lists.
@@ -52,25 +47,25 @@ type MergerOptions struct {
 }
 
 // DefaultMergerOptions: the top 100 keys, 100 apps with reports of their
-// own, 2 s of extra wait, 32 pending windows, 10 hot slots, no Redis
-// Cluster node view.
+// own, 32 pending windows, 10 hot slots, no Redis Cluster node view.
 func DefaultMergerOptions() MergerOptions {
 	return MergerOptions{
 		TopN:              100,
 		MaxApps:           100,
-		ExtraWait:         2 * time.Second,
 		MaxPendingWindows: 32,
 		HotSlots:          10,
 	}
 }
 
-// AlignWindows is how many report windows a partition's event time may
-// run ahead of the slowest partition the same detect instance holds:
-// half of MaxPendingWindows, at least 1. The merger then holds at most
-// about AlignWindows + Lateness/Window + 2 windows for those partitions,
-// below its cap as long as Lateness is less than MaxPendingWindows/2 − 2
-// windows; the other half is the margin for lateness and for summaries
-// still on their way.
+// AlignWindows is how many report windows a partition's clock may run
+// ahead of the slowest other partition, of any detect instance, before
+// it waits: half of MaxPendingWindows, at least 1. The merger then holds
+// windows with events over a span of about AlignWindows + Lateness/Window
+// + 2 windows, below its cap as long as Lateness is less than
+// MaxPendingWindows/2 − 2 windows; the other half is the margin for
+// lateness, for summaries on their way, and for a partition that jumps
+// over a gap in event time (its one event past the gap holds one more
+// window).
 func (o MergerOptions) AlignWindows() int64 { return max(1, int64(o.MaxPendingWindows)/2) }
 
 // Validate returns every unusable option, joined; each names its option.
@@ -84,9 +79,6 @@ func (o MergerOptions) Validate() error {
 	}
 	if o.MaxApps < 1 {
 		bad("max_apps", "%d, want at least 1, e.g. 100", o.MaxApps)
-	}
-	if o.ExtraWait < 0 {
-		bad("extra_wait", "%v, want 0 or more, e.g. 2s", o.ExtraWait)
 	}
 	if o.MaxPendingWindows < 1 {
 		bad("max_pending_windows", "%d, want at least 1, e.g. 32", o.MaxPendingWindows)

@@ -18,8 +18,6 @@ func TestMergerOptionsValidate(t *testing.T) {
 		{"top_n zero", func(o *MergerOptions) { o.TopN = 0 }, []string{"top_n: 0"}},
 		{"top_n too large", func(o *MergerOptions) { o.TopN = MaxMergeTopN + 1 }, []string{"top_n: 10001"}},
 		{"max_apps zero", func(o *MergerOptions) { o.MaxApps = 0 }, []string{"max_apps: 0"}},
-		{"extra_wait negative", func(o *MergerOptions) { o.ExtraWait = -time.Second }, []string{"extra_wait: -1s"}},
-		{"extra_wait zero is fine", func(o *MergerOptions) { o.ExtraWait = 0 }, nil},
 		{"max_pending_windows zero", func(o *MergerOptions) { o.MaxPendingWindows = 0 }, []string{"max_pending_windows: 0"}},
 		{"hot_slots negative", func(o *MergerOptions) { o.HotSlots = -1 }, []string{"hot_slots: -1"}},
 		{"hot_slots zero is fine", func(o *MergerOptions) { o.HotSlots = 0 }, nil},

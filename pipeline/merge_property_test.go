@@ -23,7 +23,7 @@ func mergeInOrder(t testing.TB, cfg MergerConfig, ws []*schemas.PartitionWindow)
 	var out []MergedWindow
 	for i, w := range ws {
 		require.NoError(t, m.Add(w, int64(i), 0))
-		out = append(out, m.Ready(0)...)
+		out = append(out, m.Ready(nil)...)
 	}
 	return append(out, m.Finish()...)
 }
@@ -279,7 +279,7 @@ func TestMergeTopicsAddUp(t *testing.T) {
 	var early []MergedWindow
 	for i, w := range byWindow(ws) {
 		require.NoError(t, m.Add(w, int64(i), 0))
-		early = append(early, m.Ready(0)...)
+		early = append(early, m.Ready(nil)...)
 	}
 	require.Equal(t, []string{"keyed"}, early[0].Reports[0].Topics)
 	require.Equal(t, int64(3), m.Stats().Late.Load(), "the spread topic's three summaries of the first window")

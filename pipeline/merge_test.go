@@ -71,9 +71,9 @@ func TestMergerCompletesWhenEveryPartitionReported(t *testing.T) {
 	m := newTestMerger(t, nil)
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 0, 5), 0, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 2, 3, 0, 7), 1, 0))
-	require.Empty(t, m.Ready(0), "partition 1 has not reported")
+	require.Empty(t, m.Ready(nil), "partition 1 has not reported")
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 3, 0, 0), 2, 0))
-	got := m.Ready(0)
+	got := m.Ready(nil)
 	require.Len(t, got, 1)
 	r := got[0].Reports[0]
 	require.Equal(t, "cluster/0", r.ID)
@@ -89,20 +89,53 @@ func TestMergerCompletesWhenEveryPartitionReported(t *testing.T) {
 		{App: "a", Key: "k0", Count: 5, Reads: 5, Partition: 0, Share: 5.0 / 12},
 	}, r.Top)
 	require.Equal(t, "app/1:a/0", got[0].Reports[1].ID)
-	require.Empty(t, m.Ready(0), "a window is reported once")
+	require.Empty(t, m.Ready(nil), "a window is reported once")
 	require.Equal(t, int64(1), m.Stats().Complete.Load())
 }
 
 func TestMergerEmptyWindow(t *testing.T) {
 	m := newTestMerger(t, nil)
-	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 0), 0, 0))
+	// Window 0 has events on partition 0 only; window 1000 on none.
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 3), 0, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 0), 1, 0))
-	got := m.Ready(0)
-	require.Len(t, got, 1)
-	require.Len(t, got[0].Reports, 1, "no apps, only the cluster report")
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 0), 2, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 1000, 0), 3, 0))
+	got := m.Ready(nil)
+	require.Equal(t, []int64{0}, windowStarts(got), "a window no partition had an event in is not reported")
 	b := reportJSON(t, got)
-	require.Contains(t, string(b), `"top":[]`, "an empty top is a list, not null")
-	require.Contains(t, string(b), `"partitions":[{"topic":"t","partition":0,"events":0,"bytes":0,"share":0},`)
+	require.Contains(t, string(b), `"partitions":[{"topic":"t","partition":0,"events":3,"bytes":0,"share":1},{"topic":"t","partition":1,"events":0,"bytes":0,"share":0}]`,
+		"a partition that reported the window empty shows its load, 0")
+	require.Equal(t, int64(3), m.Stats().Empty.Load())
+	require.Equal(t, int64(1), m.Stats().Accepted.Load())
+	require.Zero(t, m.Stats().Pending.Load())
+}
+
+// TestMergerGapCostsNothing: a partition that jumps over a gap in event
+// time sends the empty windows of the gap; however many, they hold
+// nothing and never reach the cap.
+func TestMergerGapCostsNothing(t *testing.T) {
+	m := newTestMerger(t, func(c *MergerConfig) { c.MaxPendingWindows = 4 })
+	off := int64(0)
+	add := func(part int32, startMs int64, events uint64) {
+		t.Helper()
+		require.NoError(t, m.Add(mergeTestWindow("t", part, 2, startMs, events), off, 0))
+		off++
+	}
+	add(0, 0, 5)
+	for w := int64(1); w <= 1000; w++ {
+		add(0, w*1000, 0) // the gap: 1000 empty windows
+	}
+	add(0, 1_001_000, 7)
+	require.Empty(t, m.Ready(nil), "partition 1 has not reported window 0 yet")
+	require.Equal(t, int64(2), m.Stats().Pending.Load(), "only the windows with events are held")
+	add(1, 0, 1)
+	add(1, 1_001_000, 2)
+	got := m.Ready(nil)
+	require.Equal(t, []int64{0, 1_001_000}, windowStarts(got))
+	for _, mw := range got {
+		require.False(t, mw.Reports[0].Partial)
+	}
+	require.Zero(t, m.Stats().Capped.Load())
 }
 
 func TestMergerWindowsInOrder(t *testing.T) {
@@ -112,47 +145,103 @@ func TestMergerWindowsInOrder(t *testing.T) {
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 1), 1, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 1000, 1), 2, 0))
 	// Partition 1 reported 1000 without 0: it had nothing in window 0.
-	got := m.Ready(0)
+	got := m.Ready(nil)
 	require.Equal(t, []int64{0, 1000}, windowStarts(got))
 	require.False(t, got[0].Reports[0].Partial, "a partition that reported a later window is done with the earlier one")
 	require.Equal(t, uint64(0), got[0].Reports[0].Skew.Partitions[1].Events)
 }
 
-func TestMergerDeadline(t *testing.T) {
-	// Window 1 s + lateness 2 s + extra 2 s: the deadline is 5 s after the
-	// first summary.
+// silentStatus says the listed partitions of topic t are silent.
+func silentStatus(parts ...int32) StatusFunc {
+	return func(topic string, p int32) PartitionStatus {
+		return PartitionStatus{Silent: topic == "t" && slices.Contains(parts, p)}
+	}
+}
+
+// TestMergerWaitsForProgress: a window is never reported without a
+// partition that is alive, however long it takes; once every missing
+// partition is silent, it is reported partial, naming them, and what they
+// send for it later is late: in no report, counted with its events.
+func TestMergerWaitsForProgress(t *testing.T) {
 	m := newTestMerger(t, nil)
-	const t0 = 1_000_000
-	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 0, 4), 0, t0))
-	require.NoError(t, m.Add(mergeTestWindow("t", 1, 3, 0, 6), 1, t0+3000))
-	require.Empty(t, m.Ready(t0+4999))
-	got := m.Ready(t0 + 5000)
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 0, 4), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 3, 0, 6), 1, 0))
+	alive := func(string, int32) PartitionStatus { return PartitionStatus{} }
+	for range 1000 {
+		require.Empty(t, m.Ready(alive), "partition 2 is slow, not gone")
+	}
+	require.Empty(t, m.Ready(silentStatus(0, 1)), "silent partitions that reported do not matter")
+	got := m.Ready(silentStatus(2))
 	require.Len(t, got, 1)
 	for _, r := range got[0].Reports {
 		require.True(t, r.Partial, r.ID)
 		require.Equal(t, []string{"t/2"}, r.Missing, r.ID)
 	}
 	require.Len(t, got[0].Reports[0].Skew.Partitions, 2, "the missing partition's load is unknown, not 0")
-	require.Equal(t, int64(1), m.Stats().Deadline.Load())
+	require.Equal(t, int64(1), m.Stats().Silent.Load())
 	require.Equal(t, int64(1), m.Stats().Partial.Load())
 
 	// The straggler is counted and dropped; no second report.
-	require.NoError(t, m.Add(mergeTestWindow("t", 2, 3, 0, 9), 2, t0+6000))
-	require.Empty(t, m.Ready(t0+6000))
+	require.NoError(t, m.Add(mergeTestWindow("t", 2, 3, 0, 9), 2, 0))
+	require.Empty(t, m.Ready(alive))
 	require.Empty(t, m.Finish())
 	require.Equal(t, int64(1), m.Stats().Late.Load())
+	require.Equal(t, int64(9), m.Stats().LateEvents.Load())
 }
 
-func TestMergerLaterDeadlineReleasesEarlierWindows(t *testing.T) {
+// TestMergerSilentReleasesEarlierWindows: releasing a window for silent
+// partitions releases the earlier ones with it, in order.
+func TestMergerSilentReleasesEarlierWindows(t *testing.T) {
 	m := newTestMerger(t, nil)
-	// Window 1000's first summary arrives before window 0's: when its
-	// deadline passes, window 0 goes first, both Partial.
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 1), 0, 0))
-	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 1), 1, 4000))
-	got := m.Ready(5000)
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 1), 1, 0))
+	got := m.Ready(silentStatus(1))
 	require.Equal(t, []int64{0, 1000}, windowStarts(got))
 	require.True(t, got[0].Reports[0].Partial)
-	require.Equal(t, int64(2), m.Stats().Deadline.Load())
+	require.Equal(t, int64(2), m.Stats().Silent.Load())
+}
+
+// TestMergerResentIsNotLate: a restarted partition sends again windows
+// already reported with it; they are duplicates, not losses.
+func TestMergerResentIsNotLate(t *testing.T) {
+	var buf bytes.Buffer
+	m := newTestMerger(t, func(c *MergerConfig) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	for i, part := range []int32{0, 1} {
+		require.NoError(t, m.Add(mergeTestWindow("t", part, 2, 0, 5), int64(i), 0))
+	}
+	require.Len(t, m.Ready(nil), 1)
+	for i := range 3 {
+		require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 5), int64(2+i), 0))
+	}
+	require.Zero(t, m.Stats().Late.Load())
+	require.Zero(t, m.Stats().LateEvents.Load())
+	require.Equal(t, int64(3), m.Stats().Duplicates.Load())
+	require.Empty(t, logLines(t, &buf), "nothing was lost: no warning")
+}
+
+// TestMergerIdlePartitionWithoutEvents: a partition that never had an
+// event and follows the wall clock is not waited for in windows that end
+// by its clock minus the lateness; its load there is 0.
+func TestMergerIdlePartitionWithoutEvents(t *testing.T) {
+	m := newTestMerger(t, nil) // lateness 2 s
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 4), 0, 0))
+	idle := func(clockMs int64) StatusFunc {
+		return func(_ string, p int32) PartitionStatus {
+			if p == 1 {
+				return PartitionStatus{IdleClockMs: clockMs}
+			}
+			return PartitionStatus{}
+		}
+	}
+	require.Empty(t, m.Ready(idle(2999)), "window [0, 1000) ends after 2999 − 2000")
+	got := m.Ready(idle(3000))
+	require.Len(t, got, 1)
+	r := got[0].Reports[0]
+	require.False(t, r.Partial)
+	require.Equal(t, []schemas.PartitionLoad{{Topic: "t", Partition: 0, Events: 4, Share: 1}, {Topic: "t", Partition: 1}},
+		r.Skew.Partitions)
 }
 
 func TestMergerFinal(t *testing.T) {
@@ -162,7 +251,7 @@ func TestMergerFinal(t *testing.T) {
 	require.NoError(t, m.Add(last, 0, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 1), 1, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 2), 2, 0))
-	got := m.Ready(0)
+	got := m.Ready(nil)
 	require.Equal(t, []int64{0, 1000}, windowStarts(got), "partition 1 ended at window 0; window 1000 does not wait for it")
 	require.False(t, got[1].Reports[0].Partial)
 	require.Equal(t, []schemas.PartitionLoad{{Topic: "t", Partition: 0, Events: 2, Share: 1}}, got[1].Reports[0].Skew.Partitions,
@@ -175,7 +264,7 @@ func TestMergerCap(t *testing.T) {
 		require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, start, 1), int64(i), 0))
 	}
 	require.Equal(t, int64(2), m.Stats().Pending.Load(), "the cap holds at once")
-	got := m.Ready(0)
+	got := m.Ready(nil)
 	require.Equal(t, []int64{0}, windowStarts(got), "the oldest is released by the cap")
 	require.Equal(t, []string{"t/1"}, got[0].Reports[0].Missing)
 	require.Equal(t, int64(1), m.Stats().Capped.Load())
@@ -203,6 +292,7 @@ func TestMergerCapWarns(t *testing.T) {
 	require.Equal(t, float64(0), lines[0]["window_start_ms"])
 	require.Equal(t, []any{"t/1"}, lines[0]["missing"])
 
+	// The cap's window missed partition 1: its summary of it is late.
 	tests := []struct {
 		name   string
 		nowMs  int64
@@ -240,7 +330,7 @@ func TestMergerDuplicatesAndConflicts(t *testing.T) {
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 0, 6), 2, 0))
 	require.Equal(t, int64(1), m.Stats().Conflicts.Load())
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 3, 0))
-	got := m.Ready(0)
+	got := m.Ready(nil)
 	require.Len(t, got, 1)
 	require.Equal(t, uint64(6), got[0].Reports[0].Events, "the first of two conflicting summaries is kept")
 	require.Equal(t, int64(2), m.Stats().Accepted.Load())
@@ -258,7 +348,7 @@ func TestMergerCommitOffset(t *testing.T) {
 	require.Equal(t, int64(10), off, "window 0 is pending")
 
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 12, 0))
-	require.Equal(t, []int64{0}, windowStarts(m.Ready(0)))
+	require.Equal(t, []int64{0}, windowStarts(m.Ready(nil)))
 	off, _ = m.CommitOffset()
 	require.Equal(t, int64(10), off, "window 0 is reported but not acknowledged")
 	require.Equal(t, int64(0), m.DoneThroughMs())
@@ -271,7 +361,7 @@ func TestMergerCommitOffset(t *testing.T) {
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 13, 0)) // late duplicate
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 1000, 1), 14, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 2000, 1), 15, 0))
-	require.Equal(t, []int64{1000}, windowStarts(m.Ready(0)))
+	require.Equal(t, []int64{1000}, windowStarts(m.Ready(nil)))
 	off, _ = m.CommitOffset()
 	require.Equal(t, int64(11), off)
 	m.Acked(1000)
@@ -282,7 +372,7 @@ func TestMergerCommitOffset(t *testing.T) {
 	require.Equal(t, int64(2000), m.DoneThroughMs())
 
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 2000, 1), 16, 0))
-	require.Equal(t, []int64{2000}, windowStarts(m.Ready(0)))
+	require.Equal(t, []int64{2000}, windowStarts(m.Ready(nil)))
 	m.Acked(2000)
 	off, _ = m.CommitOffset()
 	require.Equal(t, int64(17), off, "everything acknowledged: the next offset")
@@ -293,7 +383,7 @@ func TestMergerAcksOutOfOrder(t *testing.T) {
 	for i, start := range []int64{0, 1000, 2000} {
 		require.NoError(t, m.Add(mergeTestWindow("t", 0, 1, start, 1), int64(i), 0))
 	}
-	require.Len(t, m.Ready(0), 3)
+	require.Len(t, m.Ready(nil), 3)
 	m.Acked(1000)
 	m.Acked(2000)
 	require.Equal(t, int64(0), m.DoneThroughMs(), "window 0 is not acknowledged yet")
@@ -313,7 +403,7 @@ func TestMergerResume(t *testing.T) {
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 1), 5, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 2, 1000, 1), 6, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 1000, 1), 7, 0))
-	require.Equal(t, []int64{1000}, windowStarts(m.Ready(0)))
+	require.Equal(t, []int64{1000}, windowStarts(m.Ready(nil)))
 	require.Equal(t, int64(1), m.Stats().Resumed.Load())
 	require.Equal(t, int64(1000), m.DoneThroughMs())
 	m.Acked(1000)
@@ -334,7 +424,7 @@ func TestMergerAppFolding(t *testing.T) {
 	}
 	m := newTestMerger(t, func(c *MergerConfig) { c.MaxApps = 2 })
 	require.NoError(t, m.Add(w, 0, 0))
-	got := m.Ready(0)
+	got := m.Ready(nil)
 	require.Len(t, got, 1)
 	var ids []string
 	for _, r := range got[0].Reports {
@@ -470,7 +560,7 @@ func TestMergerMetrics(t *testing.T) {
 	m := newTestMerger(t, func(c *MergerConfig) { c.Registerer = reg })
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 1, 0, 1), 0, 0))
 	require.NoError(t, m.Add(mergeTestWindow("t", 0, 1, 0, 1), 1, 0))
-	require.Len(t, m.Ready(0), 1)
+	require.Len(t, m.Ready(nil), 1)
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	got := map[string]float64{}

@@ -68,8 +68,9 @@ type keyMerge struct {
 	fromTop schemas.KeyCount
 }
 
-// merge turns a pending window into its reports.
-func (m *Merger) merge(p *pendingWindow, missing []string) MergedWindow {
+// merge turns a pending window into its reports. idle are partitions
+// with no event in it that have not said so by a summary.
+func (m *Merger) merge(p *pendingWindow, missing []string, idle []mergePart) MergedWindow {
 	sums := make([]*heldSummary, 0, len(p.parts))
 	for _, s := range p.parts {
 		sums = append(sums, s)
@@ -92,8 +93,9 @@ func (m *Merger) merge(p *pendingWindow, missing []string) MergedWindow {
 	}
 
 	// The partitions whose load the window shows: those that reported it,
-	// and those that reported a later window without it (no events in it).
-	// Missing ones are unknown; finished ones are no longer there.
+	// those that reported a later window without it and the idle ones (no
+	// events in it). Missing ones are unknown; finished ones are no longer
+	// there.
 	var loads []mergePart
 	loadIndex := map[mergePart]int{}
 	for _, topic := range m.sortedTopics() {
@@ -101,7 +103,7 @@ func (m *Merger) merge(p *pendingWindow, missing []string) MergedWindow {
 		for part := int32(0); part < t.partitions; part++ {
 			k := mergePart{topic, part}
 			ps := t.parts[part]
-			if p.parts[k] != nil || (ps != nil && ps.lastStartMs > p.startMs) {
+			if p.parts[k] != nil || (ps != nil && ps.lastStartMs >= p.startMs) || slices.Contains(idle, k) {
 				loadIndex[k] = len(loads)
 				loads = append(loads, k)
 			}

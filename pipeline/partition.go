@@ -365,3 +365,7 @@ func (p *Partition) AckedHotKey(id string) { p.commit.ackAlert(id) }
 
 // Stats returns the partition's counters.
 func (p *Partition) Stats() Stats { return p.stats }
+
+// ClockMs returns the partition's clock: its newest event time, or the
+// wall clock Idle advanced it to; ok is false before the first event.
+func (p *Partition) ClockMs() (ms int64, ok bool) { return p.maxTs, p.started }

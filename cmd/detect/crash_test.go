@@ -85,7 +85,7 @@ func TestSecondInstanceJoins(t *testing.T) {
 			// Live: no window closes by the wall clock and no report goes
 			// out partial for a partition paused by the rebalance, so the
 			// output depends on the input only.
-			live := []string{"run", rules, "--pipeline.idle_timeout=1h", "--merge.extra_wait=10m", "--merge.max_pending_windows=1000"}
+			live := []string{"run", rules, "--pipeline.idle_timeout=1h", "--merge.max_pending_windows=1000"}
 
 			two := newRunEnv(t, seeds, events)
 			a := start(t, nil, append(live, two.flags()...)...)

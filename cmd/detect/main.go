@@ -171,7 +171,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		Options:    cfg.Detect,
 		ClientOpts: clientOpts,
 		Topics: detect.OutputTopics{Events: cfg.Kafka.Topics.Events, DLQ: cfg.Kafka.Topics.DLQ, Hotkeys: cfg.Kafka.Topics.Hotkeys,
-			Windows: cfg.Kafka.Topics.Windows, Reports: cfg.Kafka.Topics.Reports},
+			Windows: cfg.Kafka.Topics.Windows, Reports: cfg.Kafka.Topics.Reports, Progress: cfg.Kafka.Topics.Progress},
 		CreateTopics: cfg.Kafka.CreateTopics, Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor),
 		Limits:    cfg.Events.Limits,
 		ExitAtEnd: o.exitAtEnd,

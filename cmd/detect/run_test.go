@@ -30,23 +30,24 @@ var brokers = []struct {
 
 // runEnv is one test's topics and groups, as detect flags.
 type runEnv struct {
-	seeds                                  []string
-	events, dlq, hotkeys, windows, reports string
-	group, mergeGroup                      string
+	seeds                                            []string
+	events, dlq, hotkeys, windows, reports, progress string
+	group, mergeGroup                                string
 }
 
 func newRunEnv(t testing.TB, seeds []string, events string) *runEnv {
 	t.Helper()
 	e := &runEnv{seeds: seeds, events: events,
 		dlq: testenv.UniqueName(t, "dlq"), hotkeys: testenv.UniqueName(t, "hot"), windows: testenv.UniqueName(t, "win"),
-		reports: testenv.UniqueName(t, "rep"), group: testenv.UniqueName(t, "g"), mergeGroup: testenv.UniqueName(t, "m")}
+		reports: testenv.UniqueName(t, "rep"), progress: testenv.UniqueName(t, "prog"),
+		group: testenv.UniqueName(t, "g"), mergeGroup: testenv.UniqueName(t, "m")}
 	t.Cleanup(func() {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 		if err != nil {
 			return
 		}
 		defer cl.Close()
-		_, _ = kadm.NewClient(cl).DeleteTopics(ctx(t), e.dlq, e.hotkeys, e.windows, e.reports)
+		_, _ = kadm.NewClient(cl).DeleteTopics(ctx(t), e.dlq, e.hotkeys, e.windows, e.reports, e.progress)
 	})
 	return e
 }
@@ -57,7 +58,7 @@ func (e *runEnv) flags(extra ...string) []string {
 	return append([]string{
 		"--kafka.brokers=" + strings.Join(e.seeds, ","), "--kafka.partitions=4",
 		"--kafka.topics.events=" + e.events, "--kafka.topics.dlq=" + e.dlq, "--kafka.topics.hotkeys=" + e.hotkeys,
-		"--kafka.topics.windows=" + e.windows, "--kafka.topics.reports=" + e.reports,
+		"--kafka.topics.windows=" + e.windows, "--kafka.topics.reports=" + e.reports, "--kafka.topics.progress=" + e.progress,
 		"--detect.group=" + e.group, "--detect.merge_group=" + e.mergeGroup,
 		"--detect.commit_interval=100ms", "--detect.session_timeout=6s", "--events.max_skew=0", "--pipeline.lateness=0",
 	}, extra...)

@@ -321,7 +321,7 @@ func TestClickHouseOutageProcess(t *testing.T) {
 	// Live, with no window closed by the wall clock nor reported partial:
 	// what is written depends on the input only.
 	args := append([]string{"run", sinkRules, "--metrics.addr=" + metrics, "--pipeline.idle_timeout=1h",
-		"--merge.extra_wait=10m", "--merge.max_pending_windows=1000"},
+		"--merge.max_pending_windows=1000"},
 		chFlags(srv.Addr(), db, "--clickhouse.batch_rows=1000", "--clickhouse.max_buffered_rows="+strconv.Itoa(maxRows))...)
 	t0 := time.Now()
 	p := start(t, nil, append(args, e.flags()...)...)
