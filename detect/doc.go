@@ -36,25 +36,45 @@
 // # Alignment
 //
 // The merger holds a window until every partition reported it, and at
-// most merge.max_pending_windows windows. A worker therefore does not
-// take an event more than MergerOptions.AlignWindows (half of that)
-// windows past the slowest other partition this instance holds, of any
-// events topic: it waits, its queue fills, and its partition's fetching
-// pauses, as Flink's watermark alignment (FLIP-182) holds its sources. A
-// worker publishes its next event's window before it waits, so the
-// slowest partition never waits and some partition always goes on. A
-// partition with records to read but no event yet holds the others back
-// until its first (one with nothing to read when assigned, live, does
-// not); an ended one (ExitAtEnd) and a live one idle for the pipeline's idle
-// timeout hold nothing back, and an idle one's clock moves towards the
-// wall clock no further than the drift past the others' clocks, so
-// partitions going idle together do not flood the merger with one
-// partition's empty windows. A live event further than the drift ahead
-// of the wall clock is not held (nothing would catch up with it). Waiting
-// changes when events are handled, not what they give: the reports stay
-// byte-identical. Partitions of different instances are not aligned with
-// one another; the merger warns when they make it release a window
-// partial.
+// most merge.max_pending_windows windows with events. A worker therefore
+// does not move its partition's clock (its newest event time) on while
+// that clock's window lies more than MergerOptions.AlignWindows (half of
+// that) windows past the slowest other partition of the group, of any
+// events topic and any instance: it waits, its queue fills, and its
+// partition's fetching pauses, as Flink's watermark alignment (FLIP-182)
+// holds its sources. The rule is on the partition's own position, so the
+// slowest partition never waits, whatever its next event, and some
+// partition always goes on; one past a gap in event time jumps ahead with
+// that event and then waits.
+//
+// Positions travel on the progress topic (schemas.Progress, compacted,
+// one partition, written and followed by every instance: the board):
+// each worker sends its partition's state and clock when its window
+// moves (at most every 100 ms) and at least every beat (a tenth of
+// detect.partition_timeout, at most a second), while it waits too, and
+// each instance sends a member record of its own. The partitions held
+// here are compared live, those held elsewhere as the board last heard
+// them, so an instance that holds every partition runs at full speed and
+// several keep in step within a round trip through Kafka.
+//
+// A partition with records to read but no event yet holds the others
+// back until its first (one with nothing to read when assigned, live,
+// does not); an ended one (ExitAtEnd), a live one idle for the pipeline's
+// idle timeout with nothing left to read, and a silent one hold nothing
+// back, and an idle one's clock moves towards the wall clock no further
+// than the drift past the others' clocks. A live clock further than the
+// drift ahead of the wall clock is not held (nothing would catch up with
+// it). Waiting changes when events are handled, not what they give: the
+// reports stay byte-identical.
+//
+// The same board tells the merger what it cannot learn from summaries: a
+// partition that said nothing for detect.partition_timeout (measured on
+// this instance's clock, up to the newest of its own member records read
+// back, so a board that falls behind declares nobody silent) is silent,
+// and windows are reported without it; a partition that never had an
+// event and has been idle for the idle timeout follows the wall clock,
+// and windows that end by then minus the lateness are complete without
+// it; every partition of a topic some instance reads is expected.
 //
 // # Commits
 //

@@ -151,20 +151,26 @@
 //
 // The Merger (merge.go, merge_window.go, skew.go, advice.go) turns the
 // partitions' PartitionWindows into one cluster WindowReport and one per
-// app for each report window. It waits until every expected partition
-// (0..Partitions−1 of every configured or seen topic; a partition that
-// reported a later window, or ended Final before, has nothing more to say)
-// has reported the window, or until a wall-clock deadline of window +
-// lateness + extra_wait after the window's first summary, or until
-// max_pending_windows is exceeded; then it reports the window once, in
-// window order, Partial with the missing partitions named when some never
-// came (logged at WARN when the cap released it). Re-sent summaries are
-// recognised by ID; anything for a window already reported is counted
-// (with its events, MergerStats.LateEvents), logged at WARN at most every
-// ten seconds, and dropped: a partial report is not reissued. The detect
-// service keeps one instance's partitions within
-// MergerOptions.AlignWindows (half the cap) of one another, so that the
-// cap is reached only by partitions of different instances.
+// app for each report window with an event. It waits on progress, not on
+// the clock: until every expected partition (0..Partitions−1 of every
+// configured, announced (Expect) or seen topic; a partition that reported
+// a later window, or ended Final before, has nothing more to say) has
+// reported the window, however long that takes; until every partition
+// still missing is silent (the caller's status: nothing heard of it for
+// its partition timeout) or, never having had an event, idle with a clock
+// past the window; or until max_pending_windows windows with events are
+// held. Then it reports the window once, in window order, Partial with
+// the missing partitions named when some never came (logged at WARN).
+// Empty summaries only mark their partition's progress: they are not
+// held, and a window no partition had an event in is not reported, so a
+// jump over a gap in event time costs nothing. A summary for a window
+// already reported is a duplicate when the report had its partition (a
+// restart sends again what it sent), and otherwise late: counted with its
+// events (MergerStats.LateEvents), logged at WARN at most every ten
+// seconds, and dropped; a partial report is not reissued. The detect
+// service keeps every partition, of every instance, within
+// MergerOptions.AlignWindows (half the cap) of the slowest, so that the
+// cap is not reached while every partition's instance is alive.
 //
 // On a topic keyed by access key each key lives on one partition, so the
 // union of the partitions' tops is exact where they were; otherwise bounds
@@ -183,7 +189,8 @@
 // of a summary whose window is not yet reported and acknowledged, and
 // keeps DoneThroughMs with it so a restart does not report a window twice.
 // The merger reads no clock: a replay gives byte-identical reports; live,
-// only windows released by the deadline or the cap depend on timing.
+// only windows released for silent or idle partitions, or by the cap,
+// depend on timing.
 //
 // # Memory
 //
