@@ -60,6 +60,10 @@ type mergeRunner struct {
 	lastFlush  time.Time
 	acks       []ack
 	committed  pipeline.CommitPoint
+	// The oldest window held, since when, and when the wait for it was
+	// last logged (sayWaiting).
+	waitStart          int64
+	waitSince, waitLog time.Time
 	// status tells the merger which partitions are silent or idle without
 	// events (the board); nil in an ExitAtEnd run, which waits for every
 	// partition and reports what is left at the end (Finish), so its
@@ -257,6 +261,7 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		}
 		fs.EachRecord(mr.add)
 		mr.emit(ctx, mr.m.Ready(mr.status))
+		mr.sayWaiting()
 		mr.retryClickHouse(ctx)
 		mr.applyAcks()
 		mr.flushArchive(ctx, false)
@@ -379,6 +384,29 @@ func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 		}
 	}
 	mr.retryClickHouse(ctx)
+}
+
+// waitSay is how long the merger waits for a window's partitions before
+// it says which, and how often it says it again.
+const waitSay = 10 * time.Second
+
+// sayWaiting logs, every waitSay while the oldest window held waits, which
+// partitions it waits for: slow ones are waited for however long they
+// take, and whoever watches should see what for.
+func (mr *mergeRunner) sayWaiting() {
+	start, missing, ok := mr.m.Waiting(mr.status)
+	now := mr.s.now()
+	if !ok || start != mr.waitStart {
+		mr.waitStart, mr.waitSince = start, now
+		return
+	}
+	if now.Sub(mr.waitSince) < waitSay || now.Sub(mr.waitLog) < waitSay {
+		return
+	}
+	mr.waitLog = now
+	mr.s.log.Info("merger waiting for partitions to report a window (alive, so waited for; see detect.partition_timeout)",
+		"window_start_ms", start, "waiting_s", int(now.Sub(mr.waitSince).Seconds()), "partitions", missing,
+		"windows_held", mr.m.Stats().Pending.Load())
 }
 
 // retryClickHouse hands waiting reports to ClickHouse. While it has no

@@ -83,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rulesLoaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keyheat_detect_rules_loaded_timestamp_seconds",
 			Help: "When the rules in force were applied."}),
 		alignWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_detect_align_waits_total",
-			Help: "Times a partition waited because it ran more than half of merge.max_pending_windows windows ahead of the slowest partition this instance holds."}),
+			Help: "Times a partition waited because its clock ran more than half of merge.max_pending_windows windows ahead of the slowest partition of the group."}),
 	}
 	all := []prometheus.Collector{m.records, m.events, m.late, m.lag, m.committed, m.dlq, m.skipped, m.dropped,
 		m.keyMismatch, m.alerts, m.alertDelay, m.windows, m.reports, m.mergeInvalid, m.commits, m.assigned, m.merging,

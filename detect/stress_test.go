@@ -152,33 +152,18 @@ func TestEventTimeGaps(t *testing.T) {
 	}
 }
 
-// TestLiveCatchUpTwoInstancesStarved: two instances share a group whose
-// partitions differ a hundredfold in backlog, on a starved machine. The
-// instance holding only light partitions must not run ahead of the one
-// reading the dense partition further than the merger holds: every
-// window is reported complete, with every event.
+// TestLiveCatchUpTwoInstancesStarved: two instances of a group start
+// over a backlog whose partitions differ a hundredfold, on a starved
+// machine. Whichever instance holds the dense partition reads far slower
+// than the one holding only light ones; the light ones must not run
+// further ahead than the merger holds, and the merger must wait for the
+// dense one however slowly it moves: every window is reported complete,
+// with every event.
 func TestLiveCatchUpTwoInstancesStarved(t *testing.T) {
 	for _, b := range brokers {
 		t.Run(b.name, func(t *testing.T) {
-			const parts, windows = 4, 60
+			const parts, windows = 4, 100
 			e := newEnv(t, b.seeds(t), parts)
-			cfg := e.config(t)
-			cfg.Options.MaxPollRecords = 500
-			// No wall clock: the input arrives while the instances run, in
-			// bursts a starved producer may space by seconds, and a
-			// partition idle between two would move its clock on. Only
-			// events close windows; closers at the end close the last.
-			cfg.Pipeline.IdleTimeout = time.Hour
-			one := start(t, cfg)
-			two := start(t, cfg)
-			eventually(t, "both instances hold partitions", func() bool {
-				return one.svc.Assigned() > 0 && two.svc.Assigned() > 0 && one.svc.Assigned()+two.svc.Assigned() == parts
-			})
-			starveCPU(t)
-
-			// Partition 0 holds 100 times the events of each other one,
-			// so whichever instance holds it reads far slower than the
-			// other.
 			base := time.Now().Add(-10 * time.Minute).Truncate(time.Second).UnixMilli()
 			want := map[int64]uint64{}
 			var recs []*kgo.Record
@@ -196,11 +181,22 @@ func TestLiveCatchUpTwoInstancesStarved(t *testing.T) {
 					want[start]++
 				}
 			}
+			// Only events close windows (no wall clock), so the closers
+			// close the last.
 			recs = append(recs, closers(e.events, parts, base+windows*1000)...)
 			produceMany(t, e.seeds, recs)
+
+			starveCPU(t)
+			cfg := e.config(t)
+			cfg.Options.MaxPollRecords = 500
+			cfg.Pipeline.IdleTimeout = time.Hour
+			require.Greater(t, windows, 2*cfg.Merge.MaxPendingWindows, "the backlog spans far more than max_pending_windows windows")
+			one := start(t, cfg)
+			two := start(t, cfg)
 			got, partial := waitWindows(t, e.seeds, e.reports, want)
 			require.Zero(t, partial, "no window is reported partial")
 			require.Equal(t, want, got, "every window's cluster total is exact")
+			require.Positive(t, one.svc.Assigned()+two.svc.Assigned(), "the instances still hold the partitions")
 		})
 	}
 }

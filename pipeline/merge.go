@@ -446,6 +446,21 @@ func (m *Merger) Ready(status StatusFunc) []MergedWindow {
 	return out
 }
 
+// Waiting returns the oldest window held and the partitions it waits for
+// (status as for Ready), as "topic/partition"; ok is false when no window
+// is held.
+func (m *Merger) Waiting(status StatusFunc) (startMs int64, missing []string, ok bool) {
+	if len(m.order) == 0 {
+		return 0, nil, false
+	}
+	p := m.pending[m.order[0]]
+	parts, _ := m.missingParts(p, status)
+	for _, k := range parts {
+		missing = append(missing, k.topic+"/"+strconv.Itoa(int(k.partition)))
+	}
+	return p.startMs, missing, true
+}
+
 // Finish reports every pending window, oldest first, Partial where
 // partitions are missing: the end of the input (a replay, --exit-at-end).
 func (m *Merger) Finish() []MergedWindow {

@@ -601,3 +601,16 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	buf.Reset()
 	return out
 }
+
+func TestMergerWaiting(t *testing.T) {
+	m := newTestMerger(t, nil)
+	_, _, ok := m.Waiting(nil)
+	require.False(t, ok, "nothing held")
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 2000, 4), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 1000, 4), 1, 0))
+	require.Empty(t, m.Ready(nil))
+	start, missing, ok := m.Waiting(nil)
+	require.True(t, ok)
+	require.Equal(t, int64(1000), start, "the oldest window held")
+	require.Equal(t, []string{"t/1", "t/2"}, missing)
+}
