@@ -132,6 +132,10 @@ type partWorker struct {
 	progSent  time.Time
 	progState string
 	progWin   int64
+	// progSnap is the partition's progress as of the worker's last look,
+	// which the board sends again every beat: a worker held up (by a full
+	// producer, a sink, a fetch that fails) is alive, and waited for.
+	progSnap atomic.Pointer[schemas.Progress]
 }
 
 type dlqEntry struct {
@@ -330,12 +334,12 @@ func (w *partWorker) caughtUp() bool {
 }
 
 // progressEvery bounds how often a partition whose position moves sends
-// a progress record; a beat (board.beat) bounds how long it goes without.
+// a progress record; the board sends it again every beat besides.
 const progressEvery = 100 * time.Millisecond
 
-// sendProgress sends the partition's progress record (schemas.Progress)
-// when its position or state changed and progressEvery passed, when a
-// beat passed, or at once with force.
+// sendProgress takes the partition's progress (schemas.Progress) as the
+// board will send it every beat, and sends it at once with force, or when
+// its position or state changed and progressEvery passed.
 func (w *partWorker) sendProgress(force bool) {
 	b := w.s.board
 	if b == nil {
@@ -367,16 +371,14 @@ func (w *partWorker) sendProgress(force bool) {
 	default:
 		p.State, p.ClockMs = schemas.ProgressReading, w.clockMs
 	}
-	since := now.Sub(w.progSent)
+	snap := p
+	w.progSnap.Store(&snap)
 	changed := p.State != w.progState || w.alignWin != w.progWin
-	if !force && !(changed && since >= progressEvery) && since < b.beat {
+	if !force && !(changed && now.Sub(w.progSent) >= progressEvery) {
 		return
 	}
-	if w.s.cons != nil {
-		_, p.Generation = w.s.cons.GroupMetadata()
-	}
 	w.progSent, w.progState, w.progWin = now, p.State, w.alignWin
-	b.send(w.ctxOrBackground(), schemas.ProgressKey(w.s.cfg.Group, w.tp.topic, w.tp.partition), &p)
+	b.sendPartition(w.ctxOrBackground(), p)
 }
 
 // coreClock is the core's clock, when it has one.

@@ -189,10 +189,36 @@ func (b *board) add(r *kgo.Record) {
 	h.p, h.heardMs = *p, nowMs
 }
 
-// sendBeat sends this instance's member record.
+// sendBeat sends this instance's member record and, again, the progress
+// of every partition it holds as its worker last saw it: a worker held up
+// (a full producer, a sink, a fetch that fails) is alive, so its
+// partition is waited for, not given up on. Only an instance that stopped
+// (or whose board did) falls silent.
 func (b *board) sendBeat(ctx context.Context, now time.Time) {
 	p := schemas.Progress{Version: schemas.ProgressVersion, Group: b.s.cfg.Group, Member: b.member, AtMs: now.UnixMilli()}
 	b.send(ctx, schemas.MemberKey(b.s.cfg.Group, b.member), &p)
+	b.s.mu.Lock()
+	ws := make([]*partWorker, 0, len(b.s.parts))
+	for _, w := range b.s.parts {
+		ws = append(ws, w)
+	}
+	b.s.mu.Unlock()
+	for _, w := range ws {
+		if snap := w.progSnap.Load(); snap != nil {
+			q := *snap
+			q.AtMs = now.UnixMilli()
+			b.sendPartition(ctx, q)
+		}
+	}
+}
+
+// sendPartition sends a partition's progress record, in the group
+// generation this instance is in now.
+func (b *board) sendPartition(ctx context.Context, p schemas.Progress) {
+	if c := b.s.cons; c != nil {
+		_, p.Generation = c.GroupMetadata()
+	}
+	b.send(ctx, schemas.ProgressKey(b.s.cfg.Group, p.Topic, p.Partition), &p)
 }
 
 // send produces one progress record. Nothing waits for it: a record lost

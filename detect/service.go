@@ -364,6 +364,12 @@ func (s *Service) Run(ctx context.Context) error {
 	b.changed = s.align.wake
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cons, err := kgo.NewClient(s.consumerOpts()...)
+	if err != nil {
+		b.cl.Close()
+		return fmt.Errorf("detect: kafka consumer: %w", err)
+	}
+	s.cons = cons
 	// The board runs until every other part stopped: partitions send
 	// their progress through to their release, and the merger reads it.
 	boardCtx, stopBoard := context.WithCancel(context.WithoutCancel(ctx))
@@ -376,11 +382,6 @@ func (s *Service) Run(ctx context.Context) error {
 		stopBoard()
 		<-boardDone
 	}()
-	cons, err := kgo.NewClient(s.consumerOpts()...)
-	if err != nil {
-		return fmt.Errorf("detect: kafka consumer: %w", err)
-	}
-	s.cons = cons
 	var mergeDone chan error
 	if s.cfg.Merge != nil {
 		mr, err := newMergeRunner(s)
