@@ -90,9 +90,14 @@ func newBoard(s *Service) (*board, error) {
 			}
 		}
 	}
+	// Only what was sent within twice the timeout matters: every holder
+	// of a partition sends its progress each beat, so an older record is
+	// of a partition silent anyway. Starting there, a new instance does
+	// not read a long history the compaction has not cleaned yet.
+	from := kgo.NewOffset().AfterMilli(s.now().Add(-2 * b.timeout).UnixMilli())
 	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
 	opts = append(opts,
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topics.Progress: {0: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topics.Progress: {0: from}}),
 		// Records are a few a second; a short wait keeps what the board
 		// knows current, and the loop sends its beats between polls.
 		kgo.FetchMaxWait(b.beat/2),

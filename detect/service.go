@@ -492,7 +492,7 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	t := s.cfg.Topics
 	big := map[string]string{"max.message.bytes": strconv.Itoa(maxRecordBytes)}
 	specs := []topics.Spec{spec(t.DLQ, s.cfg.Partitions, nil), spec(t.Hotkeys, s.cfg.Partitions, map[string]string{"cleanup.policy": "compact"}),
-		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big), spec(t.Progress, 1, map[string]string{"cleanup.policy": "compact"})}
+		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big), spec(t.Progress, 1, progressTopicConfig)}
 	if err := topics.Ensure(ctx, s.out, s.cfg.CreateTopics, specs...); err != nil {
 		if ctx.Err() != nil {
 			return noAnswer(err)
@@ -682,6 +682,12 @@ func (s *Service) produce(wait context.Context, r *kgo.Record, done func(error))
 	r.Context = context.Background()
 	s.out.Produce(context.Background(), r, func(_ *kgo.Record, err error) { done(err) })
 }
+
+// progressTopicConfig: the progress topic keeps each key's latest record
+// (compact) and nothing older than an hour (delete): every holder of a
+// partition sends it again each beat, and a reader starts at twice the
+// partition timeout back. Short segments let both happen.
+var progressTopicConfig = map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "3600000", "segment.ms": "600000"}
 
 // maxRecordBytes bounds a window summary or report record: a summary
 // carries per app a distinct-key sketch (16 KiB at the default precision),
