@@ -143,14 +143,12 @@ func (a *aligner) limit(w *partWorker, wait bool) (int64, <-chan struct{}) {
 	return a.past(low), ch
 }
 
-// idleLimit returns the highest window an idle member's clock may move
-// to: drift past the lowest clock of the other partitions that have one,
-// idle or not. Idle partitions do not hold the others back, but they
-// move their clocks in steps of at most the drift past one another, so
-// partitions going idle together (a backlog read, then no traffic) do
-// not hand the merger hundreds of windows from one partition before the
-// others'.
-func (a *aligner) idleLimit(w *partWorker) int64 {
+// lowClock returns the start of the window of the lowest clock among the
+// other partitions that have one (reading or idle, here or elsewhere);
+// ok is false when none has. A partition that never had an event takes
+// it as its clock while idle: it has no event in what the others have
+// passed, and its own first events, if older, are late.
+func (a *aligner) lowClock(w *partWorker) (ms int64, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	low := int64(alignFree)
@@ -162,7 +160,10 @@ func (a *aligner) idleLimit(w *partWorker) int64 {
 	if others := a.othersLocked(); len(others) > 0 {
 		low = min(low, a.board.lowest(others, a.windowOf, true))
 	}
-	return a.past(low)
+	if low == alignFree || low == alignUnknown || low > math.MaxInt64/a.windowMs {
+		return 0, false
+	}
+	return low * a.windowMs, true
 }
 
 // past is drift past position low, saturating.
@@ -286,25 +287,25 @@ func (w *partWorker) checkIdle(now time.Time) {
 	w.sendProgress(true)
 }
 
-// idle moves a live partition's clock towards the wall clock once it saw
-// no event for the idle timeout (pipeline.Partition.IdleTo), as far as
-// the aligner lets it.
+// idle moves a live partition's clock to the wall clock once it saw no
+// event for the idle timeout and has nothing left to read
+// (pipeline.Partition.IdleTo), so its windows close. However far that
+// is, it costs nothing: the empty windows it passes are not summarised
+// one by one, and the merger holds no empty window.
 func (w *partWorker) idle(now time.Time) {
 	if !w.caughtUp() {
 		return // records wait: they, not the wall clock, move the clock
 	}
-	a := w.align
-	toMs := a.endOf(a.idleLimit(w)) - 1
-	if !w.core.IdleTo(now.UnixMilli(), toMs, &w.out) {
+	if !w.core.IdleTo(now.UnixMilli(), now.UnixMilli(), &w.out) {
 		return
 	}
 	w.emit()
 	if c, ok := w.core.ClockMs(); ok {
 		w.clockMs = max(w.clockMs, c)
-	}
-	if win := a.windowOf(min(toMs, now.UnixMilli())); win > w.alignWin {
-		w.alignWin = win
-		w.alignNextMs = a.endOf(win)
-		w.alignClock.Store(win)
+		if win := w.align.windowOf(c); win > w.alignWin {
+			w.alignWin = win
+			w.alignNextMs = w.align.endOf(win)
+			w.alignClock.Store(win)
+		}
 	}
 }

@@ -132,6 +132,11 @@ type partWorker struct {
 	progSent  time.Time
 	progState string
 	progWin   int64
+	// idleClockMs is the newest wall clock this partition, idle without
+	// events, said it followed (0 if it never did): its core, once built,
+	// starts with that clock (pipeline.Start.ClockMs), so that the merger
+	// and the core agree on what is late.
+	idleClockMs int64
 	// progSnap is the partition's progress as of the worker's last look,
 	// which the board sends again every beat: a worker held up (by a full
 	// producer, a sink, a fetch that fails) is alive, and waited for.
@@ -356,15 +361,19 @@ func (w *partWorker) sendProgress(force bool) {
 		if c, ok := w.coreClock(); ok {
 			p.ClockMs = c
 		} else {
-			// Never an event. Once quiet for the idle timeout its clock
-			// is the wall clock, as a partition's that had events: what
-			// comes later with older times is late. Until then (nothing
-			// to read when assigned) it holds nothing back, but the
-			// merger waits for it.
+			// Never an event. Once quiet for the idle timeout, it has
+			// none in what the other partitions have passed: its clock is
+			// the lowest of theirs (not beyond the wall clock), and its
+			// own first events, if older, are late. Until then (nothing
+			// to read when assigned), or while no other partition has a
+			// clock, it holds nothing back, but the merger waits for it.
 			p.NoEvents = true
 			if now.Sub(w.lastEventAt) >= w.s.cfg.Pipeline.IdleTimeout {
-				p.ClockMs = now.UnixMilli()
+				if low, ok := w.align.lowClock(w); ok {
+					w.idleClockMs = max(w.idleClockMs, min(low, now.UnixMilli()))
+				}
 			}
+			p.ClockMs = w.idleClockMs
 		}
 	case w.alignWin == alignUnknown:
 		p.State = schemas.ProgressWaiting
@@ -528,9 +537,9 @@ func (w *partWorker) newCore(firstOffset int64, recordKey []byte, eventKey strin
 func (w *partWorker) buildCore(firstOffset int64) error {
 	s := w.s
 	src := pipeline.Source{Topic: w.tp.topic, Partition: w.tp.partition, Partitions: w.parts, Keyed: w.keyed}
-	start := pipeline.Start{Offset: firstOffset}
+	start := pipeline.Start{Offset: firstOffset, ClockMs: w.idleClockMs}
 	if w.st.committed >= 0 {
-		start = pipeline.Start{Offset: w.st.committed, Metadata: w.st.meta}
+		start = pipeline.Start{Offset: w.st.committed, Metadata: w.st.meta, ClockMs: w.idleClockMs}
 	}
 	core, err := pipeline.NewPartition(s.cfg.Pipeline, src, start)
 	if err != nil && start.Metadata != "" {

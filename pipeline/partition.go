@@ -28,6 +28,13 @@ type Source struct {
 type Start struct {
 	Offset   int64
 	Metadata string
+	// ClockMs, when not 0, is a clock the partition already had before
+	// its first event: the wall clock a live partition without events
+	// followed while idle (see Idle), which the merger may have reported
+	// windows by. The partition starts with at least that clock, so that
+	// an older first event is late here too, counted in the Late of the
+	// oldest open window, rather than in a window already reported.
+	ClockMs int64
 }
 
 // Output collects what Process, Idle and End produce. The caller hands
@@ -159,6 +166,9 @@ func NewPartition(o Options, src Source, start Start) (*Partition, error) {
 			m.ResumeOffset = start.Offset
 		}
 		meta = m
+	}
+	if start.ClockMs != 0 && (meta.MaxTsMs == noTime || start.ClockMs > meta.MaxTsMs) {
+		meta.MaxTsMs = start.ClockMs
 	}
 	p := &Partition{
 		o: o, src: src, rules: rules,

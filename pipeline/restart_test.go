@@ -286,3 +286,27 @@ func TestNewPartitionStart(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, p.SetRules(rules), ErrRulesMismatch)
 }
+
+// TestStartClock: a partition started with a clock (an idle partition
+// that followed the wall clock before its first event) counts an older
+// first event late, in the oldest open window, not in its own window.
+func TestStartClock(t *testing.T) {
+	o := DefaultOptions()
+	o.Lateness = time.Second
+	src := Source{Topic: "t", Partitions: 1, Keyed: true}
+	p, err := NewPartition(o, src, Start{Offset: 0, ClockMs: 100_000})
+	require.NoError(t, err)
+	var out Output
+	p.Process(&schemas.AccessEvent{TimeMs: 50_000, Key: "k", App: "a", Op: "GET"}, 0, &out)
+	p.Process(&schemas.AccessEvent{TimeMs: 100_500, Key: "k", App: "a", Op: "GET"}, 1, &out)
+	p.End(&out)
+	var events, late uint64
+	for _, w := range out.Windows {
+		events += w.Events
+		late += w.Late
+		require.GreaterOrEqual(t, w.StartMs, int64(99_000), "no window before the clock's watermark is opened")
+	}
+	require.Equal(t, uint64(1), events)
+	require.Equal(t, uint64(1), late, "the event older than the clock is late")
+	require.Equal(t, uint64(1), p.Stats().Late)
+}
