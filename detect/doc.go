@@ -23,7 +23,9 @@
 // checked against schemas.Limits. A record that does not decode or fails
 // the checks becomes a schemas.DeadLetter on the DLQ topic, naming it
 // (schemas.KafkaSource) and carrying its keyheat-id, and the partition
-// goes on. Events go to the partition's pipeline.Partition, built at the
+// goes on; the log says every few seconds, when more went there, how
+// many did and why, and at the end of a run what it read and
+// dead-lettered, warning when that was most of it. Events go to the partition's pipeline.Partition, built at the
 // first event from the committed offset and metadata, keyed (record key
 // equal to the access key) as configured or as that first event shows.
 // What the core outputs is published at once: hot-key events to the
@@ -107,7 +109,9 @@
 // (last stable offset) it had when assigned, closes every window
 // (pipeline.Partition.End), lets the merger report everything up to the
 // windows topic's end, commits and returns: a batch run whose output
-// depends only on its input (the wall clock advances nothing). Live, a
+// depends only on its input (the wall clock advances nothing). A batch
+// whose records gave no event while some went to the DLQ returns a
+// *NothingDetectedError, so the command exits non-zero. Live, a
 // quiet partition's windows close by the wall clock (Idle) after the
 // pipeline's idle timeout.
 //

@@ -100,6 +100,7 @@ type partWorker struct {
 	evs       []schemas.AccessEvent
 	acks      []ack
 	dlq       []dlqEntry               // dead letters not yet acknowledged, in offset order
+	tally     readTally                // read since the last applyAcks, for Service.read
 	hot       map[string]int           // hot-key event ID → sinks yet to acknowledge it
 	archive   *parquet.PartitionWriter // nil without an archive
 	hotArch   *parquet.HotKeyWriter
@@ -411,6 +412,7 @@ func (w *partWorker) decode(r *kgo.Record, nowMs int64) ([]schemas.AccessEvent, 
 		err = s.cfg.Limits.Validate(&evs[i], nowMs)
 	}
 	w.evs = evs
+	w.tally.count(len(evs), err)
 	return evs, err
 }
 
@@ -606,6 +608,9 @@ func (w *partWorker) ctxOrBackground() context.Context {
 // dead-letter hold.
 func (w *partWorker) applyAcks() {
 	s := w.s
+	// The records read first, so a dead letter is never counted before its
+	// record (see readStats.snapshot).
+	s.read.add(&w.tally)
 	w.acks = w.inbox.take(w.acks)
 	for _, a := range w.acks {
 		if a.err != nil {
@@ -625,6 +630,7 @@ func (w *partWorker) applyAcks() {
 			w.ackHot(a.id)
 		case ackDLQ:
 			s.m.dlq.WithLabelValues(string(a.reason)).Inc()
+			s.read.deadLetter(a.reason)
 			for i := range w.dlq {
 				if w.dlq[i].offset == a.offset && !w.dlq[i].acked {
 					w.dlq[i].acked = true

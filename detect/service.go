@@ -72,8 +72,9 @@ type Config struct {
 	Limits schemas.Limits
 	// ExitAtEnd reads every partition this instance is assigned up to the
 	// end offsets seen when it is assigned, closes every window, lets the
-	// merger report them, commits, and makes Run return nil: a batch run
-	// for backfills and checks. Idle partitions are never advanced by the
+	// merger report them, commits, and makes Run return nil (or a
+	// *NothingDetectedError when no record read gave an event and some
+	// went to the DLQ): a batch run for backfills and checks. Idle partitions are never advanced by the
 	// wall clock in this mode, so the output depends only on the input.
 	ExitAtEnd bool
 	// Print, when set, receives every hot-key event and window report as
@@ -196,6 +197,10 @@ type Service struct {
 	lastIdleCheck time.Time // poll loop only
 
 	merge *mergeRunner
+
+	// read counts what the partitions read and dead-lettered, for the
+	// logs (see logDeadLetters, logRead).
+	read readStats
 
 	failOnce sync.Once
 	failErr  error
@@ -334,7 +339,10 @@ func (s *Service) fail(err error) {
 // Run consumes until ctx ends, a fatal error, or, with ExitAtEnd, the end
 // of the input. It then gives up its partitions as a revoke does (waits
 // for outputs in flight, commits) and leaves its groups. A stop by ctx or
-// the end of the input returns nil.
+// the end of the input returns nil, except that an ExitAtEnd run whose
+// records gave no event while some went to the DLQ returns a
+// *NothingDetectedError. While it runs it logs what went to the DLQ when
+// more did, and at the end what it read and dead-lettered.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.Close()
 	if err := s.ensureTopics(ctx); err != nil {
@@ -347,6 +355,8 @@ func (s *Service) Run(ctx context.Context) error {
 	s.cons = cons
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopLog := s.logDeadLetters(ctx)
+	defer stopLog()
 	var mergeDone chan error
 	if s.cfg.Merge != nil {
 		mr, err := newMergeRunner(s)
@@ -379,10 +389,15 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		err = errors.Join(err, <-mergeDone)
 	}
+	stopLog()
+	rerr := s.logRead()
 	select {
 	case <-s.failed:
 		return s.failErr
 	default:
+	}
+	if err == nil && ctx.Err() == nil {
+		err = rerr
 	}
 	return err
 }
