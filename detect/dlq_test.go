@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -39,6 +40,69 @@ func runExitAtEnd(t *testing.T, cfg detect.Config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	return svc.Run(ctx)
+}
+
+// keptTopic replaces e's events topic with one that never deletes by age:
+// on a real broker, records stamped ten months ago would otherwise be
+// due for deletion at the next retention check.
+func keptTopic(t *testing.T, e *env) {
+	t.Helper()
+	e.events = testenv.NewTopicWithConfigs(t, e.seeds, e.parts, map[string]string{"retention.ms": "-1"})
+}
+
+// TestBackfillOfOldEvents: events from ten months ago are detected with
+// the default events.max_skew, whether their records were produced back
+// then (a topic read long after it was written) or produced now (old logs
+// ingested today with events.max_skew 0): detect judges an event's time
+// against its record's Kafka timestamp, and an old event harms nothing.
+// An event far ahead of its record still goes to the DLQ, as time_skew.
+func TestBackfillOfOldEvents(t *testing.T) {
+	tenMonthsAgo := time.Now().AddDate(0, -10, 0).Truncate(time.Second)
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			seeds := b.seeds(t)
+			for _, tc := range []struct {
+				name     string
+				produced func(eventTime time.Time) time.Time
+			}{
+				{"produced back then", func(et time.Time) time.Time { return et }},
+				{"produced now", func(time.Time) time.Time { return time.Now() }},
+			} {
+				t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+					e := newEnv(t, seeds, 1)
+					keptTopic(t, e)
+					const n = 300
+					var recs []*kgo.Record
+					for i := range n {
+						et := tenMonthsAgo.Add(time.Duration(i) * 10 * time.Millisecond)
+						recs = append(recs, stamped(e.events, fmt.Sprintf("k%d", i%7), et.UnixMilli(), tc.produced(et)))
+					}
+					// Microseconds read as milliseconds: decades ahead of
+					// any record.
+					last := tenMonthsAgo.Add(n * 10 * time.Millisecond)
+					recs = append(recs, stamped(e.events, "future", last.UnixMilli()*1000, tc.produced(last)))
+					produce(t, seeds, recs...)
+
+					cfg := e.config(t)
+					require.Equal(t, schemas.DefaultMaxSkew, cfg.Limits.MaxSkew, "the default limits")
+					log := logTo(t, &cfg)
+					require.NoError(t, runExitAtEnd(t, cfg))
+
+					events, keys, _ := windowKeys(t, e)
+					require.EqualValues(t, n, events, "every old event is in a window")
+					require.NotContains(t, keys, "future")
+					dlq := readAll(t, seeds, e.dlq)
+					require.Len(t, dlq, 1, "only the event ahead of its record is dead-lettered")
+					var d schemas.DeadLetter
+					require.NoError(t, schemas.DecodeDeadLetter(dlq[0].Value, &d))
+					require.Equal(t, schemas.ReasonTimeSkew, d.Reason)
+					require.Contains(t, d.Detail, "ahead of its record's Kafka timestamp")
+					require.Contains(t, log.String(), fmt.Sprintf(`msg="records read" records=%d events=%d skipped=0 dlq=1 dlq_share=0.3%% dlq_reasons.time_skew=1 dlq_topic=%s`, n+1, n, e.dlq))
+					require.NotContains(t, log.String(), "most of what was read went to the DLQ")
+				})
+			}
+		})
+	}
 }
 
 // junk is a topic's worth of records of which most are unusable: 1,000
