@@ -125,9 +125,10 @@ type Events struct {
 	// one of schemas.Codecs. Readers accept every codec.
 	Codec string `mapstructure:"codec"`
 	// Limits reject (dead-letter) events: max_key_bytes, max_skew
-	// (ingest judges times against its clock, detect against when their
-	// records were produced; 0 disables the time checks, for ingesting
-	// old logs) and allow_binary_keys (binary codec only).
+	// (ingest and a live detect judge times against their clock, detect
+	// --exit-at-end against when their records were produced; 0 disables
+	// the time checks, for ingesting old logs) and allow_binary_keys
+	// (binary codec only).
 	Limits schemas.Limits `mapstructure:",squash"`
 }
 

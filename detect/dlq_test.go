@@ -228,3 +228,38 @@ func TestDeadLettersLoggedLive(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveRunJudgesTimesByItsClock: a live run checks event times against
+// the wall clock, as ingest does, whatever their records' timestamps: its
+// idle partitions' windows close by that clock, and one whose events were
+// ten months old would close every window since. It dead-letters them
+// and, since they are most of what it read, points to --exit-at-end.
+func TestLiveRunJudgesTimesByItsClock(t *testing.T) {
+	tenMonthsAgo := time.Now().AddDate(0, -10, 0).Truncate(time.Second)
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 1)
+			keptTopic(t, e)
+			m := startMember(t, e.config(t))
+			m.waitLog(t, `msg="partitions assigned"`)
+			produce(t, e.seeds,
+				stamped(e.events, "then", tenMonthsAgo.UnixMilli(), tenMonthsAgo),
+				stamped(e.events, "now", tenMonthsAgo.UnixMilli()+1, time.Now()))
+			m.waitLog(t, `level=WARN msg="records sent to the DLQ so far; most of what was read" records=2 events=0 skipped=0 dlq=2 dlq_share=100.0% `+
+				`dlq_reasons.time_skew=2 dlq_topic=\S+ fix="a live run refuses event times further than events.max_skew from its clock: `+
+				`read a backfill of old events with --exit-at-end`)
+			require.NoError(t, m.stop(t), "a live run stopped is no failed batch")
+			require.Contains(t, m.log.String(), `level=WARN msg="most of what was read went to the DLQ"`)
+			dlq := readAll(t, e.seeds, e.dlq)
+			require.Len(t, dlq, 2)
+			for _, r := range dlq {
+				var d schemas.DeadLetter
+				require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
+				require.Equal(t, schemas.ReasonTimeSkew, d.Reason)
+				require.Contains(t, d.Detail, "from now")
+			}
+			events, _, _ := windowKeys(t, e)
+			require.Zero(t, events)
+		})
+	}
+}

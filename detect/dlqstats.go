@@ -121,7 +121,7 @@ func (s *Service) logDeadLetters(ctx context.Context) (stop func()) {
 			if c.dlq.Most() {
 				r, _ := c.dlq.Dominant()
 				s.log.Warn("records sent to the DLQ so far; most of what was read", append(c.attrs(s.cfg.Topics.DLQ),
-					"fix", deadletters.Fix(r, "detect"))...)
+					"fix", s.fix(r))...)
 				continue
 			}
 			s.log.Info("records sent to the DLQ so far", c.attrs(s.cfg.Topics.DLQ)...)
@@ -140,13 +140,13 @@ func (s *Service) logDeadLetters(ctx context.Context) (stop func()) {
 func (s *Service) logRead() error {
 	c := s.read.snapshot()
 	s.log.Info("records read", c.attrs(s.cfg.Topics.DLQ)...)
-	c.dlq.WarnIfMost(s.log, "detect", s.cfg.Topics.DLQ)
+	c.dlq.WarnIfMost(s.log, s.cfg.Topics.DLQ, s.fix)
 	if !s.cfg.ExitAtEnd || c.records == 0 || c.events > 0 || c.dlq.Total() == 0 {
 		return nil
 	}
 	r, _ := c.dlq.Dominant()
 	return &NothingDetectedError{Group: s.cfg.Group, DLQ: s.cfg.Topics.DLQ, Records: c.records, DeadLetters: c.dlq.ByReason,
-		Fix: deadletters.Fix(r, "detect")}
+		Fix: s.fix(r)}
 }
 
 // NothingDetectedError is Run's error in an ExitAtEnd run that read

@@ -20,10 +20,11 @@
 // A worker reads its records in offset order. A record is an AccessEvent
 // in either codec (schemas.DecodeAny) or, with a log format, a raw log
 // line that may give several events (package logparse); every event is
-// checked against schemas.Limits, its time against when its record was
-// produced (schemas.Limits.ValidateProduced: only a time too far ahead of
-// it is refused, so a backfill of old events is read as any other). A
-// record that does not decode or fails the checks becomes a
+// checked against schemas.Limits: live, its time against the wall clock,
+// which closes idle partitions' windows; with ExitAtEnd against when its
+// record was produced (schemas.Limits.ValidateProduced: only a time too
+// far ahead of it is refused, so a backfill of old events is read as any
+// other). A record that does not decode or fails the checks becomes a
 // schemas.DeadLetter on the DLQ topic, naming it (schemas.KafkaSource) and
 // carrying its keyheat-id, and the partition goes on; the log says every
 // few seconds, when more went there, how many did and why, and at the

@@ -382,10 +382,8 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 }
 
 // decode turns a record into events: an AccessEvent in either codec, or
-// the events of a raw log line; every event is validated, its time
-// against when the record was produced (schemas.Limits.ValidateProduced),
-// so a topic read long after it was written is judged as when it was
-// written. A record is used whole or not at all.
+// the events of a raw log line; every event is validated (Service.check).
+// A record is used whole or not at all.
 func (w *partWorker) decode(r *kgo.Record, nowMs int64) ([]schemas.AccessEvent, error) {
 	s := w.s
 	if cap(w.evs) == 0 {
@@ -412,7 +410,7 @@ func (w *partWorker) decode(r *kgo.Record, nowMs int64) ([]schemas.AccessEvent, 
 	}
 	producedMs := r.Timestamp.UnixMilli()
 	for i := 0; err == nil && i < len(evs); i++ {
-		err = s.cfg.Limits.ValidateProduced(&evs[i], producedMs, nowMs)
+		err = s.check(&evs[i], producedMs, nowMs)
 	}
 	w.evs = evs
 	w.tally.count(len(evs), err)

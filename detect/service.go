@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/deadletters"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
@@ -74,8 +75,9 @@ type Config struct {
 	// end offsets seen when it is assigned, closes every window, lets the
 	// merger report them, commits, and makes Run return nil (or a
 	// *NothingDetectedError when no record read gave an event and some
-	// went to the DLQ): a batch run for backfills and checks. Idle partitions are never advanced by the
-	// wall clock in this mode, so the output depends only on the input.
+	// went to the DLQ): a batch run for backfills and checks. Idle
+	// partitions are never advanced by the wall clock in this mode, so
+	// the output depends only on the input.
 	ExitAtEnd bool
 	// Print, when set, receives every hot-key event and window report as
 	// it is produced, formatted as PrintFormat (PrintText or PrintJSON).
@@ -295,6 +297,32 @@ func (s *Service) Reload(o pipeline.Options) error {
 	s.m.reloads.WithLabelValues("applied").Inc()
 	s.m.rulesLoaded.Set(float64(s.now().Unix()))
 	return nil
+}
+
+// check validates an event read from a record produced at producedMs
+// (its Kafka timestamp), at nowMs. An ExitAtEnd run judges its time
+// against when the record was produced (schemas.Limits.ValidateProduced):
+// its windows close by its input alone, so a topic read long after it was
+// written, or old logs ingested today, are a backfill like any other. A
+// live run judges it against the wall clock (schemas.Limits.Validate), as
+// ingest does: its idle partitions' clocks move to the wall clock
+// (pipeline.Partition.IdleTo), and a partition whose events were months
+// old would close, and hold in memory, every window between them and now.
+func (s *Service) check(e *schemas.AccessEvent, producedMs, nowMs int64) error {
+	if s.cfg.ExitAtEnd {
+		return s.cfg.Limits.ValidateProduced(e, producedMs, nowMs)
+	}
+	return s.cfg.Limits.Validate(e, nowMs)
+}
+
+// fix says what fixes dead letters of reason r (deadletters.Fix), with
+// what a live run's clock check asks for instead.
+func (s *Service) fix(r schemas.Reason) string {
+	if r == schemas.ReasonTimeSkew && !s.cfg.ExitAtEnd {
+		return "a live run refuses event times further than events.max_skew from its clock: read a backfill of old events with --exit-at-end, " +
+			"which judges them by when their records were produced; or check the time's unit (detect.json.time_format, detect.regex.time_format)"
+	}
+	return deadletters.Fix(r, "detect")
 }
 
 // threshold is the merger's advice threshold: the rules in force.

@@ -131,8 +131,9 @@ func (l Limits) Validate(e *AccessEvent, nowMs int64) error {
 	return nil
 }
 
-// ValidateProduced checks e as it is read back from Kafka (what detect
-// does): producedMs is its record's Kafka timestamp, when the record was
+// ValidateProduced checks e as it is read back from Kafka by a batch
+// whose windows close by its input alone (detect run --exit-at-end):
+// producedMs is its record's Kafka timestamp, when the record was
 // produced, and nowMs the reader's clock. The checks are Validate's but
 // for the time, which is judged against when the event entered Kafka, not
 // when it is read, and only ahead of it: an event time more than MaxSkew

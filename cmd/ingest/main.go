@@ -32,6 +32,7 @@ import (
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/internal/deadletters"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -337,7 +338,7 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 	}
 	// After the summary, whatever the outcome: most lines in the DLQ is a
 	// setting that does not fit the input, and the warning names it.
-	defer dlq.WarnIfMost(log, "ingest", cfg.Kafka.Topics.DLQ)
+	defer dlq.WarnIfMost(log, cfg.Kafka.Topics.DLQ, func(r schemas.Reason) string { return deadletters.Fix(r, "ingest") })
 	if err != nil {
 		log.Error("stopped with lines not delivered or an error", summary...)
 		return err

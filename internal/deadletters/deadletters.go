@@ -92,17 +92,16 @@ func (s Summary) Attrs() []any {
 }
 
 // WarnIfMost logs at WARN, when more than half of what was read went to
-// the DLQ, how much did and why: the dominant reason and the setting that
-// fixes it (Fix). section is the config section of the command's parsing
-// settings ("ingest" or "detect"), dlq the DLQ topic. It logs nothing
-// otherwise.
-func (s Summary) WarnIfMost(log *slog.Logger, section, dlq string) {
+// the DLQ, how much did and why: the dominant reason and what fix says
+// fixes it (Fix, or a command's own take on it). dlq is the DLQ topic. It
+// logs nothing otherwise.
+func (s Summary) WarnIfMost(log *slog.Logger, dlq string, fix func(schemas.Reason) string) {
 	if !s.Most() {
 		return
 	}
 	r, n := s.Dominant()
 	log.Warn("most of what was read went to the DLQ", "dlq_topic", dlq, "read", s.Read, "dlq", s.Total(),
-		"dlq_share", percent(s.Share()), "reason", string(r), "reason_dlq", n, "fix", Fix(r, section))
+		"dlq_share", percent(s.Share()), "reason", string(r), "reason_dlq", n, "fix", fix(r))
 }
 
 // Fix says which settings fix dead letters of reason r, or where to look.
@@ -126,6 +125,8 @@ func Fix(r schemas.Reason, section string) string {
 	case schemas.ReasonTimeSkew:
 		judged := "time further than events.max_skew from now"
 		if section == "detect" {
+			// What an --exit-at-end run checks; a live one checks as
+			// ingest does, and says so itself.
 			judged = "time further than events.max_skew ahead of when its record was produced, or before 2001"
 		}
 		return fmt.Sprintf("each had a %s: events.max_skew: 0 turns the time check off (old logs), "+

@@ -49,11 +49,15 @@ func TestSummaryEdges(t *testing.T) {
 // that fixes it, and comes only when most of the input went to the DLQ.
 func TestWarnIfMost(t *testing.T) {
 	skew := Summary{Read: 1000, ByReason: map[schemas.Reason]int64{schemas.ReasonTimeSkew: 1000}}
-	line := logged(func(l *slog.Logger) { skew.WarnIfMost(l, "detect", "keyheat.events.dlq") })
+	line := logged(func(l *slog.Logger) {
+		skew.WarnIfMost(l, "keyheat.events.dlq", func(r schemas.Reason) string { return Fix(r, "detect") })
+	})
 	require.Contains(t, line, `level=WARN msg="most of what was read went to the DLQ" dlq_topic=keyheat.events.dlq read=1000 dlq=1000 dlq_share=100.0% reason=time_skew reason_dlq=1000 fix=`)
 	require.Contains(t, line, "events.max_skew: 0")
 	few := Summary{Read: 1000, ByReason: map[schemas.Reason]int64{schemas.ReasonTimeSkew: 500}}
-	require.Empty(t, logged(func(l *slog.Logger) { few.WarnIfMost(l, "detect", "dlq") }))
+	require.Empty(t, logged(func(l *slog.Logger) {
+		few.WarnIfMost(l, "dlq", func(r schemas.Reason) string { return Fix(r, "detect") })
+	}))
 }
 
 func TestFix(t *testing.T) {
