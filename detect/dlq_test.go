@@ -50,12 +50,13 @@ func keptTopic(t *testing.T, e *env) {
 	e.events = testenv.NewTopicWithConfigs(t, e.seeds, e.parts, map[string]string{"retention.ms": "-1"})
 }
 
-// TestBackfillOfOldEvents: events from ten months ago are detected with
-// the default events.max_skew, whether their records were produced back
-// then (a topic read long after it was written) or produced now (old logs
-// ingested today with events.max_skew 0): detect judges an event's time
-// against its record's Kafka timestamp, and an old event harms nothing.
-// An event far ahead of its record still goes to the DLQ, as time_skew.
+// TestBackfillOfOldEvents: an exit-at-end run detects events from ten
+// months ago with the default events.max_skew, whether their records were
+// produced back then (a topic read long after it was written) or produced
+// now (old logs ingested today with events.max_skew 0): it judges an
+// event's time against its record's Kafka timestamp, and an old event
+// harms nothing. An event far ahead of its record still goes to the DLQ,
+// as time_skew.
 func TestBackfillOfOldEvents(t *testing.T) {
 	tenMonthsAgo := time.Now().AddDate(0, -10, 0).Truncate(time.Second)
 	for _, b := range brokers {
