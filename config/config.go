@@ -128,9 +128,11 @@ type Events struct {
 	// Codec is the wire encoding written to the events topic, the Name of
 	// one of schemas.Codecs. Readers accept every codec.
 	Codec string `mapstructure:"codec"`
-	// Limits reject (dead-letter) events: max_key_bytes, max_skew (0
-	// disables the time check, for replays of old logs) and
-	// allow_binary_keys (binary codec only).
+	// Limits reject (dead-letter) events: max_key_bytes, max_skew
+	// (ingest and a live detect judge times against their clock, detect
+	// --exit-at-end against when their records were produced; 0 disables
+	// the time checks, for ingesting old logs) and allow_binary_keys
+	// (binary codec only).
 	Limits schemas.Limits `mapstructure:",squash"`
 }
 

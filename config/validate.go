@@ -165,7 +165,7 @@ func (e *Events) validate(p *problems) {
 		p.add("events.max_key_bytes", "%d is outside 1..1048576", e.Limits.MaxKeyBytes)
 	}
 	if e.Limits.MaxSkew < 0 {
-		p.add("events.max_skew", "must not be negative; 0 disables the check")
+		p.add("events.max_skew", "must not be negative; 0 disables the time checks")
 	}
 	if e.Limits.AllowBinaryKeys && err == nil && codec != schemas.Binary {
 		// The JSON codec writes keys as text; it would mangle them.

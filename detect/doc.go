@@ -20,10 +20,16 @@
 // A worker reads its records in offset order. A record is an AccessEvent
 // in either codec (schemas.DecodeAny) or, with a log format, a raw log
 // line that may give several events (package logparse); every event is
-// checked against schemas.Limits. A record that does not decode or fails
-// the checks becomes a schemas.DeadLetter on the DLQ topic, naming it
-// (schemas.KafkaSource) and carrying its keyheat-id, and the partition
-// goes on. Events go to the partition's pipeline.Partition, built at the
+// checked against schemas.Limits: live, its time against the wall clock,
+// which closes idle partitions' windows; with ExitAtEnd against when its
+// record was produced (schemas.Limits.ValidateProduced: only a time too
+// far ahead of it is refused, so a backfill of old events is read as any
+// other). A record that does not decode or fails the checks becomes a
+// schemas.DeadLetter on the DLQ topic, naming it (schemas.KafkaSource) and
+// carrying its keyheat-id, and the partition goes on; the log says every
+// few seconds, when more went there, how many did and why, and at the
+// end of a run what it read and dead-lettered, warning when that was most
+// of it. Events go to the partition's pipeline.Partition, built at the
 // first event from the committed offset and metadata, keyed (record key
 // equal to the access key) as configured or as that first event shows.
 // What the core outputs is published at once: hot-key events to the
@@ -127,7 +133,9 @@
 // (last stable offset) it had when assigned, closes every window
 // (pipeline.Partition.End), lets the merger report everything up to the
 // windows topic's end, commits and returns: a batch run whose output
-// depends only on its input (the wall clock advances nothing). Live, a
+// depends only on its input (the wall clock advances nothing). A batch
+// whose records gave no event while some went to the DLQ returns a
+// *NothingDetectedError, so the command exits non-zero. Live, a
 // quiet partition's windows close by the wall clock (Idle) after the
 // pipeline's idle timeout.
 //

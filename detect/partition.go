@@ -107,6 +107,7 @@ type partWorker struct {
 	evs       []schemas.AccessEvent
 	acks      []ack
 	dlq       []dlqEntry               // dead letters not yet acknowledged, in offset order
+	tally     readTally                // read since the last applyAcks, for Service.read
 	hot       map[string]int           // hot-key event ID → sinks yet to acknowledge it
 	archive   *parquet.PartitionWriter // nil without an archive
 	hotArch   *parquet.HotKeyWriter
@@ -485,8 +486,8 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 }
 
 // decode turns a record into events: an AccessEvent in either codec, or
-// the events of a raw log line; every event is validated. A record is
-// used whole or not at all.
+// the events of a raw log line; every event is validated (Service.check).
+// A record is used whole or not at all.
 func (w *partWorker) decode(r *kgo.Record, nowMs int64) ([]schemas.AccessEvent, error) {
 	s := w.s
 	if cap(w.evs) == 0 {
@@ -511,10 +512,12 @@ func (w *partWorker) decode(r *kgo.Record, nowMs int64) ([]schemas.AccessEvent, 
 			}
 		}
 	}
+	producedMs := r.Timestamp.UnixMilli()
 	for i := 0; err == nil && i < len(evs); i++ {
-		err = s.cfg.Limits.Validate(&evs[i], nowMs)
+		err = s.check(&evs[i], producedMs, nowMs)
 	}
 	w.evs = evs
+	w.tally.count(len(evs), err)
 	return evs, err
 }
 
@@ -710,6 +713,9 @@ func (w *partWorker) ctxOrBackground() context.Context {
 // dead-letter hold.
 func (w *partWorker) applyAcks() {
 	s := w.s
+	// The records read first, so a dead letter is never counted before its
+	// record (see readStats.snapshot).
+	s.read.add(&w.tally)
 	w.acks = w.inbox.take(w.acks)
 	for _, a := range w.acks {
 		if a.err != nil {
@@ -729,6 +735,7 @@ func (w *partWorker) applyAcks() {
 			w.ackHot(a.id)
 		case ackDLQ:
 			s.m.dlq.WithLabelValues(string(a.reason)).Inc()
+			s.read.deadLetter(a.reason)
 			for i := range w.dlq {
 				if w.dlq[i].offset == a.offset && !w.dlq[i].acked {
 					w.dlq[i].acked = true

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/deadletters"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
@@ -76,9 +77,11 @@ type Config struct {
 	Limits schemas.Limits
 	// ExitAtEnd reads every partition this instance is assigned up to the
 	// end offsets seen when it is assigned, closes every window, lets the
-	// merger report them, commits, and makes Run return nil: a batch run
-	// for backfills and checks. Idle partitions are never advanced by the
-	// wall clock in this mode, so the output depends only on the input.
+	// merger report them, commits, and makes Run return nil (or a
+	// *NothingDetectedError when no record read gave an event and some
+	// went to the DLQ): a batch run for backfills and checks. Idle
+	// partitions are never advanced by the wall clock in this mode, so
+	// the output depends only on the input.
 	ExitAtEnd bool
 	// Print, when set, receives every hot-key event and window report as
 	// it is produced, formatted as PrintFormat (PrintText or PrintJSON).
@@ -205,6 +208,10 @@ type Service struct {
 	board *board
 	align *aligner
 
+	// read counts what the partitions read and dead-lettered, for the
+	// logs (see logDeadLetters, logRead).
+	read readStats
+
 	failOnce sync.Once
 	failErr  error
 	failed   chan struct{}
@@ -300,6 +307,32 @@ func (s *Service) Reload(o pipeline.Options) error {
 	return nil
 }
 
+// check validates an event read from a record produced at producedMs
+// (its Kafka timestamp), at nowMs. An ExitAtEnd run judges its time
+// against when the record was produced (schemas.Limits.ValidateProduced):
+// its windows close by its input alone, so a topic read long after it was
+// written, or old logs ingested today, are a backfill like any other. A
+// live run judges it against the wall clock (schemas.Limits.Validate), as
+// ingest does: its idle partitions' clocks move to the wall clock
+// (pipeline.Partition.IdleTo), and a partition whose events were months
+// old would close, and hold in memory, every window between them and now.
+func (s *Service) check(e *schemas.AccessEvent, producedMs, nowMs int64) error {
+	if s.cfg.ExitAtEnd {
+		return s.cfg.Limits.ValidateProduced(e, producedMs, nowMs)
+	}
+	return s.cfg.Limits.Validate(e, nowMs)
+}
+
+// fix says what fixes dead letters of reason r (deadletters.Fix), with
+// what a live run's clock check asks for instead.
+func (s *Service) fix(r schemas.Reason) string {
+	if r == schemas.ReasonTimeSkew && !s.cfg.ExitAtEnd {
+		return "a live run refuses event times further than events.max_skew from its clock: read a backfill of old events with --exit-at-end, " +
+			"which judges them by when their records were produced; or check the time's unit (detect.json.time_format, detect.regex.time_format)"
+	}
+	return deadletters.Fix(r, "detect")
+}
+
 // threshold is the merger's advice threshold: the rules in force.
 func (s *Service) threshold(app, key string) (float64, bool) {
 	return s.rules.Load().Threshold(app, key)
@@ -342,7 +375,10 @@ func (s *Service) fail(err error) {
 // Run consumes until ctx ends, a fatal error, or, with ExitAtEnd, the end
 // of the input. It then gives up its partitions as a revoke does (waits
 // for outputs in flight, commits) and leaves its groups. A stop by ctx or
-// the end of the input returns nil.
+// the end of the input returns nil, except that an ExitAtEnd run whose
+// records gave no event while some went to the DLQ returns a
+// *NothingDetectedError. While it runs it logs what went to the DLQ when
+// more did, and at the end what it read and dead-lettered.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.Close()
 	if err := s.ensureTopics(ctx); err != nil {
@@ -382,6 +418,8 @@ func (s *Service) Run(ctx context.Context) error {
 		stopBoard()
 		<-boardDone
 	}()
+	stopLog := s.logDeadLetters(ctx)
+	defer stopLog()
 	var mergeDone chan error
 	if s.cfg.Merge != nil {
 		mr, err := newMergeRunner(s)
@@ -414,10 +452,15 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		err = errors.Join(err, <-mergeDone)
 	}
+	stopLog()
+	rerr := s.logRead()
 	select {
 	case <-s.failed:
 		return s.failErr
 	default:
+	}
+	if err == nil && ctx.Err() == nil {
+		err = rerr
 	}
 	return err
 }

@@ -8,13 +8,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/keyheat/keyheat/internal/deadletters"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
 )
 
 // reasons are the DLQ reasons counted; anything else counts as parse.
-var reasons = []schemas.Reason{schemas.ReasonParse, schemas.ReasonEmptyKey, schemas.ReasonKeyTooLong,
-	schemas.ReasonKeyNotUTF8, schemas.ReasonTimeSkew, schemas.ReasonMissingTime, schemas.ReasonLineTooLong}
+var reasons = schemas.Reasons()
 
 // allFields are the optional fields a parser may drop, counted one by one.
 const allFields = logparse.FieldOp | logparse.FieldBytes | logparse.FieldApp | logparse.FieldStatus |
@@ -68,6 +68,20 @@ type Stats struct {
 
 // DLQByReason returns the number of dead letters counted for r.
 func (s *Stats) DLQByReason(r schemas.Reason) int64 { return s.dlq[reasonIndex(r)].Load() }
+
+// DeadLetters sums up the dead letters against the lines read, for the
+// progress line and the summary.
+func (s *Stats) DeadLetters() deadletters.Summary {
+	// The dead letters first: a line counts as read before its dead
+	// letter can be acknowledged, so the share stays at most 100%.
+	by := map[schemas.Reason]int64{}
+	for i, r := range reasons {
+		if n := s.dlq[i].Load(); n > 0 {
+			by[r] = n
+		}
+	}
+	return deadletters.Summary{Read: s.Lines.Load(), ByReason: by}
+}
 
 // DroppedFields returns how often field (one logparse.Fields bit) was
 // dropped because it did not parse.

@@ -49,6 +49,11 @@ func TestValidate(t *testing.T) {
 			want: ReasonTimeSkew, detail: "168h0m0.001s from now"},
 		{name: "future default skew", e: ok(func(e *AccessEvent) { e.TimeMs = now + 7*day + 1 }), want: ReasonTimeSkew},
 		{name: "seconds instead of ms", e: ok(func(e *AccessEvent) { e.TimeMs = now / 1000 }), want: ReasonTimeSkew,
+			detail: "in seconds instead of milliseconds"},
+		{name: "at MinTimeMs", limits: &Limits{MaxSkew: 100 * 365 * 24 * time.Hour}, e: ok(func(e *AccessEvent) { e.TimeMs = MinTimeMs })},
+		{name: "before MinTimeMs however wide the skew", limits: &Limits{MaxSkew: 100 * 365 * 24 * time.Hour},
+			e: ok(func(e *AccessEvent) { e.TimeMs = MinTimeMs - 1 }), want: ReasonTimeSkew, detail: "before 1000000000000 (2001-09-09)"},
+		{name: "far past skew", e: ok(func(e *AccessEvent) { e.TimeMs = now - 300*day }), want: ReasonTimeSkew,
 			detail: "seconds or microseconds"},
 		{name: "microseconds instead of ms", e: ok(func(e *AccessEvent) { e.TimeMs = now * 1000 }), want: ReasonTimeSkew},
 		{name: "custom skew", limits: &Limits{MaxSkew: time.Minute}, e: ok(func(e *AccessEvent) { e.TimeMs = now + 60_001 }),
@@ -78,6 +83,61 @@ func TestValidate(t *testing.T) {
 			var ie *InvalidEventError
 			require.ErrorAs(t, err, &ie)
 			require.Equal(t, tt.want, ie.Reason, "error: %v", err)
+			require.ErrorContains(t, err, tt.detail)
+		})
+	}
+}
+
+// TestValidateProduced: an event read back from Kafka is judged against
+// when its record was produced, and only ahead of it.
+func TestValidateProduced(t *testing.T) {
+	const now = int64(1767225600000)
+	day := (24 * time.Hour).Milliseconds()
+	tenMonths := 300 * day
+	tests := []struct {
+		name           string
+		limits         *Limits // nil: DefaultLimits()
+		ts, producedMs int64
+		key            string // "" means "k"
+		want           Reason // "" means valid
+		detail         string
+	}{
+		{name: "live", ts: now - 10, producedMs: now},
+		{name: "produced long ago, read now", ts: now - tenMonths, producedMs: now - tenMonths + 5},
+		{name: "old event produced now (a backfill)", ts: now - tenMonths, producedMs: now},
+		{name: "at the skew ahead", ts: now + 7*day, producedMs: now},
+		{name: "past the skew ahead", ts: now + 7*day + 1, producedMs: now, want: ReasonTimeSkew,
+			detail: "168h0m0.001s ahead of its record's Kafka timestamp 1767225600000"},
+		{name: "ahead of a record produced long ago", ts: now - tenMonths + 8*day, producedMs: now - tenMonths, want: ReasonTimeSkew},
+		{name: "microseconds instead of ms", ts: now * 1000, producedMs: now, want: ReasonTimeSkew, detail: "microseconds"},
+		{name: "seconds instead of ms", ts: now / 1000, producedMs: now, want: ReasonTimeSkew, detail: "in seconds instead of milliseconds"},
+		{name: "record stamped in the future is capped by now", ts: now + 30*day, producedMs: now + 30*day, want: ReasonTimeSkew,
+			detail: "ahead of its record's Kafka timestamp 1767225600000"},
+		{name: "no record timestamp: now", ts: now + 8*day, producedMs: -1, want: ReasonTimeSkew},
+		{name: "no record timestamp, old event", ts: now - tenMonths, producedMs: 0},
+		{name: "missing time", ts: 0, producedMs: now, want: ReasonMissingTime},
+		{name: "skew disabled", limits: &Limits{}, ts: now * 1000, producedMs: now},
+		{name: "custom skew", limits: &Limits{MaxSkew: time.Minute}, ts: now + 60_001, producedMs: now, want: ReasonTimeSkew, detail: "limit 1m0s"},
+		{name: "key checked first", ts: now * 1000, producedMs: now, key: strings.Repeat("k", 1025), want: ReasonKeyTooLong},
+		{name: "max int64 time does not overflow", ts: math.MaxInt64, producedMs: now, want: ReasonTimeSkew},
+		{name: "min int64 time", ts: math.MinInt64, producedMs: now, want: ReasonTimeSkew},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := DefaultLimits()
+			if tt.limits != nil {
+				l = *tt.limits
+			}
+			e := AccessEvent{TimeMs: tt.ts, Key: tt.key}
+			if e.Key == "" {
+				e.Key = "k"
+			}
+			err := l.ValidateProduced(&e, tt.producedMs, now)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Equal(t, tt.want, ReasonOf(err), "error: %v", err)
 			require.ErrorContains(t, err, tt.detail)
 		})
 	}

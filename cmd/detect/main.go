@@ -57,7 +57,8 @@ func newRoot(stdout io.Writer) *cobra.Command {
 	run := &cobra.Command{Use: "run", Short: "Run detection as a member of the detect group", Args: cobra.NoArgs}
 	rf := run.Flags()
 	addShortcuts(rf)
-	rf.Bool("exit-at-end", false, "read every assigned partition up to its end at start, close every window, report, commit and exit 0")
+	rf.Bool("exit-at-end", false, "read every assigned partition up to its end at start, close every window, report, commit and exit 0; "+
+		"exit 1 instead when records were read and none gave an event (they went to the DLQ: the log says why and which setting fixes it)")
 	rf.String("print", "", "write hot-key events and reports to stdout as they are produced: text or json")
 	run.RunE = func(cmd *cobra.Command, _ []string) error {
 		exitAtEnd, _ := rf.GetBool("exit-at-end")

@@ -32,6 +32,7 @@ import (
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/internal/deadletters"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -327,12 +328,17 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 	}
 	stopProgress()
 	<-progressDone
+	dlq := stats.DeadLetters()
 	summary := []any{"lines", stats.Lines.Load(), "delivered", stats.Delivered.Load(), "undelivered", stats.Undelivered.Load(),
-		"events", stats.Events.Load(), "dlq", stats.DLQ.Load(), "skipped", stats.Skipped.Load(),
-		"dropped_fields", stats.DroppedSummary(), "failed", stats.Failed.Load()}
+		"events", stats.Events.Load()}
+	summary = append(summary, dlq.Attrs()...)
+	summary = append(summary, "skipped", stats.Skipped.Load(), "dropped_fields", stats.DroppedSummary(), "failed", stats.Failed.Load())
 	if n := stats.GoneFiles.Load(); n > 0 {
 		summary = append(summary, "gone_files", n, "unread_bytes", stats.UnreadBytes.Load())
 	}
+	// After the summary, whatever the outcome: most lines in the DLQ is a
+	// setting that does not fit the input, and the warning names it.
+	defer dlq.WarnIfMost(log, cfg.Kafka.Topics.DLQ, func(r schemas.Reason) string { return deadletters.Fix(r, "ingest") })
 	if err != nil {
 		log.Error("stopped with lines not delivered or an error", summary...)
 		return err
