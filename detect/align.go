@@ -3,6 +3,7 @@ package detect
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keyheat/keyheat/schemas"
@@ -45,6 +46,11 @@ type aligner struct {
 	drift    int64 // windows a partition may run past the slowest other
 	board    *board
 
+	// gen counts the events that may lower a limit already given out (a
+	// partition joining, a position falling, the board hearing news):
+	// a worker asks again when it changed.
+	gen atomic.Uint64
+
 	mu      sync.Mutex
 	members map[*partWorker]struct{}
 	// counts are the events topics' partition counts: every partition
@@ -64,6 +70,7 @@ func (a *aligner) join(w *partWorker) {
 	a.mu.Lock()
 	a.members[w] = struct{}{}
 	a.counts[w.tp.topic] = max(a.counts[w.tp.topic], w.parts)
+	a.gen.Add(1)
 	a.mu.Unlock()
 }
 
@@ -75,7 +82,9 @@ func (a *aligner) leave(w *partWorker) {
 }
 
 // wake wakes the workers waiting: something they wait on may have moved.
+// The board calls it when it heard news, which may be a lower position.
 func (a *aligner) wake() {
+	a.gen.Add(1)
 	a.mu.Lock()
 	a.wakeLocked()
 	a.mu.Unlock()
@@ -83,10 +92,16 @@ func (a *aligner) wake() {
 
 // set publishes w's position and wakes the workers waiting.
 func (a *aligner) set(w *partWorker, pos int64) {
-	if w.alignPos.Swap(pos) == pos {
+	old := w.alignPos.Swap(pos)
+	if old == pos {
 		return
 	}
-	a.wake()
+	if pos < old {
+		a.gen.Add(1) // free → a position: limits given out may be too high
+	}
+	a.mu.Lock()
+	a.wakeLocked()
+	a.mu.Unlock()
 }
 
 func (a *aligner) wakeLocked() {
@@ -222,7 +237,7 @@ func latest(evs []schemas.AccessEvent) int64 {
 func (w *partWorker) await(tsMs int64) bool {
 	a := w.align
 	win := a.windowOf(tsMs)
-	if w.alignWin != alignUnknown && !w.alignIdle && w.alignWin > w.alignLimit {
+	if w.alignWin != alignUnknown && !w.alignIdle && (w.alignWin > w.alignLimit || a.gen.Load() != w.alignGen) {
 		if !w.waitAligned() {
 			return false
 		}
@@ -241,9 +256,10 @@ func (w *partWorker) await(tsMs int64) bool {
 // caches the limit for the events that follow.
 func (w *partWorker) waitAligned() bool {
 	a := w.align
+	gen := a.gen.Load() // before the limit: a change meanwhile asks again
 	lim, _ := a.limit(w, false)
 	if w.alignWin <= lim {
-		w.alignLimit = lim
+		w.alignLimit, w.alignGen = lim, gen
 		return true
 	}
 	if !w.s.cfg.ExitAtEnd && w.alignWin > a.windowOf(w.s.now().UnixMilli())+a.drift {
@@ -256,9 +272,10 @@ func (w *partWorker) waitAligned() bool {
 	beat := time.NewTicker(w.s.board.beat)
 	defer beat.Stop()
 	for {
+		gen := a.gen.Load()
 		lim, moved := a.limit(w, true)
 		if w.alignWin <= lim {
-			w.alignLimit = lim
+			w.alignLimit, w.alignGen = lim, gen
 			return true
 		}
 		select {

@@ -216,18 +216,17 @@ func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.Offse
 					return err
 				}
 			} else {
-				// Live: whether records wait, so that a partition with none
-				// does not hold the others back (see aligner) until its
-				// first event or the idle timeout.
+				// Live: how many records wait, so that a partition with a
+				// backlog is not taken for idle before it read it. One with
+				// none holds the others back like one that has not read its
+				// first event yet, until the idle timeout: records may be on
+				// their way to it (a backfill started with detect), and the
+				// others must not run far ahead of them meanwhile.
 				b := st
 				if err := s.bounds(ctx, t.Topic, p.Partition, &b); err != nil {
-					s.log.Debug("end offset for the alignment", "topic", t.Topic, "partition", p.Partition, "err", err)
+					s.log.Debug("end offset of a partition assigned", "topic", t.Topic, "partition", p.Partition, "err", err)
 				} else {
 					w.lag.Store(max(0, b.end-b.first))
-					if b.first >= b.end {
-						st.empty = true
-						w.align.set(w, alignFree)
-					}
 				}
 			}
 			w.setStart(st)

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -50,11 +52,12 @@ func TestPartitionWithoutInput(t *testing.T) {
 	}
 }
 
-// TestSilentPartitionGivenUp: a partition whose instance is gone, and
-// that no other instance takes over (here: the one left does not read its
-// topic), says nothing more; after the partition timeout the merger
-// reports the windows without it, naming it, with the other partitions'
-// counts, and goes on reporting later windows.
+// TestSilentPartitionGivenUp: a partition whose instance is gone without
+// leaving the group (a crash; here a static member, which does not leave
+// when it stops) is still assigned to it, and says nothing more; after
+// the partition timeout, long before the group's session timeout, the
+// merger reports the windows without it, naming it, with the other
+// partitions' counts, and goes on reporting later windows.
 func TestSilentPartitionGivenUp(t *testing.T) {
 	for _, b := range brokers {
 		t.Run(b.name, func(t *testing.T) {
@@ -68,6 +71,8 @@ func TestSilentPartitionGivenUp(t *testing.T) {
 			goes := stays
 			goes.Options.Topics = []string{other.events}
 			goes.Merge = nil // never the merger
+			goes.SessionTimeout = 5 * time.Minute
+			goes.ClientOpts = append(slices.Clone(stays.ClientOpts), kgo.InstanceID(testenv.UniqueName(t, "static")))
 			r := start(t, stays)
 			eventually(t, "the staying instance holds its partition", func() bool { return r.svc.Assigned() == 1 })
 			g := start(t, goes)

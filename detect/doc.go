@@ -63,24 +63,31 @@
 // them, so an instance that holds every partition runs at full speed and
 // several keep in step within a round trip through Kafka.
 //
-// A partition with records to read but no event yet holds the others
-// back until its first (one with nothing to read when assigned, live,
-// does not); an ended one (ExitAtEnd), a live one idle for the pipeline's
-// idle timeout with nothing left to read, and a silent one hold nothing
-// back, and an idle one's clock moves towards the wall clock no further
-// than the drift past the others' clocks. A live clock further than the
-// drift ahead of the wall clock is not held (nothing would catch up with
-// it). Waiting changes when events are handled, not what they give: the
-// reports stay byte-identical.
+// A partition with no event yet holds the others back until its first,
+// or, live, until it has been idle for the pipeline's idle timeout with
+// nothing left to read (records may be on their way to an empty one: a
+// backfill started after detect); an ended one (ExitAtEnd), an idle one
+// and a silent one hold nothing back. A worker asks the aligner again
+// whenever a limit it was given may have fallen (a partition joined or
+// took its first event, the board heard news). A live clock further than
+// the drift ahead of the wall clock is not held (nothing would catch up
+// with it). Waiting changes when events are handled, not what they give:
+// the reports stay byte-identical.
 //
 // The same board tells the merger what it cannot learn from summaries: a
 // partition that said nothing for detect.partition_timeout (measured on
 // this instance's clock, up to the newest of its own member records read
 // back, so a board that falls behind declares nobody silent) is silent,
 // and windows are reported without it; a partition that never had an
-// event and has been idle for the idle timeout follows the wall clock,
-// and windows that end by then minus the lateness are complete without
-// it; every partition of a topic some instance reads is expected.
+// event and has been idle for the idle timeout has none in what the other
+// partitions passed (its clock is the lowest of theirs, and its core
+// starts with it, so its older first events are late there too). The
+// board sends every held partition's progress each beat, whatever its
+// worker is doing, so a partition held up by a sink or a full producer is
+// alive and waited for; only an instance that stopped falls silent. What
+// the merger expects comes from the detect group's description: every
+// partition of the topics its members are assigned (every five seconds,
+// when the group is stable).
 //
 // # Commits
 //

@@ -60,6 +60,8 @@ type mergeRunner struct {
 	lastFlush  time.Time
 	acks       []ack
 	committed  pipeline.CommitPoint
+	// When the group was last asked which partitions it reads.
+	expectedAt time.Time
 	// The oldest window held, since when, and when the wait for it was
 	// last logged (sayWaiting).
 	waitStart          int64
@@ -254,11 +256,7 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		return true, err
 	}
 	if mr.m != nil {
-		if mr.status != nil {
-			for t, n := range s.board.topics() {
-				mr.m.Expect(t, n)
-			}
-		}
+		mr.refreshExpected(ctx)
 		fs.EachRecord(mr.add)
 		mr.emit(ctx, mr.m.Ready(mr.status))
 		mr.sayWaiting()
@@ -384,6 +382,51 @@ func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 		}
 	}
 	mr.retryClickHouse(ctx)
+}
+
+// expectEvery is how often a live merger asks which partitions the detect
+// group is assigned.
+const expectEvery = 5 * time.Second
+
+// refreshExpected, live, tells the merger which partitions the detect
+// group reads (every partition of the topics its members are assigned),
+// from the group's description when it is stable: a partition another
+// instance reads is waited for before its first summary, and a topic the
+// group reads no more is not, whatever summaries of it came before. A
+// group in a rebalance is asked again later; meanwhile what was known
+// holds.
+func (mr *mergeRunner) refreshExpected(ctx context.Context) {
+	if mr.status == nil || mr.s.now().Sub(mr.expectedAt) < expectEvery {
+		return
+	}
+	mr.expectedAt = mr.s.now()
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the loop must keep polling
+	defer cancel()
+	dg, err := mr.s.adm.DescribeGroups(dctx, mr.s.cfg.Group)
+	if err == nil {
+		err = dg.Error()
+	}
+	if err != nil {
+		mr.s.log.Debug("describe the detect group for the partitions to expect", "group", mr.s.cfg.Group, "err", err)
+		return
+	}
+	g := dg[mr.s.cfg.Group]
+	if g.State != "Stable" {
+		return
+	}
+	exp := map[string]int32{}
+	for topic := range g.AssignedPartitions() {
+		n, err := mr.s.partitionCount(dctx, topic)
+		if err != nil {
+			mr.s.log.Debug("partition count of a topic the group reads", "topic", topic, "err", err)
+			return
+		}
+		exp[topic] = n
+	}
+	if len(exp) == 0 {
+		return // no member holds anything: nothing to learn
+	}
+	mr.m.SetExpected(exp)
 }
 
 // waitSay is how long the merger waits for a window's partitions before

@@ -42,9 +42,6 @@ type startInfo struct {
 	meta      string // metadata committed with it
 	first     int64  // first offset to read when known (committed, or the reset's); -1 unknown
 	end       int64  // ExitAtEnd: stop here; -1 for a live run
-	// empty: live, nothing to read when assigned; the partition is idle
-	// from the start.
-	empty bool
 }
 
 // partWorker owns one assigned events partition: one goroutine that
@@ -124,6 +121,7 @@ type partWorker struct {
 	// alignLimit is the limit last asked of the aligner, good for the
 	// batch (a position up to it goes on without asking again).
 	alignWin, alignNextMs, alignLimit int64
+	alignGen                          uint64 // the aligner's gen when alignLimit was asked
 	alignIdle                         bool
 	lastEventAt                       time.Time // wall clock of the last batch with events
 	// clockMs is the partition's clock: the newest event time taken, or
@@ -321,10 +319,6 @@ func (w *partWorker) loadStart() bool {
 	w.startMu.Unlock()
 	if ok {
 		w.st, w.started = st, true
-		if st.empty && w.alignWin == alignUnknown {
-			w.alignIdle = true
-			w.sendProgress(true)
-		}
 	}
 	return ok
 }

@@ -182,11 +182,14 @@ func (b *board) add(r *kgo.Record) {
 		}
 		return
 	}
+	// The newest record wins, whoever sent it. An earlier owner's last
+	// record may land after the new owner's first (it stops sending when
+	// its partition is revoked, before the new owner starts, but a record
+	// in flight may be slower); the new owner's next beat replaces it.
+	// Generations cannot order them: they start again at 1 when the
+	// group is deleted or expires.
 	k := tp{p.Topic, p.Partition}
 	h := b.parts[k]
-	if h != nil && p.Generation < h.p.Generation {
-		return // sent by an earlier owner, read after the new one's
-	}
 	if h == nil {
 		h = &heard{}
 		b.parts[k] = h
@@ -254,18 +257,6 @@ func (b *board) silentLocked(k tp) bool {
 		heardMs = max(heardMs, h.heardMs)
 	}
 	return b.throughMs-heardMs >= b.timeout.Milliseconds()
-}
-
-// topics returns the partition counts of the events topics the board
-// heard of: every topic some instance of the group reads.
-func (b *board) topics() map[string]int32 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[string]int32{}
-	for k, h := range b.parts {
-		out[k.topic] = max(out[k.topic], h.p.Partitions)
-	}
-	return out
 }
 
 // status is what the merger knows of a partition besides its summaries

@@ -68,9 +68,11 @@ type MergedWindow struct {
 // holds the summaries of each window until every expected partition has
 // reported it, then merges them; windows are reported in order, each once.
 //
-// Which partitions are expected: partitions 0..Partitions−1 of every topic
-// in MergerConfig.Topics or named by any summary, Partitions being the
-// largest count configured or carried by a summary of that topic. A
+// Which partitions are expected: what SetExpected said last (live, the
+// topics the detect group is assigned); before it, partitions
+// 0..Partitions−1 of every topic in MergerConfig.Topics or named by any
+// summary, Partitions being the largest count configured or carried by a
+// summary of that topic. A
 // partition has nothing more to say about a window W once it reported W,
 // or reported a later window without W, or marked an earlier window Final.
 // The second rule relies on a partition emitting its windows in order onto
@@ -123,10 +125,13 @@ type Merger struct {
 	log      *slog.Logger
 	stats    *MergerStats
 
-	topics  map[string]*topicState
-	pending map[int64]*pendingWindow // by StartMs
-	order   []int64                  // StartMs of pending windows, ascending
-	queued  []MergedWindow           // released by the cap, returned by the next Ready
+	topics map[string]*topicState
+	// expected, once SetExpected was called, is what is waited for;
+	// until then every topic of topics is.
+	expected map[string]int32
+	pending  map[int64]*pendingWindow // by StartMs
+	order    []int64                  // StartMs of pending windows, ascending
+	queued   []MergedWindow           // released by the cap, returned by the next Ready
 
 	emittedThroughMs int64 // end of the last window reported, by this run or before
 	unacked          []emittedWindow
@@ -293,20 +298,29 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 	return m, nil
 }
 
-// Expect makes the merger expect every partition of topic, which has
-// partitions partitions, from now on (more than it knew of raise the
-// count; fewer change nothing): the service learns of topics other
-// instances read before their first summary comes.
-func (m *Merger) Expect(topic string, partitions int32) {
-	if topic == "" || partitions < 1 || partitions > MaxMergePartitions {
-		return
+// SetExpected tells the merger which partitions exist to be read: every
+// partition 0..n−1 of each topic, by partition count, as the service
+// learns them from its consumer group (the topics the group is assigned).
+// From then on only those are waited for and named missing; a topic the
+// group no longer reads is no longer expected, even if summaries of it
+// came before. Until it is called, the expected topics are those of
+// MergerConfig.Topics and of every summary read. Counts outside
+// 1..MaxMergePartitions are ignored.
+func (m *Merger) SetExpected(topics map[string]int32) {
+	exp := make(map[string]int32, len(topics))
+	for topic, n := range topics {
+		if topic == "" || n < 1 || n > MaxMergePartitions {
+			continue
+		}
+		exp[topic] = n
+		t := m.topics[topic]
+		if t == nil {
+			t = &topicState{parts: map[int32]*partProgress{}}
+			m.topics[topic] = t
+		}
+		t.partitions = max(t.partitions, n)
 	}
-	t := m.topics[topic]
-	if t == nil {
-		t = &topicState{parts: map[int32]*partProgress{}}
-		m.topics[topic] = t
-	}
-	t.partitions = max(t.partitions, partitions)
+	m.expected = exp
 }
 
 // Stats returns the merger's running totals.
@@ -554,7 +568,11 @@ func (m *Merger) logLate(w *schemas.PartitionWindow, nowMs int64) {
 func (m *Merger) missingParts(p *pendingWindow, status StatusFunc) (missing, idle []mergePart) {
 	for _, topic := range m.sortedTopics() {
 		t := m.topics[topic]
-		for part := int32(0); part < t.partitions; part++ {
+		n := t.partitions
+		if m.expected != nil {
+			n = m.expected[topic] // 0 for a topic no longer read
+		}
+		for part := int32(0); part < n; part++ {
 			if m.doneWith(p, topic, t, part) {
 				continue
 			}

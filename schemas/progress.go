@@ -65,8 +65,9 @@ type Progress struct {
 	// partition of a topic any instance of the group reads.
 	Partitions int32 `json:"partitions,omitempty"`
 	// Generation is the group generation in which the sender held the
-	// partition: a record of an older generation than one already read is
-	// stale (sent by an earlier owner) and ignored.
+	// partition, for whoever reads the topic to follow an owner change.
+	// Readers do not order records by it: generations start again at 1
+	// when a group is deleted or expires.
 	Generation int32 `json:"generation,omitempty"`
 	// State is one of the Progress states.
 	State string `json:"state,omitempty"`
