@@ -247,9 +247,29 @@ func (w *partWorker) await(tsMs int64) bool {
 	w.alignNextMs = a.endOf(w.alignWin)
 	w.alignClock.Store(w.alignWin)
 	w.clockMs = max(w.clockMs, tsMs)
-	a.set(w, w.alignWin)
+	a.set(w, w.alignPosition())
 	w.sendProgress(false)
 	return true
+}
+
+// alignPosition is the window the partition stands at for the others (what
+// it publishes; whether it may go on is judged on its clock's window): its
+// clock's, but no further than the lateness past the oldest window whose
+// summary Kafka has not acknowledged. The others' summaries written after
+// they read this position must come after that one on the windows topic,
+// or the merger could hold more than its cap before reading it: when the
+// partition's producer lags (a starved machine, a partition just taken
+// over and re-sending), the others wait for it. Acknowledged in time, the
+// summary of window w is out before the clock passes w + the lateness,
+// and the position is the clock's.
+func (w *partWorker) alignPosition() int64 {
+	pos := w.alignWin
+	if len(w.unackedWins) > 0 {
+		a := w.align
+		lateWins := (w.s.cfg.Pipeline.Lateness.Milliseconds() + a.windowMs - 1) / a.windowMs
+		pos = min(pos, a.windowOf(w.unackedWins[0])+lateWins+1)
+	}
+	return pos
 }
 
 // waitAligned waits until the worker's position is within the limit, and

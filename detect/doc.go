@@ -53,6 +53,13 @@
 // partition always goes on; one past a gap in event time jumps ahead with
 // that event and then waits.
 //
+// A partition's position, as the others see it, is its clock's window,
+// held back to the lateness past its oldest summary Kafka has not
+// acknowledged: the others' summaries must not reach the windows topic
+// far ahead of its own (a lagging producer on a starved machine, a
+// partition just taken over re-sending its windows), or the merger would
+// read past its cap before it reads that one.
+//
 // Positions travel on the progress topic (schemas.Progress, compacted,
 // one partition, written and followed by every instance: the board):
 // each worker sends its partition's state and clock when its window

@@ -447,7 +447,7 @@ func (mr *mergeRunner) sayWaiting() {
 		return
 	}
 	mr.waitLog = now
-	mr.s.log.Info("merger waiting for partitions to report a window (alive, so waited for; see detect.partition_timeout)",
+	mr.s.log.Info("merger waiting for partitions to report a window (not silent, so waited for; see detect.partition_timeout)",
 		"window_start_ms", start, "waiting_s", int(now.Sub(mr.waitSince).Seconds()), "partitions", missing,
 		"windows_held", mr.m.Stats().Pending.Load())
 }

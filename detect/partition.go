@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,7 +128,12 @@ type partWorker struct {
 	// clockMs is the partition's clock: the newest event time taken, or
 	// where Idle moved it; valid once alignWin is known.
 	clockMs int64
-	// The progress record last sent (see sendProgress).
+	// unackedWins are the starts of the windows whose summaries were
+	// produced and not yet acknowledged, oldest first: they hold the
+	// partition's alignment position back (see alignPosition).
+	unackedWins []int64
+	// The progress record last sent (see sendProgress): when, its state
+	// and its position.
 	progSent  time.Time
 	progState string
 	progWin   int64
@@ -374,14 +380,16 @@ func (w *partWorker) sendProgress(force bool) {
 		p.State = schemas.ProgressWaiting
 	default:
 		p.State, p.ClockMs = schemas.ProgressReading, w.clockMs
+		p.PositionMs = w.alignPosition() * w.align.windowMs
 	}
 	snap := p
 	w.progSnap.Store(&snap)
-	changed := p.State != w.progState || w.alignWin != w.progWin
+	pos := w.alignPosition()
+	changed := p.State != w.progState || pos != w.progWin
 	if !force && !(changed && now.Sub(w.progSent) >= progressEvery) {
 		return
 	}
-	w.progSent, w.progState, w.progWin = now, p.State, w.alignWin
+	w.progSent, w.progState, w.progWin = now, p.State, pos
 	b.sendPartition(w.ctxOrBackground(), p)
 }
 
@@ -619,6 +627,7 @@ func (w *partWorker) emit() {
 		// ninth of the bytes.
 		v := win.AppendBinary(nil)
 		startMs := win.StartMs
+		w.unackedWins = append(w.unackedWins, startMs)
 		w.inbox.expect(1)
 		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(win.ID), Value: v},
 			func(err error) { w.inbox.post(ack{kind: ackWindow, startMs: startMs, err: err}) })
@@ -724,6 +733,12 @@ func (w *partWorker) applyAcks() {
 			s.m.windows.Inc()
 			if w.core != nil {
 				w.core.Acked(a.startMs)
+			}
+			if i := slices.Index(w.unackedWins, a.startMs); i >= 0 {
+				w.unackedWins = slices.Delete(w.unackedWins, i, i+1)
+				if i == 0 && !w.alignIdle && w.alignWin != alignUnknown {
+					w.align.set(w, w.alignPosition())
+				}
 			}
 		case ackHotKey:
 			w.ackHot(a.id)

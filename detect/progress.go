@@ -304,6 +304,8 @@ func (b *board) positionLocked(k tp, windowOf func(int64) int64, idle bool) int6
 		return alignFree
 	case h.p.State == schemas.ProgressIdle && !idle:
 		return alignFree
+	case !idle && h.p.PositionMs != 0:
+		return windowOf(min(h.p.PositionMs, h.p.ClockMs))
 	}
 	return windowOf(h.p.ClockMs)
 }

@@ -389,6 +389,10 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.board = b
+	if s.cfg.PartitionTimeout <= s.cfg.SessionTimeout {
+		s.log.Warn("detect.partition_timeout is not longer than detect.session_timeout: a crashed instance's partitions are given up on (their windows reported partial) before the group gives them to another instance",
+			"partition_timeout", s.cfg.PartitionTimeout, "session_timeout", s.cfg.SessionTimeout)
+	}
 	mo := pipeline.DefaultMergerOptions()
 	if s.cfg.Merge != nil {
 		mo = s.cfg.Merge.MergerOptions

@@ -129,9 +129,12 @@ type Merger struct {
 	// expected, once SetExpected was called, is what is waited for;
 	// until then every topic of topics is.
 	expected map[string]int32
-	pending  map[int64]*pendingWindow // by StartMs
-	order    []int64                  // StartMs of pending windows, ascending
-	queued   []MergedWindow           // released by the cap, returned by the next Ready
+	// lastStatus is the status Ready had last, for windows the cap
+	// releases in Add.
+	lastStatus StatusFunc
+	pending    map[int64]*pendingWindow // by StartMs
+	order      []int64                  // StartMs of pending windows, ascending
+	queued     []MergedWindow           // released by the cap, returned by the next Ready
 
 	emittedThroughMs int64 // end of the last window reported, by this run or before
 	unacked          []emittedWindow
@@ -395,7 +398,9 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 	p.minOffset = min(p.minOffset, offset)
 	m.stats.Accepted.Add(1)
 	for len(m.order) > m.cfg.MaxPendingWindows {
-		m.queued = append(m.queued, m.emitOldest(&m.stats.Capped, nil))
+		// The status Ready had last: an idle or silent partition is not
+		// named missing here either.
+		m.queued = append(m.queued, m.emitOldest(&m.stats.Capped, m.lastStatus))
 	}
 	m.stats.Pending.Store(int64(len(m.order)))
 	return nil
@@ -435,6 +440,7 @@ func (m *Merger) track(w *schemas.PartitionWindow) *partProgress {
 // summaries; nil (a replay) knows nothing: only complete windows are
 // ready, and Finish reports the rest.
 func (m *Merger) Ready(status StatusFunc) []MergedWindow {
+	m.lastStatus = status
 	out := m.queued
 	m.queued = nil
 	for len(m.order) > 0 {
@@ -492,10 +498,14 @@ func (m *Merger) Finish() []MergedWindow {
 }
 
 // emitOldest merges and removes the oldest pending window, counting it in
-// how.
+// how, or as complete when no partition is missing (the cap may release a
+// window that was complete already, when one read brought many).
 func (m *Merger) emitOldest(how *atomic.Int64, status StatusFunc) MergedWindow {
 	p := m.pending[m.order[0]]
 	missingParts, idle := m.missingParts(p, status)
+	if len(missingParts) == 0 {
+		how = &m.stats.Complete
+	}
 	var missing []string
 	for _, k := range missingParts {
 		missing = append(missing, k.topic+"/"+strconv.Itoa(int(k.partition)))

@@ -614,3 +614,36 @@ func TestMergerWaiting(t *testing.T) {
 	require.Equal(t, int64(1000), start, "the oldest window held")
 	require.Equal(t, []string{"t/1", "t/2"}, missing)
 }
+
+// TestMergerCapCountsCompleteWindows: windows complete already when one
+// read brings more than MaxPendingWindows of them are released by the cap
+// but counted complete, and none is partial.
+func TestMergerCapCountsCompleteWindows(t *testing.T) {
+	m := newTestMerger(t, func(c *MergerConfig) { c.MaxPendingWindows = 2 })
+	for i := range int64(5) {
+		require.NoError(t, m.Add(mergeTestWindow("t", 0, 1, i*1000, 1), i, 0))
+	}
+	got := m.Ready(nil)
+	require.Len(t, got, 5)
+	require.Zero(t, m.Stats().Capped.Load())
+	require.Equal(t, int64(5), m.Stats().Complete.Load())
+	require.Zero(t, m.Stats().Partial.Load())
+}
+
+// TestMergerCapHeedsStatus: a window the cap releases does not name
+// missing a partition Ready was told is idle without events there.
+func TestMergerCapHeedsStatus(t *testing.T) {
+	m := newTestMerger(t, func(c *MergerConfig) { c.MaxPendingWindows = 1; c.Lateness = 0 })
+	idle := func(_ string, p int32) PartitionStatus {
+		if p == 1 {
+			return PartitionStatus{IdleClockMs: 1000}
+		}
+		return PartitionStatus{}
+	}
+	require.Empty(t, m.Ready(idle))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 0, 1), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("t", 0, 3, 1000, 1), 1, 0))
+	got := m.Ready(idle)
+	require.NotEmpty(t, got)
+	require.Equal(t, []string{"t/2"}, got[0].Reports[0].Missing, "partition 1 is idle there, partition 2 missing")
+}

@@ -74,6 +74,10 @@ type Progress struct {
 	// ClockMs is the partition's clock: its newest event time, or for an
 	// idle partition the wall clock it follows. Absent while waiting.
 	ClockMs int64 `json:"clock_ms,omitempty"`
+	// PositionMs, while reading, is the start of the window the partition
+	// stands at for the alignment: its clock's window, or an earlier one
+	// while summaries of older windows are not yet on the windows topic.
+	PositionMs int64 `json:"position_ms,omitempty"`
 	// NoEvents marks an idle partition that never took an event: it has
 	// none in any window that ends by ClockMs minus the lateness.
 	NoEvents bool `json:"no_events,omitempty"`
