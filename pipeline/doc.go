@@ -30,8 +30,11 @@
 // # Report windows
 //
 // Windows are tumbling, aligned to multiples of Window since the epoch.
-// Every window from the partition's first one up to the watermark is
-// emitted, in order, empty ones included, as a schemas.PartitionWindow:
+// Windows close in order as the watermark passes them, and each with an
+// event or a late event is emitted as a schemas.PartitionWindow; of empty
+// windows closing together only the last is, to say how far the
+// partition came (a partition that reports a window has nothing more for
+// the earlier ones), so a gap in event time costs one summary:
 // per app (at most MaxApps, the rest under schemas.OtherApp) exact totals
 // of events, bytes, reads, writes and latency; the top keys from a
 // filtered Space-Saving top-K (sketch.TopK: Count − Error ≤ true ≤ Count,

@@ -341,25 +341,59 @@ func (a *appAgg) addSlot(slot uint16) {
 	}
 }
 
-// closeUpTo emits every window that ends at or before the watermark wm, in
-// order. A window emitted without events or late events claims the commit
-// point with the offset whose processing closed it.
+// closeUpTo closes every window that ends at or before the watermark wm,
+// in order. A window emitted without events or late events claims the
+// commit point with the offset whose processing closed it.
+//
+// Empty windows are not summarised one by one: of a run of them closing
+// together only the last is, if it is the last to close, which tells the
+// merger how far the partition has come (a partition that reports a
+// window has nothing for the windows before it). A jump over a gap in
+// event time, or an idle partition's clock moving to the wall clock,
+// therefore costs one summary, however long it is.
 func (w *windows) closeUpTo(wm int64, out *Output) {
 	for w.nextEmit+w.lengthMs <= wm {
+		if w.nextEmit+2*w.lengthMs <= wm && w.emptyNext() {
+			w.skipEmpty(wm)
+			continue
+		}
 		w.emit(false, out)
 	}
 }
 
-// closeAll emits every window up to the newest event's, marking the last
-// Final: the end of the input.
+// closeAll closes every window up to the newest event's, marking the last
+// Final: the end of the input. Empty windows before the last are skipped
+// as in closeUpTo.
 func (w *windows) closeAll(out *Output) {
 	if !w.p.started {
 		return
 	}
 	lastStart := w.start(w.p.maxTs)
 	for w.nextEmit <= lastStart {
+		if w.nextEmit < lastStart && w.emptyNext() {
+			w.skipEmpty(lastStart + w.lengthMs)
+			continue
+		}
 		w.emit(w.nextEmit == lastStart, out)
 	}
+}
+
+// emptyNext reports whether the next window to close had no event and no
+// late event.
+func (w *windows) emptyNext() bool { return len(w.open) == 0 || w.open[0] == nil }
+
+// skipEmpty passes the empty next window without a summary; when no open
+// window follows, it passes every window before the last that closes by
+// wm at once.
+func (w *windows) skipEmpty(wm int64) {
+	if len(w.open) == 0 {
+		w.nextEmit = max(w.nextEmit+w.lengthMs, w.start(wm)-w.lengthMs)
+		return
+	}
+	copy(w.open, w.open[1:])
+	w.open[len(w.open)-1] = nil
+	w.open = w.open[:len(w.open)-1]
+	w.nextEmit += w.lengthMs
 }
 
 // emit summarises the oldest open window into a PartitionWindow.

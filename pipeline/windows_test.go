@@ -258,9 +258,10 @@ func brief(ws []schemas.PartitionWindow) []winBrief {
 	return b
 }
 
-// The watermark closes windows in order, empty ones included; an event
-// older than the oldest open window is late and counted there; End closes
-// the rest and marks the last Final.
+// The watermark closes windows in order; of empty ones only the last to
+// close in one go is emitted (how far the partition came); an event older
+// than the oldest open window is late and counted there; End closes the
+// rest and marks the last Final.
 func TestWatermarkLatenessEnd(t *testing.T) {
 	o := DefaultOptions() // 1 s windows, 2 s lateness
 	p := newPart(t, o, testSource, Start{Offset: 100})
@@ -284,8 +285,7 @@ func TestWatermarkLatenessEnd(t *testing.T) {
 	p.End(&out)
 	require.Equal(t, []winBrief{
 		{5000, 0, 1, -1, -1, 5600, false},
-		{6000, 0, 0, -1, -1, 5600, false},
-		{7000, 1, 0, 105, 105, 5600, true},
+		{7000, 1, 0, 105, 105, 5600, true}, // 6000, empty, is not summarised
 	}, brief(out.Windows))
 	require.EqualValues(t, 2, p.Stats().Late)
 	out.Reset()
@@ -310,9 +310,7 @@ func TestIdleClosesQuietWindows(t *testing.T) {
 	p.Idle(wall+5000, &out) // clock to wall+5000 = 6000: watermark 4000
 	require.Equal(t, []winBrief{
 		{0, 1, 0, 0, 0, 4000, false},
-		{1000, 0, 0, -1, -1, 4000, false},
-		{2000, 0, 0, -1, -1, 4000, false},
-		{3000, 0, 0, -1, -1, 4000, false},
+		{3000, 0, 0, -1, -1, 4000, false}, // the last to close; 1000 and 2000, empty, are not summarised
 	}, brief(out.Windows))
 	out.Reset()
 	p.Process(ev(3500, "now-late"), 1, &out)
@@ -338,7 +336,7 @@ func TestIdleToSteps(t *testing.T) {
 	}{
 		{"to 3000: watermark 1000", 3000, true, []int64{0}},
 		{"not back", 2000, false, nil},
-		{"to 5000: watermark 3000", 5000, true, []int64{1000, 2000}},
+		{"to 5000: watermark 3000", 5000, true, []int64{2000}},
 		{"never past the wall clock", later + 100_000 - t0Ms, true, nil},
 	} {
 		out.Reset()
@@ -391,4 +389,29 @@ func TestAppsBoundedAndLongKeys(t *testing.T) {
 	require.NotEqual(t, tk, truncateKey(long+"x", 40), "distinct long keys stay distinct")
 	require.EqualValues(t, 1, p.Stats().TruncatedKeys)
 	require.EqualValues(t, 2, p.Stats().AppsFolded)
+}
+
+// A gap in event time, however long, costs one summary: the empty
+// windows it passes are not summarised one by one.
+func TestGapCostsOneSummary(t *testing.T) {
+	o := DefaultOptions() // 1 s windows, 2 s lateness
+	p := newPart(t, o, testSource, Start{})
+	var out Output
+	p.Process(ev(500, "a"), 0, &out)
+	const tenYears = 10 * 365 * 24 * 3600 * 1000
+	p.Process(ev(tenYears, "b"), 1, &out)
+	require.Equal(t, []winBrief{
+		{0, 1, 0, 0, 0, tenYears - 2000, false},
+		{tenYears - 3000, 0, 0, -1, -1, tenYears - 2000, false},
+	}, brief(out.Windows))
+	for _, w := range out.Windows {
+		p.Acked(w.StartMs)
+	}
+	out.Reset()
+	p.End(&out)
+	require.Equal(t, []winBrief{{tenYears, 1, 0, 1, 1, tenYears - 2000, true}}, brief(out.Windows))
+	meta, err := schemas.ParseCommitMeta(p.CommitPoint().Metadata)
+	require.NoError(t, err)
+	require.Equal(t, t0Ms+tenYears-2000, meta.NextWindowMs, "the acknowledged marker carried the commit past the gap")
+	require.Equal(t, int64(1), meta.ResumeOffset, "only the last window holds the commit point")
 }

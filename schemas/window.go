@@ -99,9 +99,11 @@ type SlotCount struct {
 const OtherApp = "_other"
 
 // PartitionWindow is the value of a record on keyheat.windows: what one
-// partition of the events topic counted in one report window. Every
-// partition emits one for every window from its first event on, empty ones
-// included, so the merger knows when it has heard from all of them.
+// partition of the events topic counted in one report window. A partition
+// emits one for every window with an event or a late event, in order, and
+// for the last of a run of empty windows closing together: a summary of a
+// window also says the partition has nothing more for the earlier ones,
+// so the merger knows when it has heard from all of them.
 //
 // The record key is PartitionWindowID; the JSON form is the struct's
 // (AppendJSON / DecodePartitionWindow), sketches in standard base64. The
