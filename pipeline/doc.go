@@ -34,8 +34,8 @@
 // event or a late event is emitted as a schemas.PartitionWindow; of empty
 // windows closing together only the last is, to say how far the
 // partition came (a partition that reports a window has nothing more for
-// the earlier ones), so a gap in event time costs one summary:
-// per app (at most MaxApps, the rest under schemas.OtherApp) exact totals
+// the earlier ones), so a gap in event time costs one summary. A summary
+// holds, per app (at most MaxApps, the rest under schemas.OtherApp), exact totals
 // of events, bytes, reads, writes and latency; the top keys from a
 // filtered Space-Saving top-K (sketch.TopK: Count − Error ≤ true ≤ Count,
 // exact when Error is 0, every unlisted key at most Floor) with the bytes,
