@@ -349,7 +349,7 @@ func TestTopKKeysOutliveEntries(t *testing.T) {
 // TestMemoryDoesNotGrowWithDistinctKeys feeds 10× more distinct keys and
 // checks both the accounted Bytes and the live heap stay put.
 func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
-	w, err := NewWindowPair(WindowConfig{})
+	cm, err := NewCountMin(CountMinConfig{})
 	require.NoError(t, err)
 	tk := newTK(t, TopKConfig{})
 	card, err := NewCardinality(CardinalityConfig{})
@@ -357,7 +357,7 @@ func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
 	feed := func(from, to uint64) {
 		for id := from; id < to; id++ {
 			k := keyOf(10_000_000 + id) // fixed 22-byte keys
-			w.Add(k, 0)
+			cm.Add(k)
 			tk.Add(k)
 			card.Add(k)
 		}
@@ -369,17 +369,17 @@ func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	feed(0, 50_000)
-	bytes1 := w.Bytes() + tk.Bytes() + card.Bytes()
+	bytes1 := cm.Bytes() + tk.Bytes() + card.Bytes()
 	heap1 := heap()
 	feed(50_000, 500_000)
-	bytes2 := w.Bytes() + tk.Bytes() + card.Bytes()
+	bytes2 := cm.Bytes() + tk.Bytes() + card.Bytes()
 	heap2 := heap()
-	t.Logf("default window pair + top-K + cardinality: %d B accounted; live heap %d → %d B after 50k → 500k distinct keys", bytes2, heap1, heap2)
+	t.Logf("default count-min + top-K + cardinality: %d B accounted; live heap %d → %d B after 50k → 500k distinct keys", bytes2, heap1, heap2)
 	require.Equal(t, bytes1, bytes2)
-	require.Equal(t, 2*64<<10+DefaultTopKCapacity*TopKEntryBytes(22)+TopKTableBytes(DefaultTopKCapacity)+64<<10+16<<10, bytes2)
+	require.Equal(t, 64<<10+DefaultTopKCapacity*TopKEntryBytes(22)+TopKTableBytes(DefaultTopKCapacity)+64<<10+16<<10, bytes2)
 	// 450k more distinct keys held in a map would take tens of MB.
 	require.Less(t, int64(heap2)-int64(heap1), int64(1<<20))
-	runtime.KeepAlive(w)
+	runtime.KeepAlive(cm)
 	runtime.KeepAlive(tk)
 	runtime.KeepAlive(card)
 }
