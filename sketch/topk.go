@@ -343,6 +343,20 @@ func (t *TopK) AppendTop(dst []Item, n int) []Item {
 	return dst
 }
 
+// AppendTracked appends every tracked key to dst, in no particular order,
+// with its bounds and entry ID. Unlike AppendTop it neither sorts nor
+// copies: each Item's Key aliases the TopK's memory and stays valid only
+// until the next Add, AddN, AddHash, Merge, UnmarshalBinary or Reset, so a
+// caller that ranks the tracked keys its own way copies only those it
+// keeps.
+func (t *TopK) AppendTracked(dst []Item) []Item {
+	for i := range t.heap {
+		e := &t.heap[i]
+		dst = append(dst, Item{Key: e.key, Count: e.upper, Error: e.upper - e.lower, ID: e.id})
+	}
+	return dst
+}
+
 // Reset forgets every key and zeroes the filter, keeping the allocations
 // (the keys' bytes too, for the keys admitted next).
 func (t *TopK) Reset() {

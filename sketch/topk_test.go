@@ -1,8 +1,10 @@
 package sketch
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -382,4 +384,22 @@ func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
 	runtime.KeepAlive(cm)
 	runtime.KeepAlive(tk)
 	runtime.KeepAlive(card)
+}
+
+// AppendTracked lists every tracked key once, with the bounds and IDs Top
+// gives, in no order and without copying or allocating beyond dst.
+func TestTopKAppendTracked(t *testing.T) {
+	tk := newTK(t, TopKConfig{Capacity: 64, Sketch: CountMinConfig{Width: 64}})
+	for i, id := range randomStream(500, 20_000, 500) {
+		tk.AddN(keyOf(id), uint64(1+i%3))
+	}
+	top := tk.Top(tk.Len())
+	got := tk.AppendTracked(nil)
+	require.Len(t, got, tk.Len())
+	slices.SortFunc(got, func(a, b Item) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Count-b.Error, a.Count-a.Error), strings.Compare(a.Key, b.Key))
+	})
+	require.Equal(t, top, got)
+	buf := make([]Item, 0, tk.Len())
+	require.Zero(t, testing.AllocsPerRun(10, func() { buf = tk.AppendTracked(buf[:0]) }))
 }
