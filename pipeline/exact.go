@@ -1,0 +1,346 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strings"
+	"unsafe"
+
+	"github.com/keyheat/keyheat/internal/faststr"
+	"github.com/keyheat/keyheat/sketch"
+)
+
+// exactTable counts the keys of one open report window exactly, every app
+// together: per key its events, bytes, reads, writes and latency, from
+// the key's first event in the window. It holds at most maxKeys keys whose
+// bytes add up to at most maxKeyBytes. The first key that does not fit
+// makes it full for the rest of the window: every key that comes later
+// goes to its app's bounded top-K, and the keys it holds stay exact. So a
+// key is counted either here from its first event or by the top-K, never
+// partly by both, and a summary can merge the two as disjoint.
+//
+// Open addressing with linear probing: index holds per slot the number of
+// an entry + 1 (0 is empty) in its low exactIdxBits bits, and the top bits
+// of the key's hash above them, so probing past other keys reads the index
+// only. Entries lie densely in ents, in order of first event, one cache
+// line each, a key of up to exactInline bytes inside its entry (most
+// keys: a hit reads one index slot and one entry) and longer keys back to
+// back in arena. Both grow by doubling up to the bounds, so a window with
+// few keys costs little; the table is reused by later windows (winState's
+// pool) and reset by clearing only the index slots it used.
+type exactTable struct {
+	index    []uint32
+	mask     uint64
+	free     uint64 // where lookup found the key missing: insert's slot
+	ents     []exactEntry
+	arena    []byte
+	maxKeys  int
+	maxBytes int
+	keyBytes int // key bytes held, inline ones included
+	full     bool
+	// high carries, per entry, what wrapped out of its 32-bit reads and
+	// writes: [2^32 × reads carried, 2^32 × writes carried]. Nil until a
+	// key has 2^32 reads or writes in one window.
+	high map[int32][2]uint64
+	// sink keeps touch's loads from being optimised away.
+	sink uint64
+}
+
+// exactEntry is one key's exact figures in the window: 64 bytes, a cache
+// line.
+type exactEntry struct {
+	events, bytes, latencyUs uint64
+	reads, writes            uint32 // low 32 bits; see exactTable.high
+	keyLen                   uint32
+	app                      uint16 // appAgg.idx of its app
+	slot                     uint16 // Redis Cluster slot | slotShortened
+	// key holds the key when it is at most exactInline bytes, else its
+	// offset in arena in its first 4 bytes.
+	key [exactInline]byte
+}
+
+// exactInline is the longest key an entry holds itself.
+const exactInline = 24
+
+// An index slot: the entry number + 1 in its low exactIdxBits bits (so a
+// table holds fewer than 2^24 keys), 8 bits of the key's hash above.
+const (
+	exactIdxBits = 24
+	exactIdxMask = 1<<exactIdxBits - 1
+)
+
+// slotShortened marks, in a slot field, a key cut to MaxKeyBytes (Redis
+// slots take 14 bits).
+const (
+	slotShortened = 1 << 15
+	slotMask      = RedisSlots - 1
+)
+
+// exactEntryBytes is an entry's size, for MemoryBound.
+const exactEntryBytes = int64(unsafe.Sizeof(exactEntry{}))
+
+// exactMinKeys is how many keys a new table has room for at least before
+// it grows.
+const exactMinKeys = 256
+
+// newExactTable returns an empty table of at most maxKeys keys and
+// maxKeyBytes of key bytes, with room for hint keys before it grows.
+func newExactTable(maxKeys, maxKeyBytes, hint int) *exactTable {
+	t := &exactTable{maxKeys: maxKeys, maxBytes: maxKeyBytes}
+	t.resize(min(maxKeys, max(exactMinKeys, hint)))
+	return t
+}
+
+// exactSlots is the index size for n entries: a power of two at least 2n,
+// so the index is at most half full.
+func exactSlots(n int) int {
+	s := 2
+	for s < 2*n {
+		s <<= 1
+	}
+	return s
+}
+
+// resize gives the table room for n entries, rebuilding the index in entry
+// order (which reset relies on).
+func (t *exactTable) resize(n int) {
+	ents := make([]exactEntry, len(t.ents), n)
+	copy(ents, t.ents)
+	t.ents = ents
+	t.index = make([]uint32, exactSlots(n))
+	t.mask = uint64(len(t.index) - 1)
+	for i := range t.ents {
+		h := sketch.Hash(t.key(&t.ents[i]))
+		s := h & t.mask
+		for t.index[s] != 0 {
+			s = (s + 1) & t.mask
+		}
+		t.index[s] = exactFP(h) | uint32(i+1)
+	}
+}
+
+// exactFP is the part of hash h an index slot keeps: its top bits, which
+// the slot number (its low bits) does not tell.
+func exactFP(h uint64) uint32 { return uint32(h>>(64-(32-exactIdxBits))) << exactIdxBits }
+
+// key returns e's key, aliasing the entry or the arena: valid until the
+// table is reset or grows.
+func (t *exactTable) key(e *exactEntry) string {
+	if e.keyLen <= exactInline {
+		return unsafe.String(&e.key[0], int(e.keyLen))
+	}
+	return unsafe.String(&t.arena[binary.LittleEndian.Uint32(e.key[:4])], int(e.keyLen))
+}
+
+// touch loads the index slot and the entry a lookup of hash h starts
+// with, so that, called well before the lookup, their cache misses overlap
+// the work in between rather than stall it. Go has no prefetch; a load
+// whose result is kept is the next best thing.
+func (t *exactTable) touch(h uint64) {
+	v := t.index[h&t.mask]
+	if i := int(v & exactIdxMask); i > 0 && i <= len(t.ents) {
+		t.sink += t.ents[i-1].events
+	}
+}
+
+// lookup returns the entry of app's key, whose hash is h, or nil, with the
+// free slot where insert would put the key in t.free.
+func (t *exactTable) lookup(h uint64, app uint16, key string) *exactEntry {
+	index, mask := t.index, t.mask
+	fp := exactFP(h)
+	for s := h & mask; ; s = (s + 1) & mask {
+		v := index[s]
+		if v == 0 {
+			t.free = s
+			return nil
+		}
+		if v&^exactIdxMask != fp {
+			continue
+		}
+		e := &t.ents[v&exactIdxMask-1]
+		if e.app != app || int(e.keyLen) != len(key) {
+			continue
+		}
+		if len(key) <= exactInline && faststr.Equal(unsafe.String(&e.key[0], len(key)), key) ||
+			len(key) > exactInline && t.key(e) == key {
+			return e
+		}
+	}
+}
+
+// count adds an event's figures to e. Reads and writes that wrap past
+// 2^32 carry into t.high.
+func (t *exactTable) count(e *exactEntry, nb, rd, wr, lat uint64) {
+	e.events++
+	e.bytes += nb
+	e.latencyUs += lat
+	var cr, cw uint32
+	e.reads, cr = bits.Add32(e.reads, uint32(rd), 0)
+	e.writes, cw = bits.Add32(e.writes, uint32(wr), 0)
+	if cr|cw != 0 {
+		t.carry(e, cr != 0)
+	}
+}
+
+// insert adds app's key, whose hash is h, at the free slot lookup found,
+// and returns its zeroed entry; nil, and the table full for the rest of
+// the window, when it has no room for the key.
+func (t *exactTable) insert(h uint64, app uint16, key string) *exactEntry {
+	n := len(t.ents)
+	if n == t.maxKeys || t.keyBytes+len(key) > t.maxBytes {
+		t.full = true
+		return nil
+	}
+	if n == cap(t.ents) {
+		t.resize(min(2*n, t.maxKeys))
+		t.lookup(h, app, key) // the free slot in the new index
+	}
+	t.ents = append(t.ents, exactEntry{keyLen: uint32(len(key)), app: app})
+	e := &t.ents[n]
+	if len(key) <= exactInline {
+		copy(e.key[:], key)
+	} else {
+		if len(t.arena)+len(key) > cap(t.arena) {
+			arena := make([]byte, len(t.arena), min(max(2*cap(t.arena), len(t.arena)+len(key), 4096), t.maxBytes))
+			copy(arena, t.arena)
+			t.arena = arena
+		}
+		binary.LittleEndian.PutUint32(e.key[:4], uint32(len(t.arena)))
+		t.arena = append(t.arena, key...)
+	}
+	t.keyBytes += len(key)
+	t.index[t.free] = exactFP(h) | uint32(n+1)
+	return e
+}
+
+// carry records that e's reads (or writes) wrapped past 2^32.
+func (t *exactTable) carry(e *exactEntry, reads bool) {
+	i := t.number(e)
+	if t.high == nil {
+		t.high = map[int32][2]uint64{}
+	}
+	c := t.high[i]
+	if reads {
+		c[0] += 1 << 32
+	} else {
+		c[1] += 1 << 32
+	}
+	t.high[i] = c
+}
+
+// number is e's entry number.
+func (t *exactTable) number(e *exactEntry) int32 {
+	return int32((uintptr(unsafe.Pointer(e)) - uintptr(unsafe.Pointer(&t.ents[0]))) / uintptr(exactEntryBytes))
+}
+
+// readsWrites returns entry i's reads and writes.
+func (t *exactTable) readsWrites(i int32) (uint64, uint64) {
+	e := &t.ents[i]
+	c := t.high[i]
+	return c[0] + uint64(e.reads), c[1] + uint64(e.writes)
+}
+
+// reset empties the table for another window, keeping its memory. A
+// table that held few keys clears their slots only, last entry first: an
+// entry's probe run holds only entries added before it (see resize).
+func (t *exactTable) reset() {
+	if len(t.ents) > len(t.index)/16 {
+		clear(t.index)
+	} else {
+		for i := len(t.ents) - 1; i >= 0; i-- {
+			h := sketch.Hash(t.key(&t.ents[i]))
+			s := h & t.mask
+			for t.index[s]&exactIdxMask != uint32(i+1) {
+				s = (s + 1) & t.mask
+			}
+			t.index[s] = 0
+		}
+	}
+	t.ents = t.ents[:0]
+	t.arena = t.arena[:0]
+	t.keyBytes = 0
+	t.full = false
+	t.high = nil
+}
+
+// exactBound is the most a table sized by maxKeys and maxKeyBytes holds.
+func exactBound(maxKeys, maxKeyBytes int) int64 {
+	if maxKeys == 0 {
+		return 0
+	}
+	return int64(maxKeys)*exactEntryBytes + int64(exactSlots(maxKeys))*4 + int64(maxKeyBytes)
+}
+
+// exactOrder ranks entries by a figure, heaviest first, ties by key: the
+// order a summary lists them in.
+type exactOrder struct {
+	t   *exactTable
+	fig func(t *exactTable, i int32) uint64
+}
+
+// before reports whether entry i ranks before entry j.
+func (o exactOrder) before(i, j int32) bool {
+	if fa, fb := o.fig(o.t, i), o.fig(o.t, j); fa != fb {
+		return fa > fb
+	}
+	return strings.Compare(o.t.key(&o.t.ents[i]), o.t.key(&o.t.ents[j])) < 0
+}
+
+// top appends to dst the n entries of idx that rank first by o, in order,
+// keeping the best n seen in a heap whose root is the worst of them (so
+// one comparison settles most entries). Entries whose figure is 0 are left
+// out.
+func (o exactOrder) top(dst, idx []int32, n int) []int32 {
+	if n <= 0 {
+		return dst
+	}
+	base := len(dst)
+	// down restores the heap order of h[:size] below i: a parent ranks
+	// after its children.
+	down := func(h []int32, i, size int) {
+		for {
+			l := 2*i + 1
+			if l >= size {
+				return
+			}
+			w := l
+			if r := l + 1; r < size && o.before(h[l], h[r]) {
+				w = r
+			}
+			if !o.before(h[i], h[w]) {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for _, e := range idx {
+		if o.fig(o.t, e) == 0 {
+			continue
+		}
+		h := dst[base:]
+		switch {
+		case len(h) < n:
+			dst = append(dst, e)
+			h = dst[base:]
+			for j := len(h) - 1; j > 0; {
+				p := (j - 1) / 2
+				if !o.before(h[p], h[j]) {
+					break
+				}
+				h[j], h[p] = h[p], h[j]
+				j = p
+			}
+		case o.before(e, h[0]):
+			h[0] = e
+			down(h, 0, len(h))
+		}
+	}
+	// Heap sort: the worst to the end, so the best come first.
+	h := dst[base:]
+	for end := len(h) - 1; end > 0; end-- {
+		h[0], h[end] = h[end], h[0]
+		down(h, 0, end)
+	}
+	return dst
+}
