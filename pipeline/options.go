@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // Options configures what a Partition computes. config composes it under
@@ -28,10 +30,12 @@ type Options struct {
 	// MaxApps bounds the apps a window tracks separately; the events of
 	// apps beyond it are summed under schemas.OtherApp.
 	MaxApps int `mapstructure:"max_apps"`
-	// MaxKeyBytes is the longest key tracked as is. A longer key is tracked
-	// as a prefix, "…" and 16 hex digits of the whole key's hash, MaxKeyBytes
-	// bytes in all, so distinct long keys stay distinct; summaries and
-	// reports mark it Shortened.
+	// MaxKeyBytes is the longest key tracked and reported as is. A longer
+	// key is tracked as a prefix, "…" and 16 hex digits of the whole key's
+	// hash, MaxKeyBytes bytes in all, so distinct long keys stay distinct;
+	// summaries, reports and hot-key events mark it Shortened. The default
+	// is schemas.DefaultMaxKeyBytes, the longest key ingest accepts by
+	// default (events.max_key_bytes): raise both together.
 	MaxKeyBytes int `mapstructure:"max_key_bytes"`
 
 	// Summary sizes each app's part of a window summary.
@@ -217,7 +221,7 @@ func DefaultOptions() Options {
 		Lateness:    2 * time.Second,
 		IdleTimeout: 5 * time.Second,
 		MaxApps:     16,
-		MaxKeyBytes: 256,
+		MaxKeyBytes: schemas.DefaultMaxKeyBytes,
 		Summary: SummaryOptions{
 			ExactKeys:         65_536,
 			ExactKeyBytes:     4 << 20,
