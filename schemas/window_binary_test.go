@@ -113,6 +113,7 @@ func TestPartitionWindowBinaryRejects(t *testing.T) {
 // JSON can carry (UTF-8 strings, finite shares) decodes alike from both.
 func FuzzDecodePartitionWindow(f *testing.F) {
 	f.Add(fullWindow().AppendBinary(nil))
+	f.Add(appendBinaryV1(v1Window()))
 	js, err := fullWindow().AppendJSON(nil)
 	require.NoError(f, err)
 	f.Add(js)
