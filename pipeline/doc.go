@@ -215,8 +215,8 @@
 //
 // A partition's memory is bounded by its options, not by the number of
 // distinct keys: Options.MemoryBound gives the bound and its formula, the
-// exact tables (a 64-byte entry and two 4-byte index slots per key, and
-// their key bytes) included.
+// exact tables (a 64-byte entry, two 4-byte index slots and a Bloom byte
+// per key, and their key bytes) included.
 // Windows and hot-key events handed out but never acknowledged are kept,
 // a few dozen bytes each, until acknowledged.
 //

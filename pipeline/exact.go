@@ -28,6 +28,11 @@ import (
 // back in arena. Both grow by doubling up to the bounds, so a window with
 // few keys costs little; the table is reused by later windows (winState's
 // pool) and reset by clearing only the index slots it used.
+//
+// Once full, most lookups are of keys it does not hold (they go on to the
+// top-K); a Bloom filter of the keys it holds (a byte per key, two bits
+// per key in one 64-bit word) answers most of those without probing the
+// index.
 type exactTable struct {
 	index    []uint32
 	mask     uint64
@@ -38,6 +43,7 @@ type exactTable struct {
 	maxBytes int
 	keyBytes int // key bytes held, inline ones included
 	full     bool
+	bloom    []uint64 // the keys held; consulted once full
 	// high carries, per entry, what wrapped out of its 32-bit reads and
 	// writes: [2^32 × reads carried, 2^32 × writes carried]. Nil until a
 	// key has 2^32 reads or writes in one window.
@@ -86,9 +92,34 @@ const exactMinKeys = 256
 // newExactTable returns an empty table of at most maxKeys keys and
 // maxKeyBytes of key bytes, with room for hint keys before it grows.
 func newExactTable(maxKeys, maxKeyBytes, hint int) *exactTable {
-	t := &exactTable{maxKeys: maxKeys, maxBytes: maxKeyBytes}
+	t := &exactTable{maxKeys: maxKeys, maxBytes: maxKeyBytes, bloom: make([]uint64, exactBloomWords(maxKeys))}
 	t.resize(min(maxKeys, max(exactMinKeys, hint)))
 	return t
+}
+
+// exactBloomWords is the Bloom filter's size for maxKeys keys: a power of
+// two of 64-bit words, at least 8 bits a key.
+func exactBloomWords(maxKeys int) int {
+	w := 1
+	for w*64 < 8*maxKeys {
+		w <<= 1
+	}
+	return w
+}
+
+// bloomBits returns the word of hash h in the Bloom filter and the two
+// bits it sets there, from bits of h that neither the slot (low bits) nor
+// the fingerprint (top 8) use.
+func (t *exactTable) bloomBits(h uint64) (int, uint64) {
+	w := int(h>>20) & (len(t.bloom) - 1)
+	return w, 1<<(h>>44&63) | 1<<(h>>50&63)
+}
+
+// mayHold reports whether the table may hold the key hashed to h: false
+// means it surely does not.
+func (t *exactTable) mayHold(h uint64) bool {
+	w, b := t.bloomBits(h)
+	return t.bloom[w]&b == b
 }
 
 // exactSlots is the index size for n entries: a power of two at least 2n,
@@ -144,8 +175,11 @@ func (t *exactTable) touch(h uint64) {
 }
 
 // lookup returns the entry of app's key, whose hash is h, or nil, with the
-// free slot where insert would put the key in t.free.
+// free slot where insert would put the key in t.free (when not full).
 func (t *exactTable) lookup(h uint64, app uint16, key string) *exactEntry {
+	if t.full && !t.mayHold(h) {
+		return nil
+	}
 	index, mask := t.index, t.mask
 	fp := exactFP(h)
 	for s := h & mask; ; s = (s + 1) & mask {
@@ -210,6 +244,8 @@ func (t *exactTable) insert(h uint64, app uint16, key string) *exactEntry {
 	}
 	t.keyBytes += len(key)
 	t.index[t.free] = exactFP(h) | uint32(n+1)
+	w, b := t.bloomBits(h)
+	t.bloom[w] |= b
 	return e
 }
 
@@ -241,11 +277,13 @@ func (t *exactTable) readsWrites(i int32) (uint64, uint64) {
 }
 
 // reset empties the table for another window, keeping its memory. A
-// table that held few keys clears their slots only, last entry first: an
-// entry's probe run holds only entries added before it (see resize).
+// table that held few keys clears their slots (and Bloom words) only, last
+// entry first: an entry's probe run holds only entries added before it
+// (see resize).
 func (t *exactTable) reset() {
 	if len(t.ents) > len(t.index)/16 {
 		clear(t.index)
+		clear(t.bloom)
 	} else {
 		for i := len(t.ents) - 1; i >= 0; i-- {
 			h := sketch.Hash(t.key(&t.ents[i]))
@@ -254,6 +292,8 @@ func (t *exactTable) reset() {
 				s = (s + 1) & t.mask
 			}
 			t.index[s] = 0
+			w, _ := t.bloomBits(h)
+			t.bloom[w] = 0
 		}
 	}
 	t.ents = t.ents[:0]
@@ -268,46 +308,84 @@ func exactBound(maxKeys, maxKeyBytes int) int64 {
 	if maxKeys == 0 {
 		return 0
 	}
-	return int64(maxKeys)*exactEntryBytes + int64(exactSlots(maxKeys))*4 + int64(maxKeyBytes)
+	return int64(maxKeys)*exactEntryBytes + int64(exactSlots(maxKeys))*4 + int64(exactBloomWords(maxKeys))*8 + int64(maxKeyBytes)
+}
+
+// exactFigure names the figure of an entry a list ranks by.
+type exactFigure uint8
+
+const (
+	figEvents exactFigure = iota
+	figBytes
+	figReads
+	figWrites
+	figLatency
+)
+
+// figure returns entry i's figure f.
+func (t *exactTable) figure(i int32, f exactFigure) uint64 {
+	e := &t.ents[i]
+	switch f {
+	case figEvents:
+		return e.events
+	case figBytes:
+		return e.bytes
+	case figLatency:
+		return e.latencyUs
+	}
+	r, w := uint64(e.reads), uint64(e.writes)
+	if t.high != nil {
+		c := t.high[i]
+		r, w = r+c[0], w+c[1]
+	}
+	if f == figReads {
+		return r
+	}
+	return w
 }
 
 // exactOrder ranks entries by a figure, heaviest first, ties by key: the
 // order a summary lists them in.
 type exactOrder struct {
-	t   *exactTable
-	fig func(t *exactTable, i int32) uint64
+	t  *exactTable
+	by exactFigure
 }
 
-// before reports whether entry i ranks before entry j.
-func (o exactOrder) before(i, j int32) bool {
-	if fa, fb := o.fig(o.t, i), o.fig(o.t, j); fa != fb {
-		return fa > fb
+// before reports whether entry i, whose figure is fi, ranks before entry
+// j, whose figure is fj.
+func (o exactOrder) before(i int32, fi uint64, j int32, fj uint64) bool {
+	if fi != fj {
+		return fi > fj
 	}
 	return strings.Compare(o.t.key(&o.t.ents[i]), o.t.key(&o.t.ents[j])) < 0
 }
 
 // top appends to dst the n entries of idx that rank first by o, in order,
-// keeping the best n seen in a heap whose root is the worst of them (so
-// one comparison settles most entries). Entries whose figure is 0 are left
-// out.
+// keeping the best n seen in a heap whose root is the worst of them: most
+// entries are settled by comparing their figure with the root's. Entries
+// whose figure is 0 are left out.
 func (o exactOrder) top(dst, idx []int32, n int) []int32 {
 	if n <= 0 {
 		return dst
 	}
-	base := len(dst)
-	// down restores the heap order of h[:size] below i: a parent ranks
-	// after its children.
-	down := func(h []int32, i, size int) {
+	type cand struct {
+		i int32
+		f uint64
+	}
+	h := make([]cand, 0, n)
+	// worse reports whether heap entry a ranks after heap entry b.
+	worse := func(a, b cand) bool { return o.before(b.i, b.f, a.i, a.f) }
+	down := func(i, size int) {
 		for {
 			l := 2*i + 1
 			if l >= size {
 				return
 			}
 			w := l
-			if r := l + 1; r < size && o.before(h[l], h[r]) {
+			if r := l + 1; r < size && worse(h[r], h[l]) {
 				w = r
 			}
-			if !o.before(h[i], h[w]) {
+			if !worse(h[w], h[i]) {
 				return
 			}
 			h[i], h[w] = h[w], h[i]
@@ -315,32 +393,33 @@ func (o exactOrder) top(dst, idx []int32, n int) []int32 {
 		}
 	}
 	for _, e := range idx {
-		if o.fig(o.t, e) == 0 {
-			continue
-		}
-		h := dst[base:]
+		c := cand{e, o.t.figure(e, o.by)}
 		switch {
+		case c.f == 0:
 		case len(h) < n:
-			dst = append(dst, e)
-			h = dst[base:]
+			h = append(h, c)
 			for j := len(h) - 1; j > 0; {
 				p := (j - 1) / 2
-				if !o.before(h[p], h[j]) {
+				if !worse(h[j], h[p]) {
 					break
 				}
 				h[j], h[p] = h[p], h[j]
 				j = p
 			}
-		case o.before(e, h[0]):
-			h[0] = e
-			down(h, 0, len(h))
+		case c.f < h[0].f:
+			// Below the worst kept: the common case.
+		case worse(h[0], c):
+			h[0] = c
+			down(0, len(h))
 		}
 	}
 	// Heap sort: the worst to the end, so the best come first.
-	h := dst[base:]
 	for end := len(h) - 1; end > 0; end-- {
 		h[0], h[end] = h[end], h[0]
-		down(h, 0, end)
+		down(0, end)
+	}
+	for _, c := range h {
+		dst = append(dst, c.i)
 	}
 	return dst
 }

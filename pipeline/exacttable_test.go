@@ -90,6 +90,26 @@ func TestExactTableFullIsSticky(t *testing.T) {
 	}
 }
 
+// Once full, the table answers most lookups of keys it does not hold from
+// its Bloom filter, and never misses one it holds.
+func TestExactTableFullFindsWhatItHolds(t *testing.T) {
+	tab := newExactTable(4096, 1<<20, 0)
+	for i := 0; !tab.full; i++ {
+		countKey(tab, 0, "held:"+strconv.Itoa(i), 1, 0, 0, 0)
+	}
+	for i := range 4096 {
+		k := "held:" + strconv.Itoa(i)
+		require.NotNil(t, tab.lookup(sketch.Hash(k), 0, k), k)
+	}
+	passed := 0
+	for i := range 10_000 {
+		if tab.mayHold(sketch.Hash("other:" + strconv.Itoa(i))) {
+			passed++
+		}
+	}
+	require.Less(t, passed, 1000, "the Bloom filter lets through %d of 10,000 keys it does not hold", passed)
+}
+
 // Reset clears exactly the slots used, whether it clears them one by one
 // (few keys) or the whole index (many), and a reset table grows no more:
 // the next window starts with its room.
@@ -112,6 +132,9 @@ func TestExactTableReset(t *testing.T) {
 			require.Equal(t, size, len(tab.index), "the index keeps its size")
 			for _, v := range tab.index {
 				require.Zero(t, v, "round %d, %d keys: reset clears every slot", round, n)
+			}
+			for _, v := range tab.bloom {
+				require.Zero(t, v, "round %d, %d keys: reset clears the Bloom filter", round, n)
 			}
 		}
 	}
@@ -143,5 +166,5 @@ func TestExactTableHint(t *testing.T) {
 	require.Equal(t, exactMinKeys, cap(newExactTable(1<<16, 1<<20, 0).ents))
 	require.Equal(t, 5000, cap(newExactTable(1<<16, 1<<20, 5000).ents))
 	require.Equal(t, 1000, cap(newExactTable(1000, 1<<20, 5000).ents))
-	require.Equal(t, int64(1000*64+2048*4+1<<20), exactBound(1000, 1<<20))
+	require.Equal(t, int64(1000*64+2048*4+128*8+1<<20), exactBound(1000, 1<<20))
 }

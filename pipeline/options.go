@@ -49,8 +49,8 @@ type Options struct {
 
 // SummaryOptions sizes the figures of a PartitionWindow. Each open window
 // counts its keys, every app together, in an exact table of at most
-// ExactKeys keys and ExactKeyBytes of key bytes (64 bytes a key plus 8 a
-// key for its index, plus the keys); keys that come after it filled are
+// ExactKeys keys and ExactKeyBytes of key bytes (64 bytes a key, 8 for
+// its index and one for a Bloom filter, plus the keys); keys that come after it filled are
 // counted per app by a bounded top-K of TopCapacity keys (about
 // TopCapacity × (82 + key length) + 4 × TopWidth × 8 bytes) and a big-key
 // tracker sized alike, which an app gets only once its keys overflow the

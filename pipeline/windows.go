@@ -520,19 +520,6 @@ func (w *windows) groupByApp(ws *winState) {
 	}
 }
 
-// Figures of an exact entry a list ranks by.
-func entryEvents(t *exactTable, i int32) uint64  { return t.ents[i].events }
-func entryBytes(t *exactTable, i int32) uint64   { return t.ents[i].bytes }
-func entryLatency(t *exactTable, i int32) uint64 { return t.ents[i].latencyUs }
-func entryReads(t *exactTable, i int32) uint64 {
-	r, _ := t.readsWrites(i)
-	return r
-}
-func entryWrites(t *exactTable, i int32) uint64 {
-	_, w := t.readsWrites(i)
-	return w
-}
-
 // summary is an app's part of a PartitionWindow: its lists drawn from the
 // exact table t (exact figures, Error 0) and, for keys that spilled past
 // it, from the trackers (with their bounds). The two hold disjoint keys.
@@ -551,11 +538,11 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 		return schemas.KeyCount{App: a.app, Key: strings.Clone(t.key(e)), Count: e.events, Bytes: e.bytes,
 			Reads: reads, Writes: writes, LatencyUs: e.latencyUs, Partition: part, Shortened: e.slot&slotShortened != 0}
 	}
-	pick := func(fig func(*exactTable, int32) uint64, n int) []schemas.KeyCount {
+	pick := func(by exactFigure, n int) []schemas.KeyCount {
 		if t == nil {
 			return nil
 		}
-		w.sel = exactOrder{t, fig}.top(w.sel[:0], entries, n)
+		w.sel = exactOrder{t, by}.top(w.sel[:0], entries, n)
 		out := make([]schemas.KeyCount, 0, len(w.sel))
 		for _, i := range w.sel {
 			out = append(out, exact(i))
@@ -565,7 +552,7 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 
 	// Top: the table's heaviest keys and the top-K's, one more than
 	// listed, so that the first one left out bounds the rest.
-	top := pick(entryEvents, s.TopKeys+1)
+	top := pick(figEvents, s.TopKeys+1)
 	if a.spilled {
 		// The top-K's tracked keys, not copied: only the listed ones are.
 		w.items = a.top.AppendTracked(w.items[:0])
@@ -584,7 +571,7 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 	aw.Top = append(aw.Top, top...)
 
 	if s.BigKeys > 0 {
-		aw.Big = pick(entryBytes, s.BigKeys)
+		aw.Big = pick(figBytes, s.BigKeys)
 		if a.spilled {
 			for _, it := range a.big.AppendTop(nil, s.BigKeys) {
 				aw.Big = append(aw.Big, a.bigKey(it, part))
@@ -592,9 +579,9 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 			slices.SortFunc(aw.Big, byBytes.order)
 			aw.Big = aw.Big[:min(len(aw.Big), s.BigKeys)]
 		}
-		aw.TopReads = w.rankBy(pick(entryReads, s.BigKeys), a, byReads, s.BigKeys, part)
-		aw.TopWrites = w.rankBy(pick(entryWrites, s.BigKeys), a, byWrites, s.BigKeys, part)
-		aw.TopLatency = w.rankBy(pick(entryLatency, s.BigKeys), a, byLatency, s.BigKeys, part)
+		aw.TopReads = w.rankBy(pick(figReads, s.BigKeys), a, byReads, s.BigKeys, part)
+		aw.TopWrites = w.rankBy(pick(figWrites, s.BigKeys), a, byWrites, s.BigKeys, part)
+		aw.TopLatency = w.rankBy(pick(figLatency, s.BigKeys), a, byLatency, s.BigKeys, part)
 		for _, l := range []*[]schemas.KeyCount{&aw.Big, &aw.TopReads, &aw.TopWrites, &aw.TopLatency} {
 			if len(*l) == 0 {
 				*l = nil // as the JSON form decodes it
