@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/keyheat/keyheat/internal/faststr"
+	"github.com/keyheat/keyheat/internal/prefetch"
 	"github.com/keyheat/keyheat/sketch"
 )
 
@@ -48,8 +49,6 @@ type exactTable struct {
 	// writes: [2^32 × reads carried, 2^32 × writes carried]. Nil until a
 	// key has 2^32 reads or writes in one window.
 	high map[int32][2]uint64
-	// sink keeps touch's loads from being optimised away.
-	sink uint64
 }
 
 // exactEntry is one key's exact figures in the window: 64 bytes, a cache
@@ -163,14 +162,14 @@ func (t *exactTable) key(e *exactEntry) string {
 	return unsafe.String(&t.arena[binary.LittleEndian.Uint32(e.key[:4])], int(e.keyLen))
 }
 
-// touch loads the index slot and the entry a lookup of hash h starts
-// with, so that, called well before the lookup, their cache misses overlap
-// the work in between rather than stall it. Go has no prefetch; a load
-// whose result is kept is the next best thing.
+// touch starts loading the entry a lookup of hash h will most likely
+// read, so that, called well before the lookup, its cache miss overlaps
+// the work in between rather than stall it: it reads the index slot
+// (small, mostly cached) and prefetches the entry it names.
 func (t *exactTable) touch(h uint64) {
 	v := t.index[h&t.mask]
 	if i := int(v & exactIdxMask); i > 0 && i <= len(t.ents) {
-		t.sink += t.ents[i-1].events
+		prefetch.Line(unsafe.Pointer(&t.ents[i-1]))
 	}
 }
 
@@ -320,106 +319,117 @@ const (
 	figReads
 	figWrites
 	figLatency
+	figCount // how many figures there are
 )
 
-// figure returns entry i's figure f.
-func (t *exactTable) figure(i int32, f exactFigure) uint64 {
+// figures returns entry i's figures, in exactFigure order.
+func (t *exactTable) figures(i int32) [figCount]uint64 {
 	e := &t.ents[i]
-	switch f {
-	case figEvents:
-		return e.events
-	case figBytes:
-		return e.bytes
-	case figLatency:
-		return e.latencyUs
-	}
 	r, w := uint64(e.reads), uint64(e.writes)
 	if t.high != nil {
 		c := t.high[i]
 		r, w = r+c[0], w+c[1]
 	}
-	if f == figReads {
-		return r
-	}
-	return w
+	return [figCount]uint64{e.events, e.bytes, r, w, e.latencyUs}
 }
 
-// exactOrder ranks entries by a figure, heaviest first, ties by key: the
-// order a summary lists them in.
-type exactOrder struct {
-	t  *exactTable
-	by exactFigure
+// exactCand is an entry and the figure a list ranks it by.
+type exactCand struct {
+	i int32
+	f uint64
 }
 
-// before reports whether entry i, whose figure is fi, ranks before entry
-// j, whose figure is fj.
-func (o exactOrder) before(i int32, fi uint64, j int32, fj uint64) bool {
-	if fi != fj {
-		return fi > fj
-	}
-	return strings.Compare(o.t.key(&o.t.ents[i]), o.t.key(&o.t.ents[j])) < 0
+// exactHeap keeps the n entries that rank first by a figure, heaviest
+// first and ties by key, in a heap whose root is the worst of them: most
+// entries are settled by comparing their figure with the root's.
+type exactHeap struct {
+	t *exactTable
+	n int
+	h []exactCand
 }
 
-// top appends to dst the n entries of idx that rank first by o, in order,
-// keeping the best n seen in a heap whose root is the worst of them: most
-// entries are settled by comparing their figure with the root's. Entries
-// whose figure is 0 are left out.
-func (o exactOrder) top(dst, idx []int32, n int) []int32 {
-	if n <= 0 {
-		return dst
+// worse reports whether a ranks after b.
+func (x *exactHeap) worse(a, b exactCand) bool {
+	if a.f != b.f {
+		return a.f < b.f
 	}
-	type cand struct {
-		i int32
-		f uint64
-	}
-	h := make([]cand, 0, n)
-	// worse reports whether heap entry a ranks after heap entry b.
-	worse := func(a, b cand) bool { return o.before(b.i, b.f, a.i, a.f) }
-	down := func(i, size int) {
-		for {
-			l := 2*i + 1
-			if l >= size {
-				return
-			}
-			w := l
-			if r := l + 1; r < size && worse(h[r], h[l]) {
-				w = r
-			}
-			if !worse(h[w], h[i]) {
-				return
-			}
-			h[i], h[w] = h[w], h[i]
-			i = w
+	return strings.Compare(x.t.key(&x.t.ents[a.i]), x.t.key(&x.t.ents[b.i])) > 0
+}
+
+func (x *exactHeap) down(i, size int) {
+	h := x.h
+	for {
+		l := 2*i + 1
+		if l >= size {
+			return
 		}
-	}
-	for _, e := range idx {
-		c := cand{e, o.t.figure(e, o.by)}
-		switch {
-		case c.f == 0:
-		case len(h) < n:
-			h = append(h, c)
-			for j := len(h) - 1; j > 0; {
-				p := (j - 1) / 2
-				if !worse(h[j], h[p]) {
-					break
-				}
-				h[j], h[p] = h[p], h[j]
-				j = p
-			}
-		case c.f < h[0].f:
-			// Below the worst kept: the common case.
-		case worse(h[0], c):
-			h[0] = c
-			down(0, len(h))
+		w := l
+		if r := l + 1; r < size && x.worse(h[r], h[l]) {
+			w = r
 		}
+		if !x.worse(h[w], h[i]) {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
 	}
-	// Heap sort: the worst to the end, so the best come first.
+}
+
+// push offers c; a figure of 0 ranks nothing.
+func (x *exactHeap) push(c exactCand) {
+	h := x.h
+	switch {
+	case c.f == 0:
+	case len(h) < x.n:
+		x.h = append(h, c)
+		h = x.h
+		for j := len(h) - 1; j > 0; {
+			p := (j - 1) / 2
+			if !x.worse(h[j], h[p]) {
+				break
+			}
+			h[j], h[p] = h[p], h[j]
+			j = p
+		}
+	case c.f < h[0].f:
+		// Below the worst kept: the common case.
+	case x.worse(h[0], c):
+		h[0] = c
+		x.down(0, len(h))
+	}
+}
+
+// sorted returns the kept entries, best first, emptying the heap.
+func (x *exactHeap) sorted() []exactCand {
+	h := x.h
 	for end := len(h) - 1; end > 0; end-- {
 		h[0], h[end] = h[end], h[0]
-		down(0, end)
+		x.down(0, end)
 	}
-	for _, c := range h {
-		dst = append(dst, c.i)
+	return h
+}
+
+// exactLists selects, in one pass over the entries idx (so every entry is
+// read once), the nTop entries that rank first by events and the nBig
+// first by each other figure, each list best first, into the heaps'
+// storage, which the next call reuses.
+func (t *exactTable) exactLists(heaps *[figCount]exactHeap, idx []int32, nTop, nBig int) {
+	for f := range heaps {
+		x := &heaps[f]
+		x.t, x.h, x.n = t, x.h[:0], nBig
+		if f == int(figEvents) {
+			x.n = nTop
+		}
 	}
-	return dst
+	for _, i := range idx {
+		fs := t.figures(i)
+		for f := range heaps {
+			if heaps[f].n > 0 {
+				heaps[f].push(exactCand{i, fs[f]})
+			}
+		}
+	}
+	for f := range heaps {
+		heaps[f].h = heaps[f].sorted()
+	}
 }

@@ -32,10 +32,11 @@ type windows struct {
 	last                *winState // the window of the previous event
 	pool                []*winState
 	apps                []*appAgg // free app aggregates
-	// byApp, sel and items are emit's scratch: the exact table's entries
-	// of each app (by appAgg.idx), the entries one list selects, and an
-	// app's top-K items.
+	// byApp, lists, sel and items are emit's scratch: the exact table's
+	// entries of each app (by appAgg.idx), an app's lists selected from
+	// them, the top-K items one list selects, and an app's top-K items.
 	byApp [][]int32
+	lists [figCount]exactHeap
 	sel   []int32
 	items []sketch.Item
 	// exactHint is the most keys a window's exact table held so far: a
@@ -538,21 +539,21 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 		return schemas.KeyCount{App: a.app, Key: strings.Clone(t.key(e)), Count: e.events, Bytes: e.bytes,
 			Reads: reads, Writes: writes, LatencyUs: e.latencyUs, Partition: part, Shortened: e.slot&slotShortened != 0}
 	}
-	pick := func(by exactFigure, n int) []schemas.KeyCount {
+	if t != nil {
+		t.exactLists(&w.lists, entries, s.TopKeys+1, s.BigKeys)
+	}
+	pick := func(by exactFigure) []schemas.KeyCount {
 		if t == nil {
 			return nil
 		}
-		w.sel = exactOrder{t, by}.top(w.sel[:0], entries, n)
-		out := make([]schemas.KeyCount, 0, len(w.sel))
-		for _, i := range w.sel {
-			out = append(out, exact(i))
+		out := make([]schemas.KeyCount, 0, len(w.lists[by].h))
+		for _, c := range w.lists[by].h {
+			out = append(out, exact(c.i))
 		}
 		return out
 	}
 
-	// Top: the table's heaviest keys and the top-K's, one more than
-	// listed, so that the first one left out bounds the rest.
-	top := pick(figEvents, s.TopKeys+1)
+	top := pick(figEvents)
 	if a.spilled {
 		// The top-K's tracked keys, not copied: only the listed ones are.
 		w.items = a.top.AppendTracked(w.items[:0])
@@ -571,7 +572,7 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 	aw.Top = append(aw.Top, top...)
 
 	if s.BigKeys > 0 {
-		aw.Big = pick(figBytes, s.BigKeys)
+		aw.Big = pick(figBytes)
 		if a.spilled {
 			for _, it := range a.big.AppendTop(nil, s.BigKeys) {
 				aw.Big = append(aw.Big, a.bigKey(it, part))
@@ -579,9 +580,9 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 			slices.SortFunc(aw.Big, byBytes.order)
 			aw.Big = aw.Big[:min(len(aw.Big), s.BigKeys)]
 		}
-		aw.TopReads = w.rankBy(pick(figReads, s.BigKeys), a, byReads, s.BigKeys, part)
-		aw.TopWrites = w.rankBy(pick(figWrites, s.BigKeys), a, byWrites, s.BigKeys, part)
-		aw.TopLatency = w.rankBy(pick(figLatency, s.BigKeys), a, byLatency, s.BigKeys, part)
+		aw.TopReads = w.rankBy(pick(figReads), a, byReads, s.BigKeys, part)
+		aw.TopWrites = w.rankBy(pick(figWrites), a, byWrites, s.BigKeys, part)
+		aw.TopLatency = w.rankBy(pick(figLatency), a, byLatency, s.BigKeys, part)
 		for _, l := range []*[]schemas.KeyCount{&aw.Big, &aw.TopReads, &aw.TopWrites, &aw.TopLatency} {
 			if len(*l) == 0 {
 				*l = nil // as the JSON form decodes it
