@@ -149,7 +149,7 @@ func detectCoreStep(b *testing.B) func(e *schemas.AccessEvent, off int64) {
 		b.Fatal(err)
 	}
 	tab := newExactTable(o.Summary.ExactKeys, o.Summary.ExactKeyBytes, 0)
-	top, _ := sketch.NewTopK(sketch.TopKConfig{Capacity: o.Summary.TopCapacity, Sketch: sketch.CountMinConfig{Width: o.Summary.TopWidth}})
+	top, _ := sketch.NewTopK(sketch.TopKConfig{Capacity: o.Summary.TopCapacity, Sketch: sketch.CountMinConfig{Width: o.Summary.TopWidth}, Slack: spillSlack})
 	var out Output
 	windowEnd := int64(0)
 	return func(e *schemas.AccessEvent, off int64) {

@@ -283,9 +283,17 @@ func (w *windows) allocApp() *appAgg {
 	return a
 }
 
+// spillSlack is the top-K slack (sketch.TopKConfig.Slack) of the keys
+// past the exact table. They are a window's late, mostly light keys: with
+// no slack each new one evicts a tracked one, which costs hundreds of
+// instructions, for keys whose counts are a few events apart. Four events
+// of slack cut that churn about fivefold and raise the app's Floor (and
+// the Error of a key admitted late) by at most four.
+const spillSlack = 4
+
 // allocTrackers builds the app's top-K and big-key trackers.
 func (a *appAgg) allocTrackers(s SummaryOptions) {
-	a.top, _ = sketch.NewTopK(sketch.TopKConfig{Capacity: s.TopCapacity, Sketch: sketch.CountMinConfig{Width: s.TopWidth}})
+	a.top, _ = sketch.NewTopK(sketch.TopKConfig{Capacity: s.TopCapacity, Sketch: sketch.CountMinConfig{Width: s.TopWidth}, Slack: spillSlack})
 	a.topAux = make([][3]uint64, s.TopCapacity)
 	a.topLat = make([]uint64, s.TopCapacity)
 	a.topSlot = make([]uint16, s.TopCapacity)

@@ -403,3 +403,40 @@ func TestTopKAppendTracked(t *testing.T) {
 	buf := make([]Item, 0, tk.Len())
 	require.Zero(t, testing.AllocsPerRun(10, func() { buf = tk.AppendTracked(buf[:0]) }))
 }
+
+// With a slack, every bound still holds, directly and through the binary
+// form (whose floor then covers the slack), Floor stays within Space-
+// Saving's N/Capacity plus the slack, and a flat tail churns the tracked
+// set less.
+func TestTopKSlack(t *testing.T) {
+	admissions := map[uint64]int{}
+	for _, slack := range []uint64{0, 1, 4, 16} {
+		tk := newTK(t, TopKConfig{Capacity: 64, Sketch: CountMinConfig{Width: 128}, Slack: slack})
+		exact := map[string]uint64{}
+		r := rand.New(rand.NewPCG(slack, 9))
+		for i := range 50_000 {
+			// A few heavy keys over a flat tail of 20,000.
+			id := uint64(r.IntN(20_000))
+			if i%5 == 0 {
+				id = uint64(r.IntN(10))
+			}
+			k := keyOf(id)
+			exact[k]++
+			if _, admitted := tk.AddHash(k, Hash(k), 1); admitted {
+				admissions[slack]++
+			}
+		}
+		checkTopK(t, tk, exact)
+		require.LessOrEqual(t, tk.Floor(), tk.Total()/64+slack, "slack %d", slack)
+		for _, it := range tk.Top(10) {
+			require.Less(t, it.Error, it.Count, "slack %d: the heavy keys are tracked", slack)
+		}
+		b, err := tk.MarshalBinary()
+		require.NoError(t, err)
+		var back TopK
+		require.NoError(t, back.UnmarshalBinary(b))
+		checkTopK(t, &back, exact)
+		require.Equal(t, tk.Floor(), back.Floor(), "slack %d: the decoded floor covers the slack", slack)
+	}
+	require.Less(t, admissions[4], admissions[0]/2, "a slack of 4 halves the churn at least: %v", admissions)
+}
