@@ -26,9 +26,9 @@
 //  4. detection, for a watched key, in the group of its rule's window.
 //
 // The key is hashed once (xxh3, sketch.Hash) and every structure below
-// takes that hash. Detection runs before the window counts the event,
-// which lets the exact table's cache misses (started with a load of its
-// slot right after the hash) overlap detection's work.
+// takes that hash. Detection runs before the window counts the event, so
+// that the exact table's cache miss, prefetched right after the hash,
+// overlaps detection's work.
 //
 // # Report windows
 //

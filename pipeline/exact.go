@@ -33,7 +33,10 @@ import (
 // Once full, most lookups are of keys it does not hold (they go on to the
 // top-K); a Bloom filter of the keys it holds (a byte per key, two bits
 // per key in one 64-bit word) answers most of those without probing the
-// index.
+// index. In front of the index, a small direct-mapped cache of the entries
+// last found (front) serves the heavy keys, which take most events, from
+// 8 KiB instead of the index's scattered slots, so the table crowds
+// detection's structures out of the cache less.
 type exactTable struct {
 	index    []uint32
 	mask     uint64
@@ -45,6 +48,9 @@ type exactTable struct {
 	keyBytes int // key bytes held, inline ones included
 	full     bool
 	bloom    []uint64 // the keys held; consulted once full
+	// front caches, per slot h mod exactFront, the top 32 bits of the
+	// hash of a key found lately and its entry number + 1 (0: none).
+	front [exactFront]uint64
 	// high carries, per entry, what wrapped out of its 32-bit reads and
 	// writes: [2^32 × reads carried, 2^32 × writes carried]. Nil until a
 	// key has 2^32 reads or writes in one window.
@@ -66,6 +72,9 @@ type exactEntry struct {
 
 // exactInline is the longest key an entry holds itself.
 const exactInline = 24
+
+// exactFront is the size of a table's front cache (8 KiB).
+const exactFront = 1024
 
 // An index slot: the entry number + 1 in its low exactIdxBits bits (so a
 // table holds fewer than 2^24 keys), 8 bits of the key's hash above.
@@ -165,8 +174,12 @@ func (t *exactTable) key(e *exactEntry) string {
 // touch starts loading the entry a lookup of hash h will most likely
 // read, so that, called well before the lookup, its cache miss overlaps
 // the work in between rather than stall it: it reads the index slot
-// (small, mostly cached) and prefetches the entry it names.
+// (small, mostly cached) and prefetches the entry it names. A key in the
+// front cache is a heavy one, its entry already cached: nothing to do.
 func (t *exactTable) touch(h uint64) {
+	if f := t.front[h&(exactFront-1)]; f>>32 == h>>32 && uint32(f) != 0 {
+		return
+	}
 	v := t.index[h&t.mask]
 	if i := int(v & exactIdxMask); i > 0 && i <= len(t.ents) {
 		prefetch.Line(unsafe.Pointer(&t.ents[i-1]))
@@ -176,6 +189,11 @@ func (t *exactTable) touch(h uint64) {
 // lookup returns the entry of app's key, whose hash is h, or nil, with the
 // free slot where insert would put the key in t.free (when not full).
 func (t *exactTable) lookup(h uint64, app uint16, key string) *exactEntry {
+	if f := t.front[h&(exactFront-1)]; f>>32 == h>>32 && uint32(f) != 0 {
+		if e := &t.ents[uint32(f)-1]; t.is(e, app, key) {
+			return e
+		}
+	}
 	if t.full && !t.mayHold(h) {
 		return nil
 	}
@@ -190,15 +208,22 @@ func (t *exactTable) lookup(h uint64, app uint16, key string) *exactEntry {
 		if v&^exactIdxMask != fp {
 			continue
 		}
-		e := &t.ents[v&exactIdxMask-1]
-		if e.app != app || int(e.keyLen) != len(key) {
-			continue
-		}
-		if len(key) <= exactInline && faststr.Equal(unsafe.String(&e.key[0], len(key)), key) ||
-			len(key) > exactInline && t.key(e) == key {
+		if e := &t.ents[v&exactIdxMask-1]; t.is(e, app, key) {
+			t.front[h&(exactFront-1)] = h>>32<<32 | uint64(v&exactIdxMask)
 			return e
 		}
 	}
+}
+
+// is reports whether e is app's key.
+func (t *exactTable) is(e *exactEntry, app uint16, key string) bool {
+	if e.app != app || int(e.keyLen) != len(key) {
+		return false
+	}
+	if len(key) <= exactInline {
+		return faststr.Equal(unsafe.String(&e.key[0], len(key)), key)
+	}
+	return t.key(e) == key
 }
 
 // count adds an event's figures to e. Reads and writes that wrap past
@@ -300,6 +325,7 @@ func (t *exactTable) reset() {
 	t.keyBytes = 0
 	t.full = false
 	t.high = nil
+	clear(t.front[:])
 }
 
 // exactBound is the most a table sized by maxKeys and maxKeyBytes holds.
@@ -307,7 +333,8 @@ func exactBound(maxKeys, maxKeyBytes int) int64 {
 	if maxKeys == 0 {
 		return 0
 	}
-	return int64(maxKeys)*exactEntryBytes + int64(exactSlots(maxKeys))*4 + int64(exactBloomWords(maxKeys))*8 + int64(maxKeyBytes)
+	return int64(maxKeys)*exactEntryBytes + int64(exactSlots(maxKeys))*4 + int64(exactBloomWords(maxKeys))*8 +
+		exactFront*8 + int64(maxKeyBytes)
 }
 
 // exactFigure names the figure of an entry a list ranks by.
