@@ -283,7 +283,7 @@ func flatEvents(scale int) []schemas.AccessEvent {
 }
 
 // floodEvents: nine events in ten on keys never seen again, the tenth on
-// one of 30 hot keys of unequal weight, three windows.
+// one of 30 hot keys of unequal weight (10 to 39), three windows.
 func floodEvents(scale int) []schemas.AccessEvent {
 	r := rand.New(rand.NewPCG(22, 1))
 	once := 0
@@ -294,11 +294,12 @@ func floodEvents(scale int) []schemas.AccessEvent {
 				once++
 				return "shop", "once:" + strconv.Itoa(once)
 			}
-			// Hot key j with weight j+1: 30 distinct heavy counts.
-			x := r.IntN(30 * 31 / 2)
+			// Hot key j with weight j+10: 30 distinct heavy counts, the
+			// lightest still tens of events a window at a quarter scale.
+			x := r.IntN(30*10 + 30*29/2)
 			j := 0
-			for x >= j+1 {
-				x -= j + 1
+			for x >= j+10 {
+				x -= j + 10
 				j++
 			}
 			return "shop", "hot:" + strconv.Itoa(j)
