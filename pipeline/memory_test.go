@@ -35,16 +35,23 @@ func TestMemoryBoundedByConfig(t *testing.T) {
 		{"keys of max_key_bytes", DefaultOptions().MaxKeyBytes, 500_000, 400_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			distinct := tc.distinct
+			distinct, fill, steady := tc.distinct, tc.fill, true
 			if testing.Short() || raceEnabled {
+				// A fifth of the keys; with long keys a fifth of the fill
+				// too, which leaves the trackers short of their steady
+				// state: the bound is checked, the growth is not (the
+				// suite's run without -race checks both).
 				distinct /= 5
+				if tc.pad > 0 {
+					fill, steady = fill/5, false
+				}
 			}
-			memoryBounded(t, tc.pad, tc.fill, distinct)
+			memoryBounded(t, tc.pad, fill, distinct, steady)
 		})
 	}
 }
 
-func memoryBounded(t *testing.T, pad, fill, distinct int) {
+func memoryBounded(t *testing.T, pad, fill, distinct int, steady bool) {
 	o := DefaultOptions()
 	bound := o.MemoryBound()
 	t.Logf("MemoryBound(defaults) = %.1f MiB", float64(bound)/(1<<20))
@@ -96,7 +103,9 @@ func memoryBounded(t *testing.T, pad, fill, distinct int) {
 	late := heapInUse() - base
 	t.Logf("heap after %d events: %.1f MiB; after %d: %.1f MiB", fill, float64(early)/(1<<20), fill+distinct, float64(late)/(1<<20))
 	require.Less(t, late, bound, "heap under MemoryBound")
-	require.Less(t, late-early, int64(4<<20), "the heap does not grow with distinct keys")
+	if steady {
+		require.Less(t, late-early, int64(4<<20), "the heap does not grow with distinct keys")
+	}
 	for _, g := range p.det.groups {
 		require.LessOrEqual(t, g.ring.Len(), 2*o.Detect.RingNodes)
 	}
