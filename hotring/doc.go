@@ -10,7 +10,8 @@
 // (node cap, sampling, cold eviction, dual-generation rotation). It does not
 // estimate keys it does not track (that is package sketch), know about
 // Kafka, events, rules or partitions, export metrics or log, or start
-// goroutines. It imports nothing else of keyheat's.
+// goroutines. Of keyheat it imports only internal/faststr (the inlined
+// key comparisons it shares with sketch and pipeline).
 //
 // # Structure
 //

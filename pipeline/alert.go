@@ -19,6 +19,7 @@ type alertState struct {
 	ns       string
 	app, key string
 	keyHash  uint64 // xxh3 of key, for HotKeyEvent.KeyHash
+	short    bool   // key is a longer key's shortened form
 	rule     string // the rule it is hot under
 	hot      bool
 	belowMs  int64 // first time seen below threshold while hot; noTime while above
@@ -109,7 +110,7 @@ func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uin
 			p.stats.AlertsDropped++
 			return
 		}
-		st = &alertState{hr: hr, ns: ad.ns, app: ad.app, key: cloneString(key), keyHash: h,
+		st = &alertState{hr: hr, ns: ad.ns, app: ad.app, key: cloneString(key), keyHash: h, short: p.curShortened,
 			belowMs: noTime, cooledMs: noTime}
 		g.insert(st)
 		p.hot(g, x, st, g.measure(x, win, nowMs), tsMs, out)
@@ -193,7 +194,7 @@ func (p *Partition) hotKeyEvent(g *group, x *rule, st *alertState, typ string, l
 		Rate: lv.evFrac / ws, Count: lv.events, WindowMs: g.windowMs,
 		BytesRate: lv.byFrac / ws,
 		Topic:     p.src.Topic, Partition: p.src.Partition, OnsetMs: onsetMs,
-		Reads: lv.reads, Writes: lv.writes, Bytes: lv.bytes,
+		Reads: lv.reads, Writes: lv.writes, Bytes: lv.bytes, Shortened: st.short,
 	}
 	if x != nil {
 		ev.Threshold, ev.BytesThreshold = x.rate, x.bytes

@@ -11,7 +11,8 @@
 //
 // A Partition is fed its partition's events in offset order
 // (Process). Each event, its key cut to MaxKeyBytes if longer (prefix, "…"
-// and a hash of the whole key), goes through:
+// and a hash of the whole key, marked Shortened wherever it is reported;
+// by default MaxKeyBytes is the longest key ingest accepts), goes through:
 //
 //  1. the clock: the partition's newest event time; the watermark trails
 //     it by Lateness. A new watermark closes the report windows it passed
@@ -25,7 +26,9 @@
 //  4. detection, for a watched key, in the group of its rule's window.
 //
 // The key is hashed once (xxh3, sketch.Hash) and every structure below
-// takes that hash.
+// takes that hash. Detection runs before the window counts the event, so
+// that the exact table's cache miss, prefetched right after the hash,
+// overlaps detection's work.
 //
 // # Report windows
 //
@@ -35,17 +38,33 @@
 // windows closing together only the last is, to say how far the
 // partition came (a partition that reports a window has nothing more for
 // the earlier ones), so a gap in event time costs one summary. A summary
-// holds, per app (at most MaxApps, the rest under schemas.OtherApp), exact totals
-// of events, bytes, reads, writes and latency; the top keys from a
-// filtered Space-Saving top-K (sketch.TopK: Count − Error ≤ true ≤ Count,
-// exact when Error is 0, every unlisted key at most Floor) with the bytes,
-// reads, writes and latency of their tracked events; the big keys by
-// bytes, tracked the same way; a HyperLogLog of distinct keys; events per
-// Redis Cluster slot (Slot); and, when the topic is not keyed by access
-// key, the app's Count-Min sketch. End closes every window and marks the
-// last Final. Idle, called with the wall clock, advances a quiet live
-// partition's clock to it after IdleTimeout so its windows still close;
-// output it causes depends on when it was called.
+// holds, per app (at most MaxApps, the rest under schemas.OtherApp), exact
+// totals of events, bytes, reads, writes and latency; its heaviest keys by
+// events (Top, with Floor bounding every key left out) and by bytes,
+// reads, writes and latency (Summary.BigKeys each); a HyperLogLog of
+// distinct keys; events per Redis Cluster slot (Slot); and, when the
+// topic is not keyed by access key, the app's Count-Min sketch. End
+// closes every window and marks the last Final.
+//
+// Keys are counted exactly: each open window has one table (exact.go) of
+// every key of every app, with its events, bytes, reads, writes, latency
+// and slot, keyed by the event's hash, up to Summary.ExactKeys keys and
+// ExactKeyBytes of key bytes. It holds a key from its first event in the
+// window or never: the first key it has no room for makes it full for the
+// rest of the window, and that key and every new key after it go to their
+// app's filtered Space-Saving top-K (sketch.TopK: Count − Error ≤ true ≤
+// Count, every untracked key at most its Floor) and big-key tracker, while
+// the keys in the table stay exact. An app whose keys went there has its
+// lists marked Approximate; its lists merge the table's keys (Error 0,
+// every figure exact) with the trackers' (figures are lower bounds where
+// Error is above 0), and its Floor is the larger of the top-K's and the
+// first count left out. Without overflow Top is the app's exact top with
+// exact figures, Floor the first true count left out. Tables are reused
+// window after window, clearing only the slots used.
+//
+// Idle, called with the wall clock, advances a quiet live partition's
+// clock to it after IdleTimeout so its windows still close; output it
+// causes depends on when it was called.
 //
 // # Detection
 //
@@ -175,11 +194,20 @@
 // MergerOptions.AlignWindows (half the cap) of the slowest, so that the
 // cap is not reached while every partition's instance is alive.
 //
-// On a topic keyed by access key each key lives on one partition, so the
-// union of the partitions' tops is exact where they were; otherwise bounds
-// add over partitions, a partition that does not list a key contributing
-// at most min(its Count-Min estimate, its Floor), as sketch.TopK.Merge
-// does, and every key not listed has at most the report's Floor. Skew is
+// On a topic keyed by access key each key lives on one partition, so a key
+// has the figures of the partition that lists it: exact where that
+// partition counted it exactly, within its bounds otherwise; a report
+// built from summaries none of which is approximate has the exact top-N
+// (ties at the cut in any order) and exact first Summary.BigKeys keys of
+// every secondary ranking. Otherwise bounds add over partitions, a
+// partition that does not list a key contributing at most min(its
+// Count-Min estimate, its Floor), as sketch.TopK.Merge does, and every key
+// not listed has at most the report's Floor. Of a key listed in several
+// lists of one summary the merger takes the tightest count bounds and the
+// largest lower bound of each figure. The report says how many of its
+// leading keys are guaranteed (their lower bounds at least every other
+// key's upper bound and the Floor: Metwally et al.'s guaranteed top-k) and
+// whether it is Approximate. Skew is
 // the max/mean and Gini coefficient of the load per partition and per Redis
 // Cluster node (slots mapped to the configured nodes), with the busiest
 // slots and the shares of the top 1 and top 10 keys. Keys of Top whose
@@ -198,7 +226,9 @@
 // # Memory
 //
 // A partition's memory is bounded by its options, not by the number of
-// distinct keys: Options.MemoryBound gives the bound and its formula.
+// distinct keys: Options.MemoryBound gives the bound and its formula, the
+// exact tables (a 64-byte entry, two 4-byte index slots and a Bloom byte
+// per key, and their key bytes) included.
 // Windows and hot-key events handed out but never acknowledged are kept,
 // a few dozen bytes each, until acknowledged.
 //

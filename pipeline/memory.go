@@ -8,9 +8,13 @@ import (
 // MemoryBound is an upper estimate, in bytes, of what the structures of
 // one Partition built with o can hold, however many distinct keys it sees:
 //
-//	windows:   (⌈Lateness/Window⌉ + 2) open windows × (MaxApps + 1) apps × app
+//	windows:   (⌈Lateness/Window⌉ + 2) open windows × (exact table
+//	           + (MaxApps + 1) apps × app)
+//	exact:     ExactKeys × 64 + 4 × (a power of two ≥ 2·ExactKeys)
+//	           + (a power of two ≥ ExactKeys) Bloom filter bytes + 8 KiB
+//	           + ExactKeyBytes
 //	app:       top-K (filter 4·TopWidth·8 + TopCapacity × (48 + MaxKeyBytes + 34)
-//	           + table) + big keys (the same with Big*, 32 for 34)
+//	           + table) + big keys (the same with Big*, 33 for 34)
 //	           + 2^DistinctPrecision
 //	           + 16384 × 4 slot counters (+ 4·SketchWidth·8 when not keyed)
 //	detection: per distinct rule window, (Slots+1) × SketchDepth·SketchWidth·8
@@ -19,10 +23,15 @@ import (
 //	           + 24 bytes, its buckets, and as many alert states
 //	cache:     1024 apps' rule lists; 4096 clock checkpoints
 //
+// Key bytes are counted at MaxKeyBytes wherever a structure copies keys
+// one by one (top-K entries, ring nodes, alert states), and at
+// ExactKeyBytes for the exact table, which packs them. An app's top-K and
+// big-key trackers are built only once its keys overflow the exact table,
+// so a partition whose windows fit holds far less than the bound.
 // Windows and hot-key events handed out but never acknowledged are kept
 // (a few dozen bytes each) until acknowledged: the caller must acknowledge
 // them. TestMemoryBoundedByConfig checks the bound holds and does not move
-// with the number of distinct keys.
+// with the number of distinct keys, also for keys of MaxKeyBytes.
 func (o Options) MemoryBound() int64 {
 	s := o.Summary
 	keyBytes := int64(o.MaxKeyBytes)
@@ -33,10 +42,10 @@ func (o Options) MemoryBound() int64 {
 	}
 	app := topK(s.TopCapacity, s.TopWidth, 3*8+8+2) + int64(1)<<s.DistinctPrecision + RedisSlots*4 + 4*int64(s.SketchWidth)*8 + 256
 	if s.BigKeys > 0 {
-		app += topK(s.BigCapacity, s.BigWidth, 4*8)
+		app += topK(s.BigCapacity, s.BigWidth, 4*8+1)
 	}
 	open := (o.Lateness.Milliseconds()+o.Window.Milliseconds()-1)/o.Window.Milliseconds() + 2
-	windows := open * int64(o.MaxApps+1) * app
+	windows := open * (int64(o.MaxApps+1)*app + exactBound(s.ExactKeys, s.ExactKeyBytes))
 
 	d := o.Detect
 	words := int64(1)

@@ -14,9 +14,14 @@ import (
 // walks the summaries in topic and partition order and ends in a sort with
 // a total order, so no map iteration order reaches a report.
 //
-// Count bounds. A partition's top lists a key with [Count − Error, Count]
-// around its true count there, and bounds every key it does not list by
-// its Floor. Per topic:
+// Count bounds. Every list of a partition's summary (Top, Big, TopReads,
+// TopWrites, TopLatency) gives a key it lists [Count − Error, Count]
+// around its true count there, and the partition bounds every key its Top
+// does not list by its Floor. A key listed in several lists of one summary
+// takes the tightest bounds they give, and, figure by figure, the largest
+// lower bound (a figure is a lower bound, exact when Error is 0; Bytes in
+// a list ranked by bytes is bounded below by Bytes − BytesError). Per
+// topic:
 //
 //   - keyed by access key: a key lives on one partition. Listed there, its
 //     bounds are that partition's; listed nowhere, it lies in
@@ -45,6 +50,10 @@ type reportScope struct {
 	distinct                                      *sketch.Cardinality
 	keys                                          []schemas.KeyCount
 	floor                                         uint64
+	// inexact: some summary's lists are approximate, or a partition of a
+	// topic not keyed by access key cut its list (so a key's events on it
+	// may be unknown): the report cannot claim to be exact.
+	inexact bool
 }
 
 // appWin is one app's window in one summary.
@@ -60,12 +69,50 @@ func (a appWin) window() *schemas.AppWindow { return &a.s.w.Apps[a.app] }
 type keyMerge struct {
 	kc     schemas.KeyCount // Count is the upper bound so far
 	lower  uint64
-	listed []int // indices of the app windows whose Top lists the key
+	listed []int // indices of the app windows that list the key
 	spread bool  // an unlisting window contributed a positive upper bound
-	// The figures the key's Top entry in window lastWin added, so a Big
-	// entry of the same window adds only what exceeds them.
+	// lastWin is the app window whose entries cur gathers: the key's
+	// bounds and figures there, before they add to kc and lower.
 	lastWin int
-	fromTop schemas.KeyCount
+	cur     windowKey
+}
+
+// windowKey is what one summary's lists say of a key: the tightest count
+// bounds and the largest lower bound of every figure.
+type windowKey struct {
+	upper, lower                    uint64
+	bytes, reads, writes, latencyUs uint64
+	shortened                       bool
+}
+
+// of is what entry e alone says.
+func windowKeyOf(e *schemas.KeyCount) windowKey {
+	return windowKey{upper: e.Count, lower: e.Count - min(e.Error, e.Count), bytes: e.Bytes - min(e.BytesError, e.Bytes),
+		reads: e.Reads, writes: e.Writes, latencyUs: e.LatencyUs, shortened: e.Shortened}
+}
+
+// and narrows k by another entry of the same key in the same summary:
+// both bound the same events.
+func (k *windowKey) and(o windowKey) {
+	k.upper, k.lower = min(k.upper, o.upper), max(k.lower, o.lower)
+	k.bytes, k.reads, k.writes, k.latencyUs = max(k.bytes, o.bytes), max(k.reads, o.reads), max(k.writes, o.writes), max(k.latencyUs, o.latencyUs)
+	k.shortened = k.shortened || o.shortened
+}
+
+// flush adds the entries of the app window last seen to the key's sums.
+func (km *keyMerge) flush() {
+	if km.lastWin < 0 {
+		return
+	}
+	c := &km.cur
+	km.kc.Count = saturatingAdd(km.kc.Count, c.upper)
+	km.lower = saturatingAdd(km.lower, min(c.lower, c.upper))
+	km.kc.Bytes = saturatingAdd(km.kc.Bytes, c.bytes)
+	km.kc.Reads = saturatingAdd(km.kc.Reads, c.reads)
+	km.kc.Writes = saturatingAdd(km.kc.Writes, c.writes)
+	km.kc.LatencyUs = saturatingAdd(km.kc.LatencyUs, c.latencyUs)
+	km.kc.Shortened = km.kc.Shortened || c.shortened
+	km.lastWin = -1
 }
 
 // merge turns a pending window into its reports. idle are partitions
@@ -173,17 +220,10 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 	sc := &reportScope{partEvents: make([]uint64, nLoads), partBytes: make([]uint64, nLoads)}
 	listed := 0
 	for _, aw := range wins {
-		listed += len(aw.window().Top) + len(aw.window().Big)
+		a := aw.window()
+		listed += len(a.Top) + len(a.Big) + len(a.TopReads) + len(a.TopWrites) + len(a.TopLatency)
 	}
 	keys := make(map[string]*keyMerge, listed)
-	get := func(key string) *keyMerge {
-		km := keys[key]
-		if km == nil {
-			km = &keyMerge{kc: schemas.KeyCount{App: name, Key: key}, lastWin: -1}
-			keys[key] = km
-		}
-		return km
-	}
 	slotLists := make([][]schemas.SlotCount, 0, len(wins))
 	for wi, aw := range wins {
 		a := aw.window()
@@ -194,30 +234,31 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		sc.latencyUs += a.LatencyUs
 		sc.partEvents[aw.load] += a.Events
 		sc.partBytes[aw.load] += a.Bytes
+		sc.inexact = sc.inexact || a.Approximate || (!keyed[aw.s.w.Topic] && a.Floor > 0)
 		slotLists = append(slotLists, a.Slots)
 		if d := aw.s.apps[aw.app].distinct; d != nil {
 			sc.distinct = m.mergeDistinct(sc.distinct, d)
 		}
-		for _, e := range a.Top {
-			km := get(e.Key)
-			km.kc.Count = saturatingAdd(km.kc.Count, e.Count)
-			km.lower = saturatingAdd(km.lower, e.Count-e.Error)
-			km.listed = append(km.listed, wi)
-			addFigures(&km.kc, e)
-			km.lastWin, km.fromTop = wi, e
-		}
-		for _, e := range a.Big {
-			km := get(e.Key)
-			if km.lastWin == wi {
-				// Both entries bound the same events from below: keep the
-				// larger figure.
-				e.Bytes -= min(e.Bytes, km.fromTop.Bytes)
-				e.Reads -= min(e.Reads, km.fromTop.Reads)
-				e.Writes -= min(e.Writes, km.fromTop.Writes)
-				e.LatencyUs -= min(e.LatencyUs, km.fromTop.LatencyUs)
+		for _, l := range [...][]schemas.KeyCount{a.Top, a.Big, a.TopReads, a.TopWrites, a.TopLatency} {
+			for i := range l {
+				e := &l[i]
+				km := keys[e.Key]
+				if km == nil {
+					km = &keyMerge{kc: schemas.KeyCount{App: name, Key: e.Key}, lastWin: -1}
+					keys[e.Key] = km
+				}
+				if km.lastWin == wi {
+					km.cur.and(windowKeyOf(e))
+					continue
+				}
+				km.flush()
+				km.lastWin, km.cur = wi, windowKeyOf(e)
+				km.listed = append(km.listed, wi)
 			}
-			addFigures(&km.kc, e)
 		}
+	}
+	for _, km := range keys {
+		km.flush()
 	}
 	sc.slots = m.sumSlots(slotLists)
 
@@ -282,14 +323,6 @@ func listedIn(listed []int, lo, hi int) bool {
 	return i < len(listed) && listed[i] < hi
 }
 
-// addFigures adds e's lower-bound figures to kc.
-func addFigures(kc *schemas.KeyCount, e schemas.KeyCount) {
-	kc.Bytes = saturatingAdd(kc.Bytes, e.Bytes)
-	kc.Reads = saturatingAdd(kc.Reads, e.Reads)
-	kc.Writes = saturatingAdd(kc.Writes, e.Writes)
-	kc.LatencyUs = saturatingAdd(kc.LatencyUs, e.LatencyUs)
-}
-
 // combine merges scopes of distinct apps (their keys never collide) into
 // one: totals and loads add, distinct sketches merge, floors take the
 // largest (each bounds its own app's keys).
@@ -313,6 +346,7 @@ func (m *Merger) combine(parts []*reportScope, nLoads int) *reportScope {
 		}
 		sc.keys = append(sc.keys, p.keys...)
 		sc.floor = max(sc.floor, p.floor)
+		sc.inexact = sc.inexact || p.inexact
 	}
 	sc.slots = m.sumSlots(slotLists)
 	return sc
@@ -400,11 +434,18 @@ func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) 
 		r.Floor = max(r.Floor, top[m.cfg.TopN].Count)
 		top = top[:m.cfg.TopN]
 	}
+	r.Guaranteed = guarantee(top, r.Floor)
 	r.Top = top
 	r.TopBytes = m.rank(sc.keys, byBytes)
 	r.TopReads = m.rank(sc.keys, byReads)
 	r.TopWrites = m.rank(sc.keys, byWrites)
 	r.TopLatency = m.rank(sc.keys, byLatency)
+	r.Approximate = sc.inexact || r.Guaranteed < len(r.Top)
+	for _, l := range [][]schemas.KeyCount{r.Top, r.TopBytes, r.TopReads, r.TopWrites, r.TopLatency} {
+		for i := range l {
+			r.Approximate = r.Approximate || l[i].Error > 0
+		}
+	}
 
 	loads := make([]schemas.PartitionLoad, len(w.loads))
 	for i, k := range w.loads {
@@ -415,6 +456,55 @@ func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) 
 	slotSkew(&r.Skew, sc.slots, m.layout, m.cfg.HotSlots)
 	r.Advice = advise(r.Top, m.windowMs, m.cfg.Threshold, m.cfg.SplitCapacity)
 	return r
+}
+
+// guarantee returns how many keys of top (ranked by Count) are surely the
+// heaviest of the window, and moves them to its front: the largest g for
+// which some g listed keys each have a lower bound (Count − Error) at
+// least the upper bound of every other listed key and of every key left
+// out (floor). Those g keys are then a true top g (ties aside), which is
+// Metwally, Agrawal and El Abbadi's guaranteed top-k. Taking the keys by
+// lower bound finds the largest such set. Ranked by Count, they already
+// come first, save for ties, so the move keeps Top's order in practice.
+func guarantee(top []schemas.KeyCount, floor uint64) int {
+	n := len(top)
+	if n == 0 {
+		return 0
+	}
+	lower := func(k *schemas.KeyCount) uint64 { return k.Count - min(k.Error, k.Count) }
+	byLower := make([]int, n)
+	for i := range byLower {
+		byLower[i] = i
+	}
+	slices.SortStableFunc(byLower, func(a, b int) int { return cmp.Compare(lower(&top[b]), lower(&top[a])) })
+	// rest[i]: the largest count any key but the first i by lower bound
+	// can have.
+	rest := make([]uint64, n+1)
+	rest[n] = floor
+	for i := n - 1; i >= 0; i-- {
+		rest[i] = max(rest[i+1], top[byLower[i]].Count)
+	}
+	g, least := 0, uint64(math.MaxUint64)
+	for i := range n {
+		least = min(least, lower(&top[byLower[i]]))
+		if least >= rest[i+1] {
+			g = i + 1
+		}
+	}
+	in := make([]bool, n)
+	for _, i := range byLower[:g] {
+		in[i] = true
+	}
+	moved := make([]schemas.KeyCount, 0, n)
+	for pass := range 2 {
+		for i := range top {
+			if in[i] == (pass == 0) {
+				moved = append(moved, top[i])
+			}
+		}
+	}
+	copy(top, moved)
+	return g
 }
 
 // keyFigure names the per-key figure a secondary ranking sorts by.

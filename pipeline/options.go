@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // Options configures what a Partition computes. config composes it under
@@ -28,9 +30,12 @@ type Options struct {
 	// MaxApps bounds the apps a window tracks separately; the events of
 	// apps beyond it are summed under schemas.OtherApp.
 	MaxApps int `mapstructure:"max_apps"`
-	// MaxKeyBytes is the longest key tracked as is. A longer key is tracked
-	// as a prefix, "…" and 16 hex digits of the whole key's hash, MaxKeyBytes
-	// bytes in all, so distinct long keys stay distinct.
+	// MaxKeyBytes is the longest key tracked and reported as is. A longer
+	// key is tracked as a prefix, "…" and 16 hex digits of the whole key's
+	// hash, MaxKeyBytes bytes in all, so distinct long keys stay distinct;
+	// summaries, reports and hot-key events mark it Shortened. The default
+	// is schemas.DefaultMaxKeyBytes, the longest key ingest accepts by
+	// default (events.max_key_bytes): raise both together.
 	MaxKeyBytes int `mapstructure:"max_key_bytes"`
 
 	// Summary sizes each app's part of a window summary.
@@ -42,12 +47,26 @@ type Options struct {
 	RuleSet `mapstructure:",squash"`
 }
 
-// SummaryOptions sizes the per-app figures of a PartitionWindow. Each
-// app's part of an open window costs about TopCapacity × 80 bytes +
-// 4 × TopWidth × 8 + BigCapacity × 80 + 4 × BigWidth × 8 +
-// 2^DistinctPrecision + 64 KiB of slot counters, plus 4 × SketchWidth × 8
-// when the topic is not keyed (see Options.MemoryBound).
+// SummaryOptions sizes the figures of a PartitionWindow. Each open window
+// counts its keys, every app together, in an exact table of at most
+// ExactKeys keys and ExactKeyBytes of key bytes (64 bytes a key, 8 for
+// its index and one for a Bloom filter, plus the keys); keys that come after it filled are
+// counted per app by a bounded top-K of TopCapacity keys (about
+// TopCapacity × (82 + key length) + 4 × TopWidth × 8 bytes) and a big-key
+// tracker sized alike, which an app gets only once its keys overflow the
+// table. Every app also has 2^DistinctPrecision bytes of distinct-key
+// sketch and 64 KiB of slot counters, plus 4 × SketchWidth × 8 when the
+// topic is not keyed. Options.MemoryBound adds it all up.
 type SummaryOptions struct {
+	// ExactKeys is how many distinct keys (all apps together) a partition
+	// counts exactly in a window, with every figure; 0 turns exact
+	// counting off. Past it (or past ExactKeyBytes) a window's new keys
+	// are counted by the bounded top-K and its summary says it is
+	// approximate.
+	ExactKeys int `mapstructure:"exact_keys"`
+	// ExactKeyBytes bounds the bytes of the keys the exact table holds in
+	// a window: with the default, 65,536 keys of 64 bytes on average.
+	ExactKeyBytes int `mapstructure:"exact_key_bytes"`
 	// TopKeys is how many heaviest keys per app a window reports.
 	TopKeys int `mapstructure:"top_keys"`
 	// TopCapacity is how many keys per app a window tracks to find them
@@ -56,8 +75,8 @@ type SummaryOptions struct {
 	// TopWidth is the width of the 4-row Count-Min admission filter of the
 	// top keys.
 	TopWidth int `mapstructure:"top_width"`
-	// BigKeys is how many keys per app a window reports by bytes; 0 turns
-	// big keys off.
+	// BigKeys is how many keys per app a window reports by bytes, and by
+	// reads, by writes and by latency; 0 turns these lists off.
 	BigKeys int `mapstructure:"big_keys"`
 	// BigCapacity and BigWidth size the big-key tracker as TopCapacity and
 	// TopWidth size the top-key one.
@@ -202,8 +221,10 @@ func DefaultOptions() Options {
 		Lateness:    2 * time.Second,
 		IdleTimeout: 5 * time.Second,
 		MaxApps:     16,
-		MaxKeyBytes: 256,
+		MaxKeyBytes: schemas.DefaultMaxKeyBytes,
 		Summary: SummaryOptions{
+			ExactKeys:         65_536,
+			ExactKeyBytes:     4 << 20,
 			TopKeys:           100,
 			TopCapacity:       1024,
 			TopWidth:          2048,
@@ -246,6 +267,14 @@ const (
 	// MaxRuleWindow bounds a rule's window: longer windows cost nothing
 	// more in memory, but a restart re-reads three of them to warm up.
 	MaxRuleWindow = time.Hour
+	// MaxApps bounds Options.MaxApps (a window's exact table names an app
+	// in 16 bits).
+	MaxApps = 1<<16 - 2
+	// MaxExactKeys and MaxExactKeyBytes bound SummaryOptions.ExactKeys and
+	// ExactKeyBytes (the table's index holds an entry number in 24 bits
+	// beside part of the key's hash; key offsets are 32 bits).
+	MaxExactKeys     = 1<<24 - 1
+	MaxExactKeyBytes = 1 << 30
 )
 
 // Validate reports the first problem with o, or nil. Errors wrap
@@ -261,8 +290,8 @@ func (o Options) Validate() error {
 		return err
 	}
 	switch {
-	case o.MaxApps < 1:
-		return invalid("max_apps = %d, want at least 1", o.MaxApps)
+	case o.MaxApps < 1 || o.MaxApps > MaxApps:
+		return invalid("max_apps = %d, want 1 to %d", o.MaxApps, MaxApps)
 	case o.MaxKeyBytes < minKeyBytes:
 		return invalid("max_key_bytes = %d, want at least %d (room for a prefix, … and a 16-digit hash)", o.MaxKeyBytes, minKeyBytes)
 	}
@@ -277,6 +306,10 @@ func (o Options) Validate() error {
 
 func (s SummaryOptions) validate() error {
 	switch {
+	case s.ExactKeys < 0 || s.ExactKeys > MaxExactKeys:
+		return invalid("summary.exact_keys = %d, want 0 (off) to %d", s.ExactKeys, MaxExactKeys)
+	case s.ExactKeys > 0 && (s.ExactKeyBytes < 1 || s.ExactKeyBytes > MaxExactKeyBytes):
+		return invalid("summary.exact_key_bytes = %d, want 1 to %d", s.ExactKeyBytes, MaxExactKeyBytes)
 	case s.TopKeys < 1:
 		return invalid("summary.top_keys = %d, want at least 1", s.TopKeys)
 	case s.TopCapacity < s.TopKeys || s.TopCapacity > 1<<20:

@@ -62,8 +62,9 @@ type Stats struct {
 	// Late counts late events (in a window's Late); Dropped events of
 	// windows already acknowledged before a restart.
 	Late, Dropped uint64
-	// TruncatedKeys counts events whose key was longer than MaxKeyBytes;
-	// Whitelisted events whose key the whitelist names.
+	// TruncatedKeys counts events whose key was longer than MaxKeyBytes
+	// (reported shortened); Whitelisted events whose key the whitelist
+	// names.
 	TruncatedKeys, Whitelisted uint64
 	// AppsFolded counts events counted under schemas.OtherApp.
 	AppsFolded uint64
@@ -108,8 +109,10 @@ type Partition struct {
 
 	// curOffset and curMaxTsBefore describe the event being processed (for
 	// Idle and End: the next offset and the current clock), for the claims
-	// outputs make on the commit point.
+	// outputs make on the commit point; curShortened says its key was cut
+	// to MaxKeyBytes, for the alerts it raises.
 	curOffset, curMaxTsBefore int64
+	curShortened              bool
 
 	// Idle bookkeeping: whether an event came since the last Idle call, and
 	// the wall time at which activity was last noticed.
@@ -215,11 +218,12 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	p.nextOffset = offset + 1
 	p.activeSinceIdle = true
 
-	key := e.Key
+	key, short := e.Key, false
 	if len(key) > p.o.MaxKeyBytes {
-		key = truncateKey(key, p.o.MaxKeyBytes)
+		key, short = truncateKey(key, p.o.MaxKeyBytes), true
 		p.stats.TruncatedKeys++
 	}
+	p.curShortened = short
 	if !p.windowMode && offset >= p.resume {
 		p.windowMode = true
 		p.win.activate(p.nextWindow, e.TimeMs)
@@ -239,6 +243,11 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	}
 
 	h := sketch.Hash(key)
+	if v == vCount {
+		// Detection comes first, and takes long enough to hide the cache
+		// misses of the window's exact table, started here.
+		p.win.touch(startMs, h)
+	}
 	// The app and the operation of the event before, usually, tested here
 	// rather than in a call.
 	ad := p.det.last
@@ -255,22 +264,21 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 	} else {
 		cls = p.classify(e.Op)
 	}
+	if !white {
+		if x, g := ad.match(key); x != nil {
+			p.det.process(ad, x, g, e, key, h, cls, out)
+		}
+	}
 	if p.windowMode {
 		switch v {
 		case vCount:
-			p.win.add(startMs, e, key, h, cls, white)
+			p.win.add(startMs, e, key, h, cls, white, short)
 		case vLate:
 			p.win.addLate(startMs)
 			p.stats.Late++
 		default:
 			p.stats.Dropped++
 		}
-	}
-	if white {
-		return
-	}
-	if x, g := ad.match(key); x != nil {
-		p.det.process(ad, x, g, e, key, h, cls, out)
 	}
 }
 

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // ARCHITECTURE.md applied with plain maps.
 type winModel struct {
 	lengthMs, latenessMs int64
-	maxApps              int
+	maxApps, topKeys     int
 	started              bool
 	maxTs, first         int64
 	wins                 map[int64]*modelWin
@@ -41,7 +42,7 @@ type modelKey struct{ count, bytes, reads, writes, lat uint64 }
 func newWinModel(o Options) *winModel {
 	r, _ := NewRules(o)
 	return &winModel{lengthMs: o.Window.Milliseconds(), latenessMs: o.Lateness.Milliseconds(),
-		maxApps: o.MaxApps, wins: map[int64]*modelWin{}, rules: r}
+		maxApps: o.MaxApps, topKeys: o.Summary.TopKeys, wins: map[int64]*modelWin{}, rules: r}
 }
 
 func (m *winModel) win(s int64) *modelWin {
@@ -129,14 +130,14 @@ func (m *winModel) check(t *testing.T, out Output, keyed bool) {
 		for _, aw := range w.Apps {
 			ma := mw.apps[aw.App]
 			require.NotNil(t, ma, "window %d: app %q not in the model", i, aw.App)
-			checkApp(t, aw, ma, keyed)
+			checkApp(t, aw, ma, keyed, m.topKeys)
 			sum += aw.Events
 		}
 		require.Equal(t, w.Events, sum)
 	}
 }
 
-func checkApp(t *testing.T, aw schemas.AppWindow, ma *modelApp, keyed bool) {
+func checkApp(t *testing.T, aw schemas.AppWindow, ma *modelApp, keyed bool, topKeys int) {
 	t.Helper()
 	require.Equal(t, ma.events, aw.Events, "%s events", aw.App)
 	require.Equal(t, ma.bytes, aw.Bytes, "%s bytes", aw.App)
@@ -168,11 +169,43 @@ func checkApp(t *testing.T, aw schemas.AppWindow, ma *modelApp, keyed bool) {
 			require.LessOrEqual(t, mk.count, aw.Floor, "%s/%s not listed: at most Floor", aw.App, k)
 		}
 	}
+	for _, l := range [][]schemas.KeyCount{aw.Big, aw.TopReads, aw.TopWrites, aw.TopLatency} {
+		for _, kc := range l {
+			exact := ma.keys[kc.Key]
+			require.NotNil(t, exact, "%s: listed key %q never seen", aw.App, kc.Key)
+			require.LessOrEqual(t, kc.Count-kc.Error, exact.count, "%s/%s lower bound", aw.App, kc.Key)
+			require.GreaterOrEqual(t, kc.Count, exact.count, "%s/%s upper bound", aw.App, kc.Key)
+			require.LessOrEqual(t, kc.Bytes-kc.BytesError, exact.bytes, "%s/%s bytes lower bound", aw.App, kc.Key)
+			require.LessOrEqual(t, kc.Reads, exact.reads)
+			require.LessOrEqual(t, kc.Writes, exact.writes)
+			require.LessOrEqual(t, kc.LatencyUs, exact.lat)
+			if kc.Error == 0 {
+				require.Equal(t, modelKey{exact.count, exact.bytes, exact.reads, exact.writes, exact.lat},
+					modelKey{kc.Count, kc.Bytes, kc.Reads, kc.Writes, kc.LatencyUs}, "%s/%s counted from its first event: exact", aw.App, kc.Key)
+				require.Zero(t, kc.BytesError)
+			}
+		}
+	}
 	for _, kc := range aw.Big {
 		exact := ma.keys[kc.Key]
-		require.LessOrEqual(t, kc.Bytes-kc.BytesError, exact.bytes, "%s/%s bytes lower bound", aw.App, kc.Key)
 		require.GreaterOrEqual(t, kc.Bytes, exact.bytes, "%s/%s bytes upper bound", aw.App, kc.Key)
-		require.LessOrEqual(t, kc.Count, exact.count)
+	}
+	if !aw.Approximate {
+		// Every key counted exactly: Top is the app's heaviest keys, and
+		// Floor the first count left out.
+		var counts []uint64
+		for _, mk := range ma.keys {
+			counts = append(counts, mk.count)
+		}
+		slices.SortFunc(counts, func(a, b uint64) int { return cmp.Compare(b, a) })
+		require.Len(t, aw.Top, min(len(counts), topKeys))
+		for j, kc := range aw.Top {
+			require.Zero(t, kc.Error, "%s/%s", aw.App, kc.Key)
+			require.Equal(t, counts[j], kc.Count, "%s rank %d", aw.App, j+1)
+		}
+		if len(counts) > len(aw.Top) {
+			require.Equal(t, counts[len(aw.Top)], aw.Floor, "%s floor", aw.App)
+		}
 	}
 	var slots uint64
 	for _, sc := range aw.Slots {
@@ -201,9 +234,14 @@ func checkApp(t *testing.T, aw schemas.AppWindow, ma *modelApp, keyed bool) {
 // keys within 5%, late events in the oldest open window, and, when the
 // topic is not keyed, a Count-Min sketch that bounds every key.
 func TestWindowSummariesMatchModel(t *testing.T) {
-	for _, keyed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+	for _, tc := range []struct {
+		keyed     bool
+		exactKeys int // 0: exact counting off; 300: windows overflow it
+	}{{true, 65_536}, {false, 65_536}, {true, 300}, {false, 300}, {true, 0}} {
+		keyed := tc.keyed
+		t.Run(fmt.Sprintf("keyed=%v/exact_keys=%d", keyed, tc.exactKeys), func(t *testing.T) {
 			o := DefaultOptions()
+			o.Summary.ExactKeys = tc.exactKeys
 			o.MaxApps = 3
 			o.Summary.TopKeys = 20
 			o.Summary.TopCapacity = 64
@@ -227,6 +265,19 @@ func TestWindowSummariesMatchModel(t *testing.T) {
 			st := p.Stats()
 			require.NotZero(t, st.Late, "the jitter makes late events")
 			require.NotZero(t, st.AppsFolded, "five apps, three tracked")
+			approximate := 0
+			for _, w := range out.Windows {
+				for _, a := range w.Apps {
+					if a.Approximate {
+						approximate++
+					}
+				}
+			}
+			if tc.exactKeys == 65_536 {
+				require.Zero(t, approximate, "every window fits the exact table")
+			} else {
+				require.NotZero(t, approximate, "some window overflows the exact table")
+			}
 			var late uint64
 			for _, w := range out.Windows {
 				late += w.Late

@@ -32,8 +32,10 @@
 // near now) is Limits.Validate's job, so a record that decodes but is
 // invalid still reaches the dead-letter topic with a precise reason.
 //
-// Later this package also owns the window and report types, the ClickHouse
-// DDL and the Parquet schemas, so that every on-disk or on-wire format lives
-// in one obvious place. It does not own transport (Kafka clients, files) or
-// parsing of access-log formats. It imports nothing else of keyheat's.
+// It also owns the window and report types, the ClickHouse DDL and queries
+// (schemas/clickhouse) and the Parquet row types, so that every on-disk or
+// on-wire format lives in one obvious place. It does not own transport
+// (Kafka clients, files) or parsing of access-log formats. Of keyheat it
+// imports only internal/jsonscan, the one JSON scanner it shares with
+// logparse, so every other package can depend on it.
 package schemas

@@ -116,6 +116,11 @@ type HotKeyEvent struct {
 	Bytes  uint64 `json:"bytes"`
 	// Mitigation is the suggested remedy; absent on Type cooled.
 	Mitigation *Mitigation `json:"mitigation,omitempty"`
+	// Shortened reports that the key was longer than the partition's
+	// pipeline.max_key_bytes and Key is its prefix, "…" and 16 hex digits
+	// of the xxh3 hash of the whole key (KeyHash is then the hash of that
+	// shortened form).
+	Shortened bool `json:"shortened,omitempty"`
 }
 
 // HotKeyID returns the deterministic ID of a hot-key event: where it was

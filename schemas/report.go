@@ -51,22 +51,40 @@ type WindowReport struct {
 	// use counts once.
 	Distinct uint64 `json:"distinct"`
 	// Keyed reports that every partition's input was keyed by access key,
-	// so Top is the exact union of the partitions' tops; otherwise counts
-	// were merged from sketches and carry wider error bounds.
+	// so each key's figures come from the one partition that saw it;
+	// otherwise counts were merged from sketches and carry wider error
+	// bounds.
 	Keyed bool `json:"keyed"`
 	// Partial reports that the merger emitted the window without hearing
 	// from every partition, named in Missing as "topic/partition".
 	Partial bool     `json:"partial,omitempty"`
 	Missing []string `json:"missing,omitempty"`
 	// Top are the heaviest keys by events, heaviest first, with Share.
+	// Every listed key has Count − Error ≤ true count ≤ Count, and its
+	// other figures are exact when Error is 0, lower bounds otherwise.
 	Top []KeyCount `json:"top"`
 	// Floor bounds every key not in Top: its true count in the window is
 	// at most Floor. A key with more events than Floor is always in Top.
 	Floor uint64 `json:"floor"`
+	// Guaranteed is how many keys at the head of Top are surely the
+	// Guaranteed heaviest keys of the window: each has at least as many
+	// events (Count − Error) as any key after it or left out can have
+	// (their Count, and Floor), the guaranteed top-k of Metwally, Agrawal
+	// and El Abbadi. The keys after them are candidates whose bounds
+	// overlap those of keys not listed: listed by Count, not ranked.
+	Guaranteed int `json:"guaranteed"`
+	// Approximate reports that the report may differ from the exact
+	// answer: some partition could not count every key of the scope
+	// exactly (its exact table filled, AppWindow.Approximate), a listed
+	// count carries an Error, or not every listed key is guaranteed. When
+	// false, Top is the exact top of the window (ties at the cut in any
+	// order) with exact figures, and so are the first summary.big_keys
+	// keys of TopBytes, TopReads, TopWrites and TopLatency.
+	Approximate bool `json:"approximate,omitempty"`
 	// TopBytes are the heaviest keys by bytes (big keys). It and the
-	// rankings below cover the keys some partition listed (in its Top or
-	// Big), by figures that are lower bounds (see KeyCount); keys without
-	// the figure are left out.
+	// rankings below cover the keys some partition listed (in any of its
+	// lists), by figures that are exact where Error is 0 and lower bounds
+	// otherwise; keys without the figure are left out.
 	TopBytes []KeyCount `json:"top_bytes,omitempty"`
 	// TopReads and TopWrites rank the listed keys by reads and by writes.
 	TopReads  []KeyCount `json:"top_reads,omitempty"`

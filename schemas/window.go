@@ -6,21 +6,28 @@ import (
 	"strconv"
 )
 
-// WindowVersion is the version of the PartitionWindow JSON format.
-const WindowVersion = 1
+// WindowVersion is the version of the PartitionWindow formats written
+// today, JSON and binary. Version 2 added Approximate, the rankings by
+// reads, writes and latency, and KeyCount.Shortened, and made every list's
+// Count and Error bounds of the key's count. DecodePartitionWindow also
+// reads version 1 and returns it as version 2 (see upgradeV1).
+const WindowVersion = 2
 
 // KeyCount is one key's figures in a window: in a partition's summary
 // (PartitionWindow) and in a merged report (WindowReport).
 //
-// Counts come from a top-K tracker that counts a key exactly from the
-// moment it starts tracking it; what happened before is bounded by Error:
+// A partition counts every key of a window exactly while its exact table
+// has room (pipeline's summary.exact_keys and exact_key_bytes); keys that
+// come after it filled are counted by a top-K tracker that counts a key
+// exactly from the moment it starts tracking it, and bounds what came
+// before by Error:
 //
 //	Count − Error ≤ true count ≤ Count
 //
-// Error is 0 when the key was tracked from its first event in the window,
-// which is the common case for the heaviest keys. Bytes, Reads, Writes and
-// LatencyUs are summed over the tracked events only, so they are lower
-// bounds when Error > 0.
+// This holds of every KeyCount in every list. Error is 0 when the key was
+// counted from its first event in the window; then Bytes, Reads, Writes
+// and LatencyUs are exact too. With Error above 0 they are lower bounds,
+// except Bytes in a list ranked by bytes, which is bounded by BytesError.
 type KeyCount struct {
 	// App and Key identify the key; the same key string in two apps is two
 	// keys. In JSON a Key that is not UTF-8 also has "key_b64", its exact
@@ -48,6 +55,10 @@ type KeyCount struct {
 	// BytesError bounds Bytes the way Error bounds Count, in lists ranked
 	// by bytes (AppWindow.Big): Bytes − BytesError ≤ true bytes ≤ Bytes.
 	BytesError uint64 `json:"bytes_error,omitempty"`
+	// Shortened reports that the key was longer than the partition's
+	// pipeline.max_key_bytes and Key is its prefix, "…" and 16 hex digits
+	// of the xxh3 hash of the whole key: not a name an application uses.
+	Shortened bool `json:"shortened,omitempty"`
 }
 
 // AppWindow is one app's part of a partition's window.
@@ -65,14 +76,27 @@ type AppWindow struct {
 	// by Count − Error, then by key.
 	Top []KeyCount `json:"top"`
 	// Big lists the heaviest keys by bytes (big keys), heaviest first,
-	// ordered as Top by Bytes and BytesError. There Bytes and BytesError are the ranked figure and
-	// its bound; Count, Reads, Writes and LatencyUs are summed over the
-	// key's events that carried bytes since it was tracked (lower bounds,
-	// Error 0).
+	// ordered as Top by Bytes and BytesError. There Bytes and BytesError
+	// are the ranked figure and its bound; Count and Error bound the
+	// count as everywhere.
 	Big []KeyCount `json:"big,omitempty"`
+	// TopReads, TopWrites and TopLatency list the heaviest keys by reads,
+	// by writes and by summed latency, as many as Big: with Error 0 the
+	// figures are exact, otherwise lower bounds (the merger's secondary
+	// rankings start from them).
+	TopReads   []KeyCount `json:"top_reads,omitempty"`
+	TopWrites  []KeyCount `json:"top_writes,omitempty"`
+	TopLatency []KeyCount `json:"top_latency,omitempty"`
 	// Floor bounds every key not in Top: its true count is at most Floor.
 	// Whitelisted keys are never listed and not bounded by it.
 	Floor uint64 `json:"floor"`
+	// Approximate reports that the partition's exact table filled in this
+	// window, so keys of the app were counted by a bounded top-K: listed
+	// counts may carry Errors, and Top may miss keys up to Floor. When
+	// false every key of the app was counted exactly: Top is its heaviest
+	// keys (ties at the cut in any order) and every figure listed is
+	// exact.
+	Approximate bool `json:"approximate,omitempty"`
 	// Distinct is the app's distinct-key sketch (sketch.Cardinality's
 	// binary encoding), merged across partitions into the report's estimate.
 	Distinct []byte `json:"distinct,omitempty"`
@@ -137,12 +161,14 @@ type PartitionWindow struct {
 	// WatermarkMs is the partition's watermark when the window closed.
 	WatermarkMs int64 `json:"watermark_ms"`
 	// Keyed reports that the partition's records were keyed by access key,
-	// so each key lives on one partition and the union of the partitions'
-	// Top lists is exact. When false, Apps carry sketches.
+	// so each key lives on one partition and its count there is its count
+	// in the window. When false, Apps carry sketches.
 	Keyed bool `json:"keyed"`
 	// Final marks the last summary of a partition that reached the end of
 	// its input (replay, --exit-at-end): no later window will come from it.
 	Final bool `json:"final,omitempty"`
+	// Approximate is set when some app's lists are (AppWindow.Approximate).
+	Approximate bool `json:"approximate,omitempty"`
 	// Apps holds each app's figures, sorted by App.
 	Apps []AppWindow `json:"apps"`
 }
@@ -171,7 +197,9 @@ func (w *PartitionWindow) AppendJSON(dst []byte) ([]byte, error) {
 
 // DecodePartitionWindow decodes a keyheat.windows record value in either
 // form (AppendJSON, AppendBinary: told apart by the first byte), rejecting
-// an unknown version and a window whose bounds are not ordered.
+// an unknown version and a window whose bounds are not ordered. A version 1
+// summary, as detect wrote it before exact counting, is returned as
+// version 2 (upgradeV1), so the merger reads both during an upgrade.
 func DecodePartitionWindow(src []byte) (*PartitionWindow, error) {
 	var w PartitionWindow
 	if len(src) > 0 && src[0] == WindowBinaryMagic {
@@ -181,11 +209,48 @@ func DecodePartitionWindow(src []byte) (*PartitionWindow, error) {
 	} else if err := json.Unmarshal(src, &w); err != nil {
 		return nil, fmt.Errorf("decode partition window: %w", err)
 	}
-	if w.Version != WindowVersion {
-		return nil, fmt.Errorf("decode partition window: version %d, this reader knows %d", w.Version, WindowVersion)
+	switch w.Version {
+	case WindowVersion:
+	case 1:
+		upgradeV1(&w)
+	default:
+		return nil, fmt.Errorf("decode partition window: version %d, this reader knows 1 and %d", w.Version, WindowVersion)
 	}
 	if w.EndMs <= w.StartMs {
 		return nil, fmt.Errorf("decode partition window %s: end %d is not after start %d", w.ID, w.EndMs, w.StartMs)
 	}
 	return &w, nil
+}
+
+// upgradeV1 turns a version 1 summary into what it says in version 2.
+// Version 1 counted with a top-K alone, so an app's lists are exact only
+// when its Floor is 0 (the top-K never filled and listed every key);
+// otherwise they are marked approximate. A version 1 big key's Count and
+// other figures were summed over its events that carried bytes since it
+// was tracked, lower bounds with no upper one: it takes its Top entry's
+// figures when that one is exact (Error 0), else the count bounds its Top
+// entry gives, or, when not in Top, [that lower bound, Floor] (Floor
+// bounds every key not in Top).
+func upgradeV1(w *PartitionWindow) {
+	w.Version = WindowVersion
+	for i := range w.Apps {
+		a := &w.Apps[i]
+		a.Approximate = a.Floor > 0
+		w.Approximate = w.Approximate || a.Approximate
+		for j := range a.Big {
+			b := &a.Big[j]
+			lower := b.Count
+			b.Count, b.Error = a.Floor, a.Floor-min(lower, a.Floor)
+			for _, t := range a.Top {
+				if t.Key == b.Key && t.Error == 0 {
+					*b = t
+					break
+				}
+				if t.Key == b.Key {
+					b.Count, b.Error = t.Count, t.Error
+					break
+				}
+			}
+		}
+	}
 }

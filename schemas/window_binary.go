@@ -18,35 +18,42 @@ const WindowBinaryMagic byte = 0xC0
 // Cluster slot, a 16 KiB distinct-key sketch) costs the merger far less to
 // read than its JSON. DecodePartitionWindow reads both forms.
 //
-// The layout (WindowVersion 1, which is also the version byte) is:
+// The layout (WindowVersion 2, which is also the version byte) is:
 //
 //	magic, version   2 bytes: 0xC0 (WindowBinaryMagic), WindowVersion
 //	id, topic        strings
 //	partition, partitions, start_ms, end_ms, first_offset, last_offset,
 //	watermark_ms     varints
 //	events, late     uvarints
-//	flags            1 byte: 1 keyed, 2 final
+//	flags            1 byte: 1 keyed, 2 final, 4 approximate
 //	apps             list of app
 //
 //	app:      app (string); events, bytes, reads, writes, latency_us, floor
-//	          (uvarints); top, big (lists of key count); distinct (bytes);
-//	          slots (list of slot delta as a varint from the previous slot,
-//	          starting at 0, and events as a uvarint); sketch (bytes)
+//	          (uvarints); flags (1 byte: 1 approximate); top, big,
+//	          top_reads, top_writes, top_latency (lists of key count);
+//	          distinct (bytes); slots (list of slot delta as a varint from
+//	          the previous slot, starting at 0, and events as a uvarint);
+//	          sketch (bytes)
 //	key count: app, key (strings); count, error, bytes, reads, writes,
 //	          latency_us, bytes_error (uvarints); partition (varint);
-//	          share (uvarint of its IEEE 754 bits)
+//	          share (uvarint of its IEEE 754 bits); flags (1 byte:
+//	          1 shortened)
+//
+// Version 1 had no approximate flag, no app flags, no top_reads,
+// top_writes or top_latency and no key count flags; the decoder reads it
+// too (see DecodePartitionWindow).
 //
 // A string is a uvarint length and its bytes; bytes and lists are a uvarint
 // length and their elements. The lists the JSON form always writes (apps,
 // top) count their length plus one, 0 standing for nil, and those it
-// omits when empty (big, distinct, slots, sketch) decode empty as nil: a
-// summary decodes from either form to the same value, so the merger
-// cannot tell which one crossed the topic. The one difference is that the
-// binary form carries strings that are not UTF-8 unchanged, where JSON
-// replaces the invalid bytes. A "varint" is zig-zag
+// omits when empty (big, the other rankings, distinct, slots, sketch)
+// decode empty as nil: a summary decodes from either form to the same
+// value, so the merger cannot tell which one crossed the topic. The one
+// difference is that the binary form carries strings that are not UTF-8
+// unchanged, where JSON replaces the invalid bytes. A "varint" is zig-zag
 // (encoding/binary.AppendVarint).
 func (w *PartitionWindow) AppendBinary(dst []byte) []byte {
-	dst = append(dst, WindowBinaryMagic, byte(w.Version))
+	dst = append(dst, WindowBinaryMagic, WindowVersion)
 	dst = appendString(dst, w.ID)
 	dst = appendString(dst, w.Topic)
 	for _, v := range [...]int64{int64(w.Partition), int64(w.Partitions), w.StartMs, w.EndMs, w.FirstOffset, w.LastOffset, w.WatermarkMs} {
@@ -61,6 +68,9 @@ func (w *PartitionWindow) AppendBinary(dst []byte) []byte {
 	if w.Final {
 		flags |= 2
 	}
+	if w.Approximate {
+		flags |= 4
+	}
 	dst = append(dst, flags)
 	dst = appendLen(dst, w.Apps == nil, len(w.Apps))
 	for i := range w.Apps {
@@ -69,8 +79,12 @@ func (w *PartitionWindow) AppendBinary(dst []byte) []byte {
 		for _, v := range [...]uint64{a.Events, a.Bytes, a.Reads, a.Writes, a.LatencyUs, a.Floor} {
 			dst = binary.AppendUvarint(dst, v)
 		}
+		dst = append(dst, boolFlag(a.Approximate))
 		dst = appendKeyCounts(dst, a.Top, true)
 		dst = appendKeyCounts(dst, a.Big, false)
+		dst = appendKeyCounts(dst, a.TopReads, false)
+		dst = appendKeyCounts(dst, a.TopWrites, false)
+		dst = appendKeyCounts(dst, a.TopLatency, false)
 		dst = appendBytes(dst, a.Distinct)
 		dst = binary.AppendUvarint(dst, uint64(len(a.Slots)))
 		prev := int64(0)
@@ -101,8 +115,16 @@ func appendKeyCounts(dst []byte, kcs []KeyCount, keepNil bool) []byte {
 		}
 		dst = binary.AppendVarint(dst, int64(k.Partition))
 		dst = binary.AppendUvarint(dst, math.Float64bits(k.Share))
+		dst = append(dst, boolFlag(k.Shortened))
 	}
 	return dst
+}
+
+func boolFlag(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -126,11 +148,12 @@ func appendLen(dst []byte, isNil bool, n int) []byte {
 // errWindowBinary is what every malformed binary summary reports.
 var errWindowBinary = errors.New("binary partition window truncated or malformed")
 
-// windowReader reads the binary form; the first error sticks and every
-// later read returns zero values.
+// windowReader reads the binary form of version v; the first error
+// sticks and every later read returns zero values.
 type windowReader struct {
 	src []byte
 	p   int
+	v   int
 	err error
 }
 
@@ -212,7 +235,8 @@ func (r *windowReader) byteSlice() []byte {
 	return append([]byte{}, r.bytes(uint64(n))...)
 }
 
-// Smallest encodings of a list element, for list's bound.
+// Smallest encodings of a list element in version 1, for list's bound
+// (version 2's are larger, so the bound holds for it too).
 const (
 	minAppBytes      = 12 // string, 6 uvarints, 5 lists and bytes
 	minKeyCountBytes = 11 // 2 strings, 7 uvarints, varint, uvarint
@@ -232,30 +256,42 @@ func (r *windowReader) keyCounts(keepNil bool) []KeyCount {
 		k.Writes, k.LatencyUs, k.BytesError = r.uvarint(), r.uvarint(), r.uvarint()
 		k.Partition = r.int32()
 		k.Share = math.Float64frombits(r.uvarint())
+		if r.v >= 2 {
+			k.Shortened = r.flag()
+		}
 	}
 	return kcs
 }
 
-// decodeWindowBinary decodes AppendBinary's form; src starts with
-// WindowBinaryMagic. The version byte is checked by the caller with the
-// JSON form's.
+// flag reads a flags byte that holds one flag, 1.
+func (r *windowReader) flag() bool {
+	f := r.byte()
+	if f&^1 != 0 {
+		r.fail()
+	}
+	return f == 1
+}
+
+// decodeWindowBinary decodes AppendBinary's form, of this version or
+// version 1; src starts with WindowBinaryMagic. The version byte is
+// checked by the caller with the JSON form's.
 func decodeWindowBinary(src []byte, w *PartitionWindow) error {
 	if len(src) < 2 {
 		return errWindowBinary
 	}
-	if w.Version = int(src[1]); w.Version != WindowVersion {
+	if w.Version = int(src[1]); w.Version != WindowVersion && w.Version != 1 {
 		return nil // the caller says which version this is
 	}
-	r := windowReader{src: src, p: 2}
+	r := windowReader{src: src, p: 2, v: w.Version}
 	w.ID, w.Topic = r.string(), r.string()
 	w.Partition, w.Partitions = r.int32(), r.int32()
 	w.StartMs, w.EndMs, w.FirstOffset, w.LastOffset, w.WatermarkMs = r.varint(), r.varint(), r.varint(), r.varint(), r.varint()
 	w.Events, w.Late = r.uvarint(), r.uvarint()
 	flags := r.byte()
-	if flags&^3 != 0 {
+	if known := byte(3 | 4*(r.v-1)); flags&^known != 0 {
 		r.fail()
 	}
-	w.Keyed, w.Final = flags&1 != 0, flags&2 != 0
+	w.Keyed, w.Final, w.Approximate = flags&1 != 0, flags&2 != 0, flags&4 != 0
 	if n := r.list(minAppBytes, true); n >= 0 {
 		w.Apps = make([]AppWindow, n)
 	}
@@ -263,8 +299,14 @@ func decodeWindowBinary(src []byte, w *PartitionWindow) error {
 		a := &w.Apps[i]
 		a.App = r.string()
 		a.Events, a.Bytes, a.Reads, a.Writes, a.LatencyUs, a.Floor = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
+		if r.v >= 2 {
+			a.Approximate = r.flag()
+		}
 		a.Top = r.keyCounts(true)
 		a.Big = r.keyCounts(false)
+		if r.v >= 2 {
+			a.TopReads, a.TopWrites, a.TopLatency = r.keyCounts(false), r.keyCounts(false), r.keyCounts(false)
+		}
 		a.Distinct = r.byteSlice()
 		if n := r.list(minSlotBytes, false); n >= 0 {
 			a.Slots = make([]SlotCount, n)

@@ -16,13 +16,16 @@ func fullWindow() *PartitionWindow {
 	return &PartitionWindow{Version: WindowVersion, ID: PartitionWindowID("keyheat.events", 2, -1000),
 		Topic: "keyheat.events", Partition: 2, Partitions: 8, StartMs: -1000, EndMs: 2000,
 		FirstOffset: -1, LastOffset: math.MaxInt64, Events: math.MaxUint64, Late: 1, WatermarkMs: 2500,
-		Keyed: true, Final: true,
+		Keyed: true, Final: true, Approximate: true,
 		Apps: []AppWindow{
-			{App: "shop", Events: 90, Bytes: 900, Reads: 80, Writes: 10, LatencyUs: 7, Floor: 3,
+			{App: "shop", Events: 90, Bytes: 900, Reads: 80, Writes: 10, LatencyUs: 7, Floor: 3, Approximate: true,
 				Top: []KeyCount{{App: "shop", Key: "k\x00é", Count: 50, Error: 1, Bytes: 2, Reads: 3, Writes: 4,
-					LatencyUs: 5, Partition: -1, Share: 0.25, BytesError: 6}, {App: "shop", Key: "", Count: 1}},
-				Big:      []KeyCount{{App: "shop", Key: "big", Bytes: 1 << 40, Partition: math.MaxInt32}},
-				Distinct: []byte{1, 2, 3}, Sketch: []byte{4},
+					LatencyUs: 5, Partition: -1, Share: 0.25, BytesError: 6}, {App: "shop", Key: "", Count: 1, Shortened: true}},
+				Big:        []KeyCount{{App: "shop", Key: "big", Bytes: 1 << 40, Partition: math.MaxInt32}},
+				TopReads:   []KeyCount{{App: "shop", Key: "r", Count: 9, Reads: 9}},
+				TopWrites:  []KeyCount{{App: "shop", Key: "w", Count: 8, Writes: 8, Shortened: true}},
+				TopLatency: []KeyCount{{App: "shop", Key: "l", Count: 7, LatencyUs: 1 << 50}},
+				Distinct:   []byte{1, 2, 3}, Sketch: []byte{4},
 				Slots: []SlotCount{{Slot: 7, Events: 90}, {Slot: 16383, Events: 1}, {Slot: 0, Events: 2}}},
 			{App: OtherApp, Top: []KeyCount{}},
 			{},
@@ -110,6 +113,7 @@ func TestPartitionWindowBinaryRejects(t *testing.T) {
 // JSON can carry (UTF-8 strings, finite shares) decodes alike from both.
 func FuzzDecodePartitionWindow(f *testing.F) {
 	f.Add(fullWindow().AppendBinary(nil))
+	f.Add(appendBinaryV1(v1Window()))
 	js, err := fullWindow().AppendJSON(nil)
 	require.NoError(f, err)
 	f.Add(js)

@@ -1,7 +1,6 @@
 // Package sketch holds keyheat's bounded-memory, mergeable summaries of a
-// stream of access keys: a Count-Min sketch (CountMin), the rotating
-// current/previous window pair built from two of them (WindowPair), a
-// heavy-hitter tracker (TopK) and a distinct-key estimate (Cardinality).
+// stream of access keys: a Count-Min sketch (CountMin), a heavy-hitter
+// tracker (TopK) and a distinct-key estimate (Cardinality).
 //
 // # What it owns and what it does not
 //
@@ -15,9 +14,11 @@
 //
 // It does not own rules, thresholds, watermarks, which window a report
 // belongs to, the summary message that bundles the pieces, or any I/O; those
-// are pipeline/ and schemas/. It imports nothing else of keyheat's. Time is
-// always supplied by the caller (event time, Unix ms): nothing here reads the
-// clock, so a replay computes what the live run computed.
+// are pipeline/ and schemas/. Of keyheat it imports only internal/faststr
+// (the inlined key comparisons its probes share with hotring and
+// pipeline). Time is always supplied by the caller (event time, Unix ms):
+// nothing here reads the clock, so a replay computes what the live run
+// computed.
 //
 // No type is safe for concurrent use: the pipeline feeds each structure from
 // its partition's single goroutine, which keeps the hot paths lock-free and
@@ -49,16 +50,6 @@
 // plain sketches gives exactly the counters of one sketch fed both streams;
 // conservative update (optional) tightens estimates but then a merge is only
 // an upper bound.
-//
-// # Window pair
-//
-// WindowPair keeps current and previous windows, aligned to multiples of the
-// window length since the epoch, and rotates by swapping the two and
-// clearing the new current when event time (tsMs) reaches the next window.
-// Rate is the current window's estimate / window seconds. SmoothedRate
-// weighs previous by the part of it still inside the sliding window
-// (nowMs − L, nowMs], so a steady key reads its true rate just after a
-// boundary instead of half of it.
 //
 // # Top-K: filtered Space-Saving
 //

@@ -207,17 +207,6 @@ func BenchmarkTopKMarshal(b *testing.B) {
 	})
 }
 
-func BenchmarkWindowPairAdd(b *testing.B) {
-	keys := benchKeys(1 << 16)
-	w, _ := NewWindowPair(WindowConfig{})
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		w.Add(keys[i&(len(keys)-1)], int64(i>>10)) // a rotation every ~1M events
-		i++
-	}
-}
-
 func BenchmarkCardinalityAdd(b *testing.B) {
 	keys := benchKeys(1 << 16)
 	c, _ := NewCardinality(CardinalityConfig{})
@@ -240,94 +229,4 @@ func BenchmarkHashBaseline(b *testing.B) {
 		hashSink += xxh3.HashString(keys[i&(len(keys)-1)])
 		i++
 	}
-}
-
-// BenchmarkDetectorEvent is the per-event work the detector will do on one
-// partition: count the key in a window pair, read its current-window
-// estimate for the gate into the exact tracker, and count it in a top-K,
-// all with default configs (seed 0) on the Zipf stream.
-//
-// "api" goes through the key-taking API, which hashes the key three times.
-// "one-hash" does the same work through the package's internals from one
-// hash, and "one-hash-add-estimates" also takes the gate's estimate from the
-// window add instead of a second pass over the counters. "hash-api" is the
-// last one through the public ...Hash methods (Hash, CountMin.AddHash,
-// TopK.AddHash), which exist for this caller.
-func BenchmarkDetectorEvent(b *testing.B) {
-	keys := benchKeys(1 << 20)
-	const gate = 100
-	setup := func(b *testing.B) (*WindowPair, *TopK) {
-		w, err := NewWindowPair(WindowConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		tk, err := NewTopK(TopKConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, k := range keys {
-			w.Add(k, 0)
-			tk.Add(k)
-		}
-		b.ReportAllocs()
-		return w, tk
-	}
-	var passed int
-	b.Run("api", func(b *testing.B) {
-		w, tk := setup(b)
-		i := 0
-		for b.Loop() {
-			k, tsMs := keys[i&(len(keys)-1)], int64(i>>10)
-			w.Add(k, tsMs)
-			if w.Estimate(k) >= gate {
-				passed++
-			}
-			tk.Add(k)
-			i++
-		}
-	})
-	b.Run("one-hash", func(b *testing.B) {
-		w, tk := setup(b)
-		i := 0
-		for b.Loop() {
-			k, tsMs := keys[i&(len(keys)-1)], int64(i>>10)
-			h := hashString(k, 0)
-			if s := w.sketchFor(tsMs); s != nil {
-				s.add(h, 1)
-			}
-			if w.cur.estimateHash(h) >= gate {
-				passed++
-			}
-			tk.add(k, h, 1)
-			i++
-		}
-	})
-	b.Run("one-hash-add-estimates", func(b *testing.B) {
-		w, tk := setup(b)
-		i := 0
-		for b.Loop() {
-			k, tsMs := keys[i&(len(keys)-1)], int64(i>>10)
-			h := hashString(k, 0)
-			if s := w.sketchFor(tsMs); s != nil && s.addHash(h, 1) >= gate {
-				passed++
-			}
-			tk.add(k, h, 1)
-			i++
-		}
-	})
-	b.Run("hash-api", func(b *testing.B) {
-		w, tk := setup(b)
-		i := 0
-		for b.Loop() {
-			k, tsMs := keys[i&(len(keys)-1)], int64(i>>10)
-			h := Hash(k)
-			w.Advance(tsMs)
-			if w.Current().AddHash(h, 1) >= gate {
-				passed++
-			}
-			tk.AddHash(k, h, 1)
-			i++
-		}
-	})
-	hashSink += uint64(passed)
 }

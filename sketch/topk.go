@@ -34,6 +34,14 @@ type TopKConfig struct {
 	// conservative update (Sketch.Conservative is ignored): it only has to
 	// bound counts from above, and conservative bounds are tighter.
 	Sketch CountMinConfig
+	// Slack is how far a key's filter estimate must rise above the
+	// smallest tracked count before the key is admitted in its place once
+	// the TopK is full; 0 admits it as soon as it is above. Over a flat
+	// tail of light keys (every key near the smallest count) each new key
+	// would evict a tracked one; a slack of a few events stops that churn,
+	// at a price: Floor, and the Error of a key admitted later, grow by up
+	// to Slack.
+	Slack uint64
 }
 
 func (c TopKConfig) withDefaults() TopKConfig {
@@ -262,7 +270,7 @@ func (t *TopK) add(key string, h, n uint64) (id int32, admitted bool) {
 	// the smallest tracked count; the bound is at least that count, so
 	// that is when its estimate + n does. If not, the weight stays with the
 	// filter (a conservative update, on the counters just read).
-	est, kept := t.filter.addUnder(h, n, t.heap[0].upper)
+	est, kept := t.filter.addUnder(h, n, satAdd(t.heap[0].upper, t.cfg.Slack))
 	if kept {
 		return -1, false
 	}
@@ -300,7 +308,9 @@ func (t *TopK) admit(i int, key string, h, upper, lower uint64, id int32) {
 func (t *TopK) untrackedBound() uint64 {
 	b := t.floor
 	if len(t.heap) == cap(t.heap) && len(t.heap) > 0 {
-		b = max(b, t.heap[0].upper)
+		// With slack, a key the filter kept can have up to the smallest
+		// tracked count plus the slack, and never more than the total.
+		b = max(b, min(satAdd(t.heap[0].upper, t.cfg.Slack), t.total))
 	}
 	return b
 }
@@ -339,6 +349,20 @@ func (t *TopK) AppendTop(dst []Item, n int) []Item {
 		e := &t.heap[i]
 		// A copy: the entry's bytes go to the next key that takes its ID.
 		dst = append(dst, Item{Key: strings.Clone(e.key), Count: e.upper, Error: e.upper - e.lower, ID: e.id})
+	}
+	return dst
+}
+
+// AppendTracked appends every tracked key to dst, in no particular order,
+// with its bounds and entry ID. Unlike AppendTop it neither sorts nor
+// copies: each Item's Key aliases the TopK's memory and stays valid only
+// until the next Add, AddN, AddHash, Merge, UnmarshalBinary or Reset, so a
+// caller that ranks the tracked keys its own way copies only those it
+// keeps.
+func (t *TopK) AppendTracked(dst []Item) []Item {
+	for i := range t.heap {
+		e := &t.heap[i]
+		dst = append(dst, Item{Key: e.key, Count: e.upper, Error: e.upper - e.lower, ID: e.id})
 	}
 	return dst
 }
@@ -584,7 +608,12 @@ func (t *TopK) AppendBinary(dst []byte) ([]byte, error) {
 	dst = appendHeader(dst, topKMagic)
 	dst = binary.AppendUvarint(dst, uint64(t.cfg.Capacity))
 	dst = binary.AppendUvarint(dst, t.total)
-	dst = binary.AppendUvarint(dst, t.floor)
+	floor := t.floor
+	if t.cfg.Slack > 0 {
+		// The decoded TopK has no slack: its floor must cover it.
+		floor = t.untrackedBound()
+	}
+	dst = binary.AppendUvarint(dst, floor)
 	dst = t.filter.appendBody(dst)
 	dst = binary.AppendUvarint(dst, uint64(len(t.heap)))
 	for i := range t.heap {

@@ -1,8 +1,10 @@
 package sketch
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -349,7 +351,7 @@ func TestTopKKeysOutliveEntries(t *testing.T) {
 // TestMemoryDoesNotGrowWithDistinctKeys feeds 10× more distinct keys and
 // checks both the accounted Bytes and the live heap stay put.
 func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
-	w, err := NewWindowPair(WindowConfig{})
+	cm, err := NewCountMin(CountMinConfig{})
 	require.NoError(t, err)
 	tk := newTK(t, TopKConfig{})
 	card, err := NewCardinality(CardinalityConfig{})
@@ -357,7 +359,7 @@ func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
 	feed := func(from, to uint64) {
 		for id := from; id < to; id++ {
 			k := keyOf(10_000_000 + id) // fixed 22-byte keys
-			w.Add(k, 0)
+			cm.Add(k)
 			tk.Add(k)
 			card.Add(k)
 		}
@@ -369,17 +371,72 @@ func TestMemoryDoesNotGrowWithDistinctKeys(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	feed(0, 50_000)
-	bytes1 := w.Bytes() + tk.Bytes() + card.Bytes()
+	bytes1 := cm.Bytes() + tk.Bytes() + card.Bytes()
 	heap1 := heap()
 	feed(50_000, 500_000)
-	bytes2 := w.Bytes() + tk.Bytes() + card.Bytes()
+	bytes2 := cm.Bytes() + tk.Bytes() + card.Bytes()
 	heap2 := heap()
-	t.Logf("default window pair + top-K + cardinality: %d B accounted; live heap %d → %d B after 50k → 500k distinct keys", bytes2, heap1, heap2)
+	t.Logf("default count-min + top-K + cardinality: %d B accounted; live heap %d → %d B after 50k → 500k distinct keys", bytes2, heap1, heap2)
 	require.Equal(t, bytes1, bytes2)
-	require.Equal(t, 2*64<<10+DefaultTopKCapacity*TopKEntryBytes(22)+TopKTableBytes(DefaultTopKCapacity)+64<<10+16<<10, bytes2)
+	require.Equal(t, 64<<10+DefaultTopKCapacity*TopKEntryBytes(22)+TopKTableBytes(DefaultTopKCapacity)+64<<10+16<<10, bytes2)
 	// 450k more distinct keys held in a map would take tens of MB.
 	require.Less(t, int64(heap2)-int64(heap1), int64(1<<20))
-	runtime.KeepAlive(w)
+	runtime.KeepAlive(cm)
 	runtime.KeepAlive(tk)
 	runtime.KeepAlive(card)
+}
+
+// AppendTracked lists every tracked key once, with the bounds and IDs Top
+// gives, in no order and without copying or allocating beyond dst.
+func TestTopKAppendTracked(t *testing.T) {
+	tk := newTK(t, TopKConfig{Capacity: 64, Sketch: CountMinConfig{Width: 64}})
+	for i, id := range randomStream(500, 20_000, 500) {
+		tk.AddN(keyOf(id), uint64(1+i%3))
+	}
+	top := tk.Top(tk.Len())
+	got := tk.AppendTracked(nil)
+	require.Len(t, got, tk.Len())
+	slices.SortFunc(got, func(a, b Item) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Count-b.Error, a.Count-a.Error), strings.Compare(a.Key, b.Key))
+	})
+	require.Equal(t, top, got)
+	buf := make([]Item, 0, tk.Len())
+	require.Zero(t, testing.AllocsPerRun(10, func() { buf = tk.AppendTracked(buf[:0]) }))
+}
+
+// With a slack, every bound still holds, directly and through the binary
+// form (whose floor then covers the slack), Floor stays within Space-
+// Saving's N/Capacity plus the slack, and a flat tail churns the tracked
+// set less.
+func TestTopKSlack(t *testing.T) {
+	admissions := map[uint64]int{}
+	for _, slack := range []uint64{0, 1, 4, 16} {
+		tk := newTK(t, TopKConfig{Capacity: 64, Sketch: CountMinConfig{Width: 128}, Slack: slack})
+		exact := map[string]uint64{}
+		r := rand.New(rand.NewPCG(slack, 9))
+		for i := range 50_000 {
+			// A few heavy keys over a flat tail of 20,000.
+			id := uint64(r.IntN(20_000))
+			if i%5 == 0 {
+				id = uint64(r.IntN(10))
+			}
+			k := keyOf(id)
+			exact[k]++
+			if _, admitted := tk.AddHash(k, Hash(k), 1); admitted {
+				admissions[slack]++
+			}
+		}
+		checkTopK(t, tk, exact)
+		require.LessOrEqual(t, tk.Floor(), tk.Total()/64+slack, "slack %d", slack)
+		for _, it := range tk.Top(10) {
+			require.Less(t, it.Error, it.Count, "slack %d: the heavy keys are tracked", slack)
+		}
+		b, err := tk.MarshalBinary()
+		require.NoError(t, err)
+		var back TopK
+		require.NoError(t, back.UnmarshalBinary(b))
+		checkTopK(t, &back, exact)
+		require.Equal(t, tk.Floor(), back.Floor(), "slack %d: the decoded floor covers the slack", slack)
+	}
+	require.Less(t, admissions[4], admissions[0]/2, "a slack of 4 halves the churn at least: %v", admissions)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/schemas"
 	chschema "github.com/keyheat/keyheat/schemas/clickhouse"
 )
 
@@ -189,6 +190,35 @@ func TestClickHouseWrite(t *testing.T) {
 		chgo.Named("id", r.ID)).Scan(&scope, &app, &startMs, &endMs, &events, &distinct, &maxMean, &top1, &topics, &missing, &complete, &partial))
 	require.Equal(t, []any{r.Scope, r.App, r.StartMs, r.EndMs, r.Events, r.Distinct, r.Skew.MaxMean, r.Skew.Top1Share, r.Topics, []string{}, uint8(1), uint8(0)},
 		[]any{scope, app, startMs, endMs, events, distinct, maxMean, top1, topics, missing, complete, partial})
+
+	// What reports and keys say of their exactness.
+	for _, r := range f.reports[:4] {
+		var approximate uint8
+		var guaranteed uint32
+		require.NoError(t, conn.QueryRow(ctx, "SELECT approximate, guaranteed FROM "+db+".reports FINAL WHERE id = @id",
+			chgo.Named("id", r.ID)).Scan(&approximate, &guaranteed))
+		require.Equal(t, []any{boolByte(r.Approximate), uint32(r.Guaranteed)}, []any{approximate, guaranteed}, r.ID)
+	}
+	var shortKeys, wantShortKeys, shortHot, wantShortHot uint64
+	for _, r := range f.current() {
+		for _, l := range [][]schemas.KeyCount{r.Top, r.TopBytes, r.TopReads, r.TopWrites, r.TopLatency} {
+			for _, k := range l {
+				if k.Shortened {
+					wantShortKeys++
+				}
+			}
+		}
+	}
+	for _, h := range f.hot {
+		if h.Shortened {
+			wantShortHot++
+		}
+	}
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM "+db+".report_keys FINAL WHERE shortened = 1 AND (report_id, rev) IN (SELECT id, rev FROM "+db+".reports FINAL)").Scan(&shortKeys))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM "+db+".hotkey_events FINAL WHERE shortened = 1").Scan(&shortHot))
+	require.NotZero(t, wantShortKeys)
+	require.NotZero(t, wantShortHot)
+	require.Equal(t, []uint64{wantShortKeys, wantShortHot}, []uint64{shortKeys, shortHot}, "shortened keys and hot-key events")
 
 	// The same items again: no new logical row.
 	n2 := writeAll(ctx, t, w, f, a, "second")

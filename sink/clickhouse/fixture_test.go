@@ -73,7 +73,8 @@ func makeFixture(seed uint64, windows int, apps []string, baseMs int64) fixture 
 					App: app, Key: k.key, KeyHash: fmt.Sprintf("%016x", keyHash(app, k.key)), Rule: "hot-api",
 					Rate: float64(k.count), Threshold: 900, Count: k.count, WindowMs: 1000, Topic: fixtureTopic,
 					Partition: keyPartition(k), OnsetMs: startMs + 17, DetectedMs: startMs + 25, Reads: k.reads,
-					Writes: k.writes, Bytes: k.bytes, Mitigation: &schemas.Mitigation{Kind: schemas.MitigationLocalCache}})
+					Writes: k.writes, Bytes: k.bytes, Mitigation: &schemas.Mitigation{Kind: schemas.MitigationLocalCache},
+					Shortened: app == apps[len(apps)-1]})
 			}
 		}
 		complete := buildReport(r, schemas.ScopeCluster, "", startMs, all, nil)
@@ -140,7 +141,7 @@ func buildReport(r *rand.Rand, scope, app string, startMs int64, keys []fixtureK
 	kc := func(k fixtureKey) schemas.KeyCount {
 		return schemas.KeyCount{App: k.app, Key: k.key, Count: k.count, Error: uint64(r.IntN(3)), Bytes: k.bytes,
 			Reads: k.reads, Writes: k.writes, LatencyUs: k.latency, Partition: keyPartition(k),
-			Share: float64(k.count) / float64(rep.Events)}
+			Share: float64(k.count) / float64(rep.Events), Shortened: k.key == "key-19"}
 	}
 	lists := []struct {
 		dst *[]schemas.KeyCount
@@ -158,6 +159,12 @@ func buildReport(r *rand.Rand, scope, app string, startMs int64, keys []fixtureK
 			*l.dst = append(*l.dst, kc(k))
 		}
 	}
+	// Guaranteed: the keys before the first one with an error; with one,
+	// the report is approximate.
+	for rep.Guaranteed < len(rep.Top) && rep.Top[rep.Guaranteed].Error == 0 {
+		rep.Guaranteed++
+	}
+	rep.Approximate = rep.Guaranteed < len(rep.Top)
 	var maxEvents uint64
 	for i := range parts {
 		parts[i].Share = float64(parts[i].Events) / float64(rep.Events)

@@ -56,7 +56,7 @@ func tables() []*table {
 			name: "hotkey_events",
 			columns: []string{"id", "type", "app", "key", "key_hash", "rule", "rate", "threshold", "events",
 				"window_ms", "topic", "partition", "onset", "onset_ms", "detected_ms", "reads", "writes", "bytes",
-				"mitigation", "split"},
+				"mitigation", "split", "shortened"},
 			rows: func(it *item) int {
 				if it.hot != nil {
 					return 1
@@ -72,13 +72,13 @@ func tables() []*table {
 				}
 				return b.Append(h.ID, h.Type, h.App, h.Key, h.KeyHash, h.Rule, h.Rate, h.Threshold, h.Count,
 					h.WindowMs, h.Topic, h.Partition, secondOf(h.OnsetMs), h.OnsetMs, h.DetectedMs, h.Reads, h.Writes,
-					h.Bytes, mitigation, split)
+					h.Bytes, mitigation, split, boolByte(h.Shortened))
 			},
 		},
 		{
 			name: "report_keys",
 			columns: append(slices.Clone(reportHead), "list", "rank", "key_app", "key", "events", "error", "bytes",
-				"reads", "writes", "latency_us", "partition", "share"),
+				"reads", "writes", "latency_us", "partition", "share", "shortened"),
 			rows: func(it *item) int {
 				if r := it.report; r != nil {
 					return len(r.Top) + len(r.TopBytes) + len(r.TopReads) + len(r.TopWrites) + len(r.TopLatency)
@@ -97,7 +97,7 @@ func tables() []*table {
 						id := detailID(r, it.rev, l.name, appKey(k.App, k.Key))
 						if err := b.Append(id, r.ID, it.rev, r.Scope, r.App, secondOf(r.StartMs), r.StartMs, r.EndMs,
 							l.name, uint16(i+1), k.App, k.Key, k.Count, k.Error, k.Bytes, k.Reads, k.Writes, k.LatencyUs,
-							k.Partition, k.Share); err != nil {
+							k.Partition, k.Share, boolByte(k.Shortened)); err != nil {
 							return err
 						}
 					}
@@ -194,7 +194,8 @@ func tables() []*table {
 			name: "reports",
 			columns: []string{"id", "rev", "complete", "scope", "app", "start", "start_ms", "end_ms", "topics",
 				"events", "bytes", "reads", "writes", "latency_us", "late", "distinct_keys", "keyed", "partial",
-				"missing", "max_mean", "gini", "top1_share", "top10_share", "node_max_mean", "node_gini"},
+				"missing", "max_mean", "gini", "top1_share", "top10_share", "node_max_mean", "node_gini",
+				"approximate", "guaranteed"},
 			rows: func(it *item) int {
 				if it.report != nil {
 					return 1
@@ -206,7 +207,8 @@ func tables() []*table {
 				return b.Append(r.ID, it.rev, boolByte(!r.Partial), r.Scope, r.App, secondOf(r.StartMs), r.StartMs,
 					r.EndMs, nonNil(r.Topics), r.Events, r.Bytes, r.Reads, r.Writes, r.LatencyUs, r.Late, r.Distinct,
 					boolByte(r.Keyed), boolByte(r.Partial), nonNil(r.Missing), r.Skew.MaxMean, r.Skew.Gini,
-					r.Skew.Top1Share, r.Skew.Top10Share, r.Skew.NodeMaxMean, r.Skew.NodeGini)
+					r.Skew.Top1Share, r.Skew.Top10Share, r.Skew.NodeMaxMean, r.Skew.NodeGini,
+					boolByte(r.Approximate), uint32(r.Guaranteed))
 			},
 		},
 	}
@@ -257,6 +259,9 @@ func newReportItem(r *schemas.WindowReport, ack AckFunc) (*item, error) {
 		if len(l) > math.MaxUint16 {
 			errs = append(errs, fmt.Errorf("a top list of %d keys; at most %d can be ranked", len(l), math.MaxUint16))
 		}
+	}
+	if r.Guaranteed < 0 || r.Guaranteed > len(r.Top) {
+		errs = append(errs, fmt.Errorf("guaranteed %d outside 0 to the %d keys of top", r.Guaranteed, len(r.Top)))
 	}
 	if len(r.Skew.HotSlots) > math.MaxUint16 {
 		errs = append(errs, fmt.Errorf("%d hot slots; at most %d can be ranked", len(r.Skew.HotSlots), math.MaxUint16))

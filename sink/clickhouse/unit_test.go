@@ -66,6 +66,8 @@ func TestItemValidation(t *testing.T) {
 		{"after 2106", func(r *schemas.WindowReport) { r.StartMs = maxDateTimeMs + 1 }, "start_ms"},
 		{"list too long", func(r *schemas.WindowReport) { r.TopBytes = make([]schemas.KeyCount, 1<<16) }, "top list"},
 		{"too many slots", func(r *schemas.WindowReport) { r.Skew.HotSlots = make([]schemas.SlotCount, 1<<16) }, "hot slots"},
+		{"more guaranteed than listed", func(r *schemas.WindowReport) { r.Guaranteed = 1 }, "guaranteed"},
+		{"negative guaranteed", func(r *schemas.WindowReport) { r.Guaranteed = -1 }, "guaranteed"},
 		{"negative split", func(r *schemas.WindowReport) {
 			r.Advice = []schemas.KeyAdvice{{Key: "k", Mitigation: schemas.Mitigation{Split: -1}}}
 		}, "split"},
