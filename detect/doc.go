@@ -31,7 +31,16 @@
 // end of a run what it read and dead-lettered, warning when that was most
 // of it. Events go to the partition's pipeline.Partition, built at the
 // first event from the committed offset and metadata, keyed (record key
-// equal to the access key) as configured or as that first event shows.
+// equal to the access key) as configured or as that first event shows;
+// the first partition of each topic logs the decision at INFO, and one
+// that decides otherwise warns, once per topic. Every later record of a
+// partition found keyed is checked against its events' keys: under auto
+// the first that is not keyed switches the partition's open and later
+// windows to not keyed (pipeline.Partition.Unkey), so that the merger
+// bounds their keys over every partition; with Keyed true it stops the
+// service with a *KeyMismatchError before the record is counted, so no
+// commit passes it. Each such record counts in
+// keyheat_detect_key_mismatch_total.
 // What the core outputs is published at once: hot-key events to the
 // compacted registry (key schemas.HotKeyRecordKey) and the sinks, window
 // summaries to the single-partition windows topic (key

@@ -17,7 +17,7 @@ type metrics struct {
 	dlq          *prometheus.CounterVec // reason
 	skipped      prometheus.Counter     // lines of raw logs with no keyed access
 	dropped      *prometheus.CounterVec // field: optional log fields that did not parse
-	keyMismatch  prometheus.Counter     // events whose record key differs on a partition judged keyed
+	keyMismatch  *prometheus.CounterVec // topic: records not keyed by access key on partitions judged keyed
 	alerts       *prometheus.CounterVec // type
 	alertDelay   prometheus.Histogram   // onset to publish
 	windows      prometheus.Counter     // partition windows produced
@@ -53,8 +53,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Raw log records that record no keyed access (MONITOR's OK, a PING)."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyheat_detect_dropped_fields_total",
 			Help: "Optional fields of raw log records that did not parse and were left empty, by field."}, []string{"field"}),
-		keyMismatch: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_detect_key_mismatch_total",
-			Help: "Events whose record key is not their access key on a partition judged keyed (set detect.keyed: false if this grows)."}),
+		keyMismatch: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyheat_detect_key_mismatch_total",
+			Help: "Records whose Kafka key is not their access key, every one, on partitions found keyed at their first event " +
+				"(detect.keyed true, or auto and that record was keyed). With auto the partition is merged as not keyed from the first; " +
+				"with true the service stops at the first. Above 0 the topic is not keyed by access key: set detect.keyed: false. " +
+				"By topic, kept when partitions move, so that it only grows."}, []string{"topic"}),
 		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyheat_detect_hotkeys_total",
 			Help: "Hot-key events published, by type (hot, cooled)."}, []string{"type"}),
 		alertDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keyheat_detect_alert_delay_seconds",

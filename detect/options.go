@@ -33,8 +33,10 @@ type Options struct {
 	From string `mapstructure:"from"`
 	// Keyed says whether the records' Kafka key is the event's key, so a
 	// key lives on one partition and the partitions' top lists merge
-	// exactly: auto (decided per partition from its first event), true or
-	// false.
+	// exactly: auto, true or false. Auto decides per partition from its
+	// first record, and a partition found keyed is merged as not keyed
+	// from its first record that is not; with true such a record stops
+	// the service with a *KeyMismatchError.
 	Keyed string `mapstructure:"keyed"`
 	// Parse reads raw application-log records when its Format is a log
 	// format (one record may give several events); empty Format means the

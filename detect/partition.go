@@ -93,8 +93,8 @@ type partWorker struct {
 	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
 	finishedCh chan struct{}                        // ExitAtEnd: closed once ended and acknowledged
 
-	mRecords, mEvents, mLate prometheus.Counter
-	mLag, mCommitted, mPause prometheus.Gauge
+	mRecords, mEvents, mLate, mMismatch prometheus.Counter
+	mLag, mCommitted, mPause            prometheus.Gauge
 
 	// worker-owned
 	st        startInfo
@@ -111,8 +111,14 @@ type partWorker struct {
 	hotArch   *parquet.HotKeyWriter
 	hotUnsync []string // hot-key IDs appended to the archive since its last flush
 	lastFlush time.Time
-	keyed     bool
-	mismatch  bool // a keyed mismatch was logged
+	// judgedKeyed: the partition was found keyed at its first event
+	// (detect.keyed true, or auto and that record's key was its access
+	// key); from then on every record is checked. keyed: its core counts
+	// it as keyed (until auto meets a record that is not, see notKeyed).
+	judgedKeyed, keyed bool
+	// refused: detect.keyed is true and a record was not keyed; the
+	// worker handles nothing more (the service stops).
+	refused   bool
 	rulesGen  uint64
 	prevStats pipeline.Stats
 	ended     bool // End was called (ExitAtEnd)
@@ -170,6 +176,7 @@ func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
 		mRecords:    s.m.records.With(l),
 		mEvents:     s.m.events.With(l),
 		mLate:       s.m.late.With(l),
+		mMismatch:   s.m.keyMismatch.WithLabelValues(t.topic),
 		mLag:        s.m.lag.With(l),
 		mCommitted:  s.m.committed.With(l),
 		mPause:      s.m.paused.With(l),
@@ -403,8 +410,8 @@ func (w *partWorker) coreClock() (int64, bool) {
 
 // handle runs one polled batch through decoding and the core.
 func (w *partWorker) handle(recs []*kgo.Record) {
-	if w.ended {
-		return // ExitAtEnd: past the end; the partition is paused
+	if w.ended || w.refused {
+		return // ExitAtEnd: past the end, or refused; the partition is paused
 	}
 	w.checkRules() // rules reloaded since the last batch apply to this one
 	s := w.s
@@ -459,11 +466,11 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 				s.fail(err)
 				return
 			}
-		} else if w.keyed && !w.mismatch && !bytes.Equal(r.Key, []byte(evs[0].Key)) {
-			w.mismatch = true
-			s.m.keyMismatch.Inc()
-			s.log.Warn("a record's key is not its access key on a partition judged keyed; set detect.keyed: false if the topic is not keyed by access key",
-				"topic", w.tp.topic, "partition", w.tp.partition, "offset", r.Offset)
+		}
+		if w.judgedKeyed {
+			if i := notKeyedAt(r.Key, evs); i >= 0 && !w.notKeyed(r, evs[i].Key) {
+				return
+			}
 		}
 		for i := range evs {
 			w.core.Process(&evs[i], r.Offset, &w.out)
@@ -536,7 +543,43 @@ func (w *partWorker) newCore(firstOffset int64, recordKey []byte, eventKey strin
 	default:
 		w.keyed = bytes.Equal(recordKey, []byte(eventKey))
 	}
+	w.judgedKeyed = w.keyed
+	s.keyedLog.decided(w.tp.topic, w.tp.partition, firstOffset, w.keyed, recordKey, eventKey)
 	return w.buildCore(firstOffset)
+}
+
+// notKeyed handles record r of a partition judged keyed whose key is not
+// the access key of its event accessKey, and reports whether r is to be
+// counted. Every such record is counted in keyheat_detect_key_mismatch_total.
+//
+// With detect.keyed: auto the partition switches to not keyed at the
+// first: its core marks the windows open now and every later one not
+// keyed (pipeline.Partition.Unkey), so the merger bounds their keys over
+// all the topic's partitions instead of reporting this partition's count
+// as exact. The windows it already emitted held only keyed records. No
+// restart is needed, and nothing is read twice.
+//
+// With detect.keyed: true the user said every record is keyed, and it is
+// not: going on would either lie (exact-looking counts that undercount)
+// or silently do something else than configured. The service stops with
+// a *KeyMismatchError instead; r is not counted nor passed, so the commit
+// point stays before it (only acknowledged windows move it) and a run
+// with the setting fixed reads it again.
+func (w *partWorker) notKeyed(r *kgo.Record, accessKey string) bool {
+	s := w.s
+	w.mMismatch.Inc()
+	if s.cfg.Keyed == KeyedTrue {
+		w.refused = true
+		s.fail(&KeyMismatchError{Topic: w.tp.topic, Partition: w.tp.partition, Offset: r.Offset,
+			RecordKey: string(r.Key), AccessKey: accessKey})
+		return false
+	}
+	if w.keyed {
+		w.keyed = false
+		w.core.Unkey()
+		s.keyedLog.unkeyed(w.tp.topic, w.tp.partition, r.Offset, r.Key, accessKey)
+	}
+	return true
 }
 
 func (w *partWorker) buildCore(firstOffset int64) error {

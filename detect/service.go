@@ -211,6 +211,8 @@ type Service struct {
 	// read counts what the partitions read and dead-lettered, for the
 	// logs (see logDeadLetters, logRead).
 	read readStats
+	// keyedLog says what detect.keyed decided, once per topic.
+	keyedLog *keyedLog
 
 	failOnce sync.Once
 	failErr  error
@@ -242,6 +244,7 @@ func New(cfg Config) (*Service, error) {
 		failed: make(chan struct{}),
 		room:   make(chan struct{}, 1),
 	}
+	s.keyedLog = newKeyedLog(s.log, cfg.Keyed)
 	s.finished, s.finish = context.WithCancel(context.Background())
 	if cfg.Parse.Format != "" {
 		p, err := logparse.New(cfg.Parse)

@@ -134,6 +134,18 @@ type opCache struct {
 	cls opClass
 }
 
+// Unkey tells p that its records are not all keyed by access key after
+// all: its Source said Keyed, and a record came whose key is not its
+// event's. Every summary p emits from now on says Keyed false, those of
+// the windows open now included, so the merger bounds each key by what
+// every partition of the topic may hold of it instead of taking one
+// partition's count for the key's. An app already counted in an open
+// window carries no sketch in that window's summary (it would lack the
+// events before the call), so the merger bounds a key it does not list by
+// its Floor; an app first counted after the call carries one, as with a
+// Source not keyed. Windows emitted before the call are not changed.
+func (p *Partition) Unkey() { p.src.Keyed = false }
+
 // ErrRulesMismatch is returned by SetRules for Rules compiled for other
 // detection options than the partition's.
 var ErrRulesMismatch = errors.New("pipeline: rules compiled for other detect options")

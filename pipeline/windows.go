@@ -266,6 +266,10 @@ func (w *windows) newApp(app string, idx int) *appAgg {
 	} else {
 		a = w.allocApp()
 	}
+	if !w.p.src.Keyed && a.cms == nil {
+		// Pooled while the partition was keyed (see Partition.Unkey).
+		a.cms, _ = sketch.NewCountMin(sketch.CountMinConfig{Width: w.p.o.Summary.SketchWidth})
+	}
 	a.app, a.idx = app, uint16(idx)
 	return a
 }
