@@ -157,6 +157,11 @@ type Merger struct {
 type topicState struct {
 	partitions int32
 	parts      map[int32]*partProgress
+	// sinceExpect: a summary of the topic came after the last SetExpected,
+	// which did not list it. The group's description may predate the
+	// member that reads it, so it stays expected until a later one leaves
+	// it out.
+	sinceExpect bool
 }
 
 // partProgress is what the merger knows of one partition's progress.
@@ -306,11 +311,16 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 // learns them from its consumer group (the topics the group is assigned).
 // From then on only those are waited for and named missing; a topic the
 // group no longer reads is no longer expected, even if summaries of it
-// came before. Until it is called, the expected topics are those of
+// came before; one whose summaries come after the call stays expected
+// until the next call (the group was described before its reader
+// joined). Until it is called, the expected topics are those of
 // MergerConfig.Topics and of every summary read. Counts outside
 // 1..MaxMergePartitions are ignored.
 func (m *Merger) SetExpected(topics map[string]int32) {
 	exp := make(map[string]int32, len(topics))
+	for _, t := range m.topics {
+		t.sinceExpect = false // this description is newer than its summaries
+	}
 	for topic, n := range topics {
 		if topic == "" || n < 1 || n > MaxMergePartitions {
 			continue
@@ -415,6 +425,9 @@ func (m *Merger) track(w *schemas.PartitionWindow) *partProgress {
 		m.topics[w.Topic] = t
 	}
 	t.partitions = max(t.partitions, w.Partitions)
+	if m.expected != nil && m.expected[w.Topic] == 0 {
+		t.sinceExpect = true
+	}
 	ps := t.parts[w.Partition]
 	if ps == nil {
 		ps = &partProgress{lastStartMs: w.StartMs, lastFinal: w.Final}
@@ -579,7 +592,7 @@ func (m *Merger) missingParts(p *pendingWindow, status StatusFunc) (missing, idl
 	for _, topic := range m.sortedTopics() {
 		t := m.topics[topic]
 		n := t.partitions
-		if m.expected != nil {
+		if m.expected != nil && !t.sinceExpect {
 			n = m.expected[topic] // 0 for a topic no longer read
 		}
 		for part := int32(0); part < n; part++ {

@@ -647,3 +647,25 @@ func TestMergerCapHeedsStatus(t *testing.T) {
 	require.NotEmpty(t, got)
 	require.Equal(t, []string{"t/2"}, got[0].Reports[0].Missing, "partition 1 is idle there, partition 2 missing")
 }
+
+// A topic whose summaries come after SetExpected left it out (the group
+// was described before the member reading it joined) stays expected: a
+// window it had events in waits for it. A later SetExpected that leaves
+// it out again (no member reads it any more) drops it.
+func TestMergerExpectsTopicSeenAfterDescription(t *testing.T) {
+	m := newTestMerger(t, func(c *MergerConfig) { c.Lateness = 0 })
+	m.SetExpected(map[string]int32{"a": 1})
+	require.NoError(t, m.Add(mergeTestWindow("b", 0, 1, 0, 1), 0, 0))
+	require.NoError(t, m.Add(mergeTestWindow("a", 0, 1, 0, 1), 1, 0))
+	got := m.Ready(nil)
+	require.Len(t, got, 1)
+	require.False(t, got[0].Reports[0].Partial)
+	require.Equal(t, uint64(2), got[0].Reports[0].Events)
+
+	require.NoError(t, m.Add(mergeTestWindow("a", 0, 1, 1000, 1), 2, 0))
+	require.Empty(t, m.Ready(nil), "b/0 is still expected for window 1")
+	m.SetExpected(map[string]int32{"a": 1})
+	got = m.Ready(nil)
+	require.Len(t, got, 1, "described again without b: b is no longer read")
+	require.Equal(t, int64(1000), got[0].StartMs)
+}
