@@ -55,10 +55,10 @@ func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 	// Once every partition ended no record comes: go and commit now
 	// instead of at the end of the tick.
 	stopWake := context.AfterFunc(s.finished, cancel)
-	fs := s.cons.PollRecords(pctx, s.cfg.MaxPollRecords)
+	fs := s.consumer().PollRecords(pctx, s.cfg.MaxPollRecords)
 	stopWake()
 	cancel()
-	defer s.cons.AllowRebalance()
+	defer s.consumer().AllowRebalance()
 	if fs.IsClientClosed() {
 		return true
 	}
@@ -162,7 +162,8 @@ func (s *Service) signalRoom() {
 // onAssigned starts a worker per new partition. Where it starts is not
 // known yet: onFetched tells the workers, before any record of theirs is
 // fetched.
-func (s *Service) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+func (s *Service) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	s.cons.CompareAndSwap(nil, cl)
 	s.mu.Lock()
 	s.joined = true
 	s.mu.Unlock()
@@ -460,7 +461,7 @@ func (s *Service) commit(ctx context.Context, ws []*partWorker) {
 		}
 		return nil
 	})
-	s.cons.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	s.consumer().CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			s.m.commits.WithLabelValues("detect", "error").Inc()
 			s.log.Error("commit offsets", "err", err)

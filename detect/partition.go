@@ -219,7 +219,7 @@ func (w *partWorker) enqueue(recs []*kgo.Record) {
 	}
 	if (w.atEnd || len(w.queue) >= maxQueued) && !w.paused {
 		w.paused = true
-		w.s.cons.PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		w.s.consumer().PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
 		w.mPause.Set(1)
 	}
 	w.qmu.Unlock()
@@ -261,7 +261,7 @@ func (w *partWorker) takeBatch() []*kgo.Record {
 	}
 	if len(w.queue) <= resumeQueued && w.paused && !w.ended && !w.atEnd {
 		w.paused = false
-		w.s.cons.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		w.s.consumer().ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
 		w.mPause.Set(0)
 	}
 	return b
@@ -873,7 +873,7 @@ func (w *partWorker) checkEnd() {
 		w.qmu.Lock()
 		if !w.paused {
 			w.paused = true
-			w.s.cons.PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+			w.s.consumer().PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
 		}
 		w.queue = nil
 		w.qmu.Unlock()
@@ -1013,7 +1013,7 @@ func (w *partWorker) close() {
 	w.qmu.Lock()
 	if w.paused {
 		w.paused = false
-		w.s.cons.ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+		w.s.consumer().ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
 	}
 	w.queue = nil
 	w.qmu.Unlock()

@@ -223,7 +223,7 @@ func (b *board) sendBeat(ctx context.Context, now time.Time) {
 // sendPartition sends a partition's progress record, in the group
 // generation this instance is in now.
 func (b *board) sendPartition(ctx context.Context, p schemas.Progress) {
-	if c := b.s.cons; c != nil {
+	if c := b.s.consumer(); c != nil {
 		_, p.Generation = c.GroupMetadata()
 	}
 	b.send(ctx, schemas.ProgressKey(b.s.cfg.Group, p.Topic, p.Partition), &p)

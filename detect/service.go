@@ -177,8 +177,11 @@ type Service struct {
 	reset  kgo.Offset
 	now    func() time.Time
 
-	out  *kgo.Client // producer of every output
-	cons *kgo.Client // the detect group's consumer, set by Run
+	out *kgo.Client // producer of every output
+	// cons is the detect group's consumer (consumer()): set by Run, or
+	// first by the assignment callback, which may run before NewClient
+	// returns and starts the workers that pause and resume through it.
+	cons atomic.Pointer[kgo.Client]
 	adm  *kadm.Client
 
 	rules    atomic.Pointer[pipeline.Rules] // in force
@@ -412,7 +415,7 @@ func (s *Service) Run(ctx context.Context) error {
 		b.cl.Close()
 		return fmt.Errorf("detect: kafka consumer: %w", err)
 	}
-	s.cons = cons
+	s.cons.Store(cons)
 	// The board runs until every other part stopped: partitions send
 	// their progress through to their release, and the merger reads it.
 	boardCtx, stopBoard := context.WithCancel(context.WithoutCancel(ctx))
@@ -471,6 +474,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	return err
 }
+
+// consumer is the detect group's consumer, nil before Run made it.
+func (s *Service) consumer() *kgo.Client { return s.cons.Load() }
 
 // Close releases the producer, flushing what it holds for at most
 // FlushTimeout. Run calls it; calling it again does nothing.
