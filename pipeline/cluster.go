@@ -70,6 +70,7 @@ type clusterGroup struct {
 	parts      map[int32]*clusterPart
 	keys       map[clusterKeyID]*clusterKey
 	maxEndMs   int64 // newest slot end received
+	firstEndMs int64 // first slot end received
 	doneMs     int64 // last round evaluated; noTime before the first
 }
 
@@ -78,7 +79,7 @@ type clusterPart struct {
 	latest  int64 // newest slot end received
 	applied int64 // slot end of the batch in force; noTime if none
 	clockMs int64 // its ClockMs
-	queue   []*schemas.Candidates
+	queue   []schemas.Candidates // copies: the caller may reuse its batches
 	floors  []schemas.CandidateRule
 	listed  []*clusterKey
 }
@@ -118,7 +119,7 @@ func (c *ClusterAlerts) Add(b *schemas.Candidates) {
 	g := c.groups[gk]
 	if g == nil {
 		g = &clusterGroup{topic: b.Topic, windowMs: b.WindowMs, parts: map[int32]*clusterPart{},
-			keys: map[clusterKeyID]*clusterKey{}, maxEndMs: noTime, doneMs: noTime}
+			keys: map[clusterKeyID]*clusterKey{}, maxEndMs: noTime, doneMs: noTime, firstEndMs: b.SlotEndMs}
 		c.groups[gk] = g
 	}
 	g.partitions = max(g.partitions, b.Partitions)
@@ -139,7 +140,7 @@ func (c *ClusterAlerts) Add(b *schemas.Candidates) {
 		c.apply(g, p, b)
 		return
 	}
-	p.queue = append(p.queue, b)
+	p.queue = append(p.queue, *b)
 }
 
 // Ready evaluates every round whose partitions all reported (see
@@ -188,11 +189,17 @@ func (g *clusterGroup) nextRound() (int64, bool) {
 }
 
 func (c *ClusterAlerts) complete(g *clusterGroup, r int64, status StatusFunc) bool {
-	for _, p := range g.parts {
+	for id := range g.partitions {
+		// A partition not heard from yet is waited for as one just behind
+		// the first batch: up to the hold from the start.
+		latest := g.firstEndMs - 1
+		if p := g.parts[id]; p != nil {
+			latest = p.latest
+		}
 		switch {
-		case p.latest >= r:
-		case p.latest+c.holdMs <= g.maxEndMs:
-		case status != nil && status(g.topic, p.id).Silent:
+		case latest >= r:
+		case latest <= g.maxEndMs-c.holdMs:
+		case status != nil && status(g.topic, id).Silent:
 		default:
 			return false
 		}
@@ -213,8 +220,8 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 	for _, id := range ids {
 		p := g.parts[id]
 		for len(p.queue) > 0 && p.queue[0].SlotEndMs <= r {
-			c.apply(g, p, p.queue[0])
-			p.queue[0] = nil
+			c.apply(g, p, &p.queue[0])
+			p.queue[0] = schemas.Candidates{}
 			p.queue = p.queue[1:]
 		}
 		if p.applied != noTime && p.applied+g.windowMs <= r {
@@ -282,7 +289,7 @@ func (c *ClusterAlerts) apply(g *clusterGroup, p *clusterPart, b *schemas.Candid
 		delete(k.counts, p.id)
 	}
 	p.listed = p.listed[:0]
-	p.applied, p.clockMs, p.floors = b.SlotEndMs, b.ClockMs, b.Rules
+	p.applied, p.clockMs, p.floors = b.SlotEndMs, b.ClockMs, slices.Clone(b.Rules)
 	for i := range b.Keys {
 		ck := &b.Keys[i]
 		id := clusterKeyID{ck.Rule, ck.App, ck.Key}
@@ -296,7 +303,7 @@ func (c *ClusterAlerts) apply(g *clusterGroup, p *clusterPart, b *schemas.Candid
 			g.keys[id] = k
 			c.nkeys++
 		}
-		k.counts[p.id] = *ck
+		k.counts[p.id] = *ck // strings only: nothing of b is kept
 		p.listed = append(p.listed, k)
 	}
 }
