@@ -76,9 +76,9 @@ type clusterGroup struct {
 
 type clusterPart struct {
 	id      int32
-	latest  int64 // newest slot end received
-	applied int64 // slot end of the batch in force; noTime if none
-	clockMs int64 // its ClockMs
+	latest  int64                // newest slot end received
+	applied int64                // slot end of the batch in force; noTime if none
+	clockMs int64                // its ClockMs
 	queue   []schemas.Candidates // copies: the caller may reuse its batches
 	floors  []schemas.CandidateRule
 	listed  []*clusterKey

@@ -184,6 +184,9 @@ func (r *Rules) windows() []int64 {
 	return slices.Compact(ws)
 }
 
+// MaxWindow is the longest rule window (0 without rules).
+func (r *Rules) MaxWindow() time.Duration { return r.maxWindow() }
+
 // maxWindow is the longest rule window (0 without rules).
 func (r *Rules) maxWindow() time.Duration {
 	var m int64
