@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"testing"
 	"time"
 
@@ -125,4 +126,41 @@ func checkNginxAlerts(t *testing.T, e *env, baseMs int64) {
 	require.Greater(t, cooled[0].OnsetMs, baseMs+30_000, "cooled before the burst ended")
 	reg := last[string(schemas.HotKeyRecordKey("web", "/hot"))]
 	require.Equal(t, cooled[0].ID, reg.ID, "the registry's last record for the key is the cluster's cooled")
+}
+
+// TestClusterAlertTwoInstances: two live instances of one group share
+// the 6 partitions of the nginx case; the merger (one of them) still
+// raises one hot and one cooled for the URL, from both instances'
+// candidates.
+func TestClusterAlertTwoInstances(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 6)
+			recs, baseMs := nginxLines(e.events, 6)
+			cfg := e.config(t)
+			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+			cfg.Pipeline = clusterPipeline()
+			cfg.Limits.MaxSkew = 0 // the log is from March
+			cfg.Merge.MaxPendingWindows = 1000
+			assigned := `msg="partitions assigned" partitions="?map\[` + regexp.QuoteMeta(e.events) + `:\[\d`
+			m1 := startMember(t, cfg)
+			m1.waitLog(t, assigned)
+			m2 := startMember(t, cfg)
+			m2.waitLog(t, assigned)
+			require.Regexp(t, `msg="elected merger"`, m1.log.String()+m2.log.String())
+			produceMany(t, e.seeds, recs)
+			eventually(t, "the URL's cooled", func() bool {
+				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+				for _, h := range evs {
+					if h.Type == schemas.HotKeyCooled {
+						return true
+					}
+				}
+				return false
+			})
+			require.NoError(t, m1.stop(t))
+			require.NoError(t, m2.stop(t))
+			checkNginxAlerts(t, e, baseMs)
+		})
+	}
 }
