@@ -16,6 +16,7 @@ import (
 
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -85,7 +86,10 @@ func alertLatency(b *testing.B, rate float64, keyed bool) (p50, p99, achieved fl
 		sfx = "-u"
 	}
 	e := &env{seeds: seeds, parts: 4, events: "lat-events" + sfx, dlq: "lat-dlq" + sfx, hotkeys: "lat-hot" + sfx, windows: "lat-win" + sfx,
-		reports: "lat-rep" + sfx, group: "lat-g" + sfx, mergeGroup: "lat-m" + sfx}
+		reports: "lat-rep" + sfx, progress: "lat-prog" + sfx, group: "lat-g" + sfx, mergeGroup: "lat-m" + sfx}
+	// The service never creates an events topic (a typo would be read,
+	// empty, for ever).
+	e.events = testenv.NewTopic(b, seeds, e.parts)
 	cfg := e.config(nil)
 	if !keyed {
 		cfg.Keyed = detect.KeyedFalse
