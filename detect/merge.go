@@ -281,6 +281,7 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		mr.refreshExpected(ctx)
 		fs.EachRecord(mr.add)
 		mr.emit(ctx, mr.m.Ready(mr.status))
+		mr.cluster.SetRules(mr.s.rules.Load()) // reloads reach the cluster stage too
 		mr.emitCluster(ctx, mr.cluster.Ready(mr.status, nil))
 		mr.sayWaiting()
 		mr.retryClickHouse(ctx)

@@ -145,7 +145,10 @@ func (c *ClusterAlerts) Add(b *schemas.Candidates) {
 
 // Ready evaluates every round whose partitions all reported (see
 // ClusterAlerts) and appends the events raised to out. status may be nil;
-// a partition it says is Silent is not waited for.
+// a partition it says is Silent, or idle without events past the round,
+// is not waited for. A partition that had events and went quiet is
+// waited for until its clock moves again (live, detect moves an idle
+// partition's clock after the pipeline's idle timeout) or the hold.
 func (c *ClusterAlerts) Ready(status StatusFunc, out []schemas.HotKeyEvent) []schemas.HotKeyEvent {
 	return c.run(status, false, out)
 }
@@ -199,12 +202,19 @@ func (c *ClusterAlerts) complete(g *clusterGroup, r int64, status StatusFunc) bo
 		switch {
 		case latest >= r:
 		case latest <= g.maxEndMs-c.holdMs:
-		case status != nil && status(g.topic, id).Silent:
+		case status != nil && waitless(status(g.topic, id), r):
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// waitless reports whether a partition with status st need not be
+// waited for at slot end r: it is silent, or it never had an event and
+// its idle clock passed r.
+func waitless(st PartitionStatus, r int64) bool {
+	return st.Silent || st.IdleClockMs > 0 && st.IdleClockMs >= r
 }
 
 // round applies the batches of slot end r, lapses partitions with no
