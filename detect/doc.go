@@ -156,7 +156,8 @@
 // behind a cluster event not acknowledged: a new merger re-reads them,
 // rebuilds the rounds and re-emits the events with the same IDs, which
 // the registry and ClickHouse dedupe. A key hot for longer than that span
-// is published hot again after a failover, with a later onset.
+// is published hot again after a failover, with a later onset. Replay
+// runs the same cluster stage over the archived partitions' batches.
 //
 // # Modes and operation
 //
