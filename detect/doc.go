@@ -150,6 +150,24 @@
 // fetching pauses and commits stay where the unacknowledged windows hold
 // them; the loop keeps polling, so the merger stays in its group.
 //
+// # Cluster alerts
+//
+// On an events topic not keyed by access key a partition's core hands
+// out candidate batches instead of hot-key events (see pipeline); the
+// worker produces them to the windows topic beside the summaries, record
+// key schemas.CandidatesID (it starts "cand:", which no summary's
+// PartitionWindowID can: topic names have no ':'). The merger feeds them
+// to a pipeline.ClusterAlerts, not to the summaries' Merger, so they never
+// hold its commit point, and publishes the cluster's hot and cooled
+// events to the registry (schemas.HotKeyRecordKey) and ClickHouse. Its
+// commit goes no further than the candidate batches of the last longest
+// rule window, twice, plus cool-down and suppression, nor past the batch
+// behind a cluster event not acknowledged: a new merger re-reads them,
+// rebuilds the rounds and re-emits the events with the same IDs, which
+// the registry and ClickHouse dedupe. A key hot for longer than that span
+// is published hot again after a failover, with a later onset. Replay
+// runs the same cluster stage over the archived partitions' batches.
+//
 // # Modes and operation
 //
 // With ExitAtEnd a run reads each assigned partition up to the end offset

@@ -10,17 +10,18 @@ import (
 type ackKind uint8
 
 const (
-	ackWindow ackKind = iota // a PartitionWindow reached keyheat.windows
-	ackHotKey                // one sink has a HotKeyEvent
-	ackDLQ                   // a dead letter reached the DLQ
-	ackReport                // one sink has a WindowReport
+	ackWindow     ackKind = iota // a PartitionWindow reached keyheat.windows
+	ackHotKey                    // one sink has a HotKeyEvent
+	ackDLQ                       // a dead letter reached the DLQ
+	ackReport                    // one sink has a WindowReport
+	ackCandidates                // a schemas.Candidates reached keyheat.windows
 )
 
 // ack is one acknowledgement: which output, and whether it failed.
 type ack struct {
 	kind    ackKind
 	startMs int64  // ackWindow, ackReport: the window's start
-	id      string // ackHotKey: the event's ID
+	id      string // ackHotKey, ackCandidates: the event's or batch's ID
 	offset  int64  // ackDLQ: the offset of the dead-lettered record
 	reason  schemas.Reason
 	err     error

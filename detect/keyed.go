@@ -131,6 +131,8 @@ func (l *keyedLog) unkeyed(topic string, partition int32, offset int64, recordKe
 	}
 	l.log.Warn("a record's key is not its access key on a partition detect.keyed: auto had found keyed; "+
 		"the partition's windows from those open now on are merged as not keyed (counts bounded over all partitions, not exact), "+
-		"and so is every other partition of the topic that meets such a record; set detect.keyed: false if the topic is not keyed by access key",
+		"and so is every other partition of the topic that meets such a record; its hot-key alerts stay its own, per partition, until detect restarts "+
+		"(a restart decides from the first record after the commit, and a partition not keyed sends its candidates to the cluster-wide decision); "+
+		"set detect.keyed: false if the topic is not keyed by access key",
 		args...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,26 @@ type mergeRunner struct {
 	// runCtx is run's: it ends on a stop, which cancels the produce
 	// calls waiting for buffer space; their refusals are not failures.
 	runCtx context.Context
+
+	// cluster decides the hot keys of topics not keyed by access key
+	// from the candidate batches on the windows topic (see clusterHold).
+	cluster *pipeline.ClusterAlerts
+	// cands are the offsets and slot ends of the candidate batches read,
+	// oldest first, as far back as the cluster's warm-up reaches;
+	// lastCand the offset of the newest.
+	cands    []candRecord
+	lastCand int64
+	// clusterOut holds each cluster event not yet acknowledged by every
+	// destination: acknowledgements outstanding, and the offset of the
+	// batch read when it was raised.
+	clusterOut map[string]clusterClaim
+}
+
+type candRecord struct{ off, slotEndMs int64 }
+
+type clusterClaim struct {
+	left int
+	off  int64
 }
 
 type chReport struct {
@@ -179,6 +200,7 @@ func (mr *mergeRunner) onLost(_ context.Context, _ *kgo.Client, lost map[string]
 // drop forgets the merger's state; the next one resumes from the commit.
 func (mr *mergeRunner) drop() {
 	mr.m = nil
+	mr.cluster, mr.cands, mr.clusterOut = nil, nil, nil
 	mr.reg.unregisterAll()
 	mr.next = -1
 	mr.pending = map[int64]int{}
@@ -259,6 +281,8 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		mr.refreshExpected(ctx)
 		fs.EachRecord(mr.add)
 		mr.emit(ctx, mr.m.Ready(mr.status))
+		mr.cluster.SetRules(mr.s.rules.Load()) // reloads reach the cluster stage too
+		mr.emitCluster(ctx, mr.cluster.Ready(mr.status, nil))
 		mr.sayWaiting()
 		mr.retryClickHouse(ctx)
 		mr.applyAcks()
@@ -312,6 +336,10 @@ func (mr *mergeRunner) ensureMerger() error {
 		return fmt.Errorf("detect: merger: %w", err)
 	}
 	mr.m, mr.next = m, st.first
+	p := mr.s.cfg.Pipeline
+	hold := mr.s.cfg.Merge.AlignWindows()*p.Window.Milliseconds() + p.Lateness.Milliseconds()
+	mr.cluster = pipeline.NewClusterAlerts(mr.s.rules.Load(), p.Detect, hold)
+	mr.cands, mr.lastCand, mr.clusterOut = nil, -1, map[string]clusterClaim{}
 	if st.committed >= 0 {
 		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}
 	}
@@ -327,6 +355,18 @@ func (mr *mergeRunner) ensureMerger() error {
 
 func (mr *mergeRunner) add(r *kgo.Record) {
 	mr.next = r.Offset + 1
+	if schemas.IsCandidatesKey(r.Key) {
+		c, err := schemas.DecodeCandidates(r.Value)
+		if err != nil {
+			mr.s.m.mergeInvalid.Inc()
+			mr.s.log.Warn("candidate batch not used", "offset", r.Offset, "err", err)
+			return
+		}
+		mr.cluster.Add(c)
+		mr.cands = append(mr.cands, candRecord{off: r.Offset, slotEndMs: c.SlotEndMs})
+		mr.lastCand = r.Offset
+		return
+	}
 	w, err := schemas.DecodePartitionWindow(r.Value)
 	if err == nil {
 		err = mr.m.Add(w, r.Offset, mr.s.now().UnixMilli())
@@ -514,6 +554,10 @@ func (mr *mergeRunner) applyAcks() {
 			}
 			continue
 		}
+		if a.kind == ackHotKey {
+			mr.ackCluster(a.id)
+			continue
+		}
 		mr.ackReport(a.startMs)
 	}
 }
@@ -564,6 +608,7 @@ func (mr *mergeRunner) commit(ctx context.Context) {
 	if !ok {
 		return
 	}
+	off = min(off, mr.clusterHold())
 	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs())}
 	if cp == mr.committed || off < mr.committed.Offset {
 		return
@@ -627,6 +672,7 @@ func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	mr.emit(ctx, mr.m.Finish())
+	mr.emitCluster(ctx, mr.cluster.Finish(nil))
 	fctx, cancel := context.WithTimeout(ctx, mr.s.cfg.FlushTimeout)
 	defer cancel()
 	mr.drain(fctx)
@@ -652,4 +698,88 @@ func parseMergeMeta(s string) (int64, error) {
 		return 0, fmt.Errorf("merge commit metadata %q: %q is not a canonical time in ms", s, v)
 	}
 	return n, nil
+}
+
+// emitCluster publishes the cluster stage's hot-key events as a worker
+// publishes a partition's: to the registry (record key
+// schemas.HotKeyRecordKey, so the cluster's decision is the key's last
+// record) and ClickHouse, which dedupe by ID.
+func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEvent) {
+	s := mr.s
+	nowMs := s.now().UnixMilli()
+	for i := range evs {
+		h := evs[i] // a copy the sinks may keep
+		h.DetectedMs = nowMs
+		v, err := h.AppendJSON(nil)
+		if err != nil {
+			s.fail(fmt.Errorf("detect: %w", err))
+			return
+		}
+		id := h.ID
+		need := 1
+		if s.cfg.ClickHouse != nil {
+			need++
+		}
+		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand}
+		mr.inbox.expect(1)
+		s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Hotkeys, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v},
+			func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+		if ch := s.cfg.ClickHouse; ch != nil {
+			mr.inbox.expect(1)
+			// Blocks while ClickHouse's buffer is full: cluster events are
+			// few (one per episode of a key).
+			if err := ch.WriteHotKey(ctx, &h, func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) }); err != nil {
+				mr.inbox.expect(-1)
+				if ctx.Err() == nil {
+					s.fail(fmt.Errorf("detect: clickhouse: %w", err))
+				}
+				return
+			}
+		}
+		s.m.alerts.WithLabelValues(h.Type).Inc()
+		if h.Type == schemas.HotKeyHot {
+			s.m.alertDelay.Observe(float64(h.DetectedMs-h.OnsetMs) / 1000)
+		}
+		s.print.hotKey(&h)
+	}
+}
+
+func (mr *mergeRunner) ackCluster(id string) {
+	c, ok := mr.clusterOut[id]
+	if !ok {
+		return
+	}
+	if c.left > 1 {
+		c.left--
+		mr.clusterOut[id] = c
+		return
+	}
+	delete(mr.clusterOut, id)
+}
+
+// clusterHold is the lowest windows offset the merger may commit for the
+// cluster stage: a restarted merger re-reads the candidate batches from
+// there, so that its rounds see what the crashed one's saw over the
+// longest rule window, the cool-down and the suppression before the last
+// round (and the batches behind any cluster event not acknowledged), and
+// raises the same events with the same IDs; destinations dedupe by them.
+// A key hot for longer than that span is raised hot again, with a new
+// onset, after a restart.
+func (mr *mergeRunner) clusterHold() int64 {
+	hold := int64(math.MaxInt64)
+	for _, c := range mr.clusterOut {
+		hold = min(hold, c.off)
+	}
+	if len(mr.cands) == 0 {
+		return hold
+	}
+	d := mr.s.cfg.Pipeline.Detect
+	span := 2*mr.s.rules.Load().MaxWindow().Milliseconds() + d.CoolDown.Milliseconds() + d.Suppress.Milliseconds()
+	newest := mr.cands[len(mr.cands)-1].slotEndMs
+	n := 0
+	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < newest-span {
+		n++
+	}
+	mr.cands = mr.cands[:copy(mr.cands, mr.cands[n:])]
+	return min(hold, mr.cands[0].off)
 }

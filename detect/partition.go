@@ -483,7 +483,7 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 			}
 		}
 		w.next = r.Offset + 1
-		if len(w.out.Windows)+len(w.out.HotKeys) > 0 {
+		if len(w.out.Windows)+len(w.out.HotKeys)+len(w.out.Candidates) > 0 {
 			// At once, not at the end of the batch: a hot key's delay is
 			// what the registry is for.
 			w.emit()
@@ -680,6 +680,20 @@ func (w *partWorker) emit() {
 		h.DetectedMs = nowMs
 		w.publishHotKey(&h)
 	}
+	for i := range w.out.Candidates {
+		// To the merger, beside the summaries: its cluster stage decides
+		// the keys of a topic not keyed by access key.
+		c := &w.out.Candidates[i]
+		v, err := c.AppendJSON(nil)
+		if err != nil {
+			s.fail(fmt.Errorf("detect: %w", err))
+			return
+		}
+		id := c.ID
+		w.inbox.expect(1)
+		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(id), Value: v},
+			func(err error) { w.inbox.post(ack{kind: ackCandidates, id: id, err: err}) })
+	}
 	w.out.Reset()
 }
 
@@ -785,6 +799,10 @@ func (w *partWorker) applyAcks() {
 			}
 		case ackHotKey:
 			w.ackHot(a.id)
+		case ackCandidates:
+			if w.core != nil {
+				w.core.AckedCandidates(a.id)
+			}
 		case ackDLQ:
 			s.m.dlq.WithLabelValues(string(a.reason)).Inc()
 			s.read.deadLetter(a.reason)
@@ -826,6 +844,8 @@ func kindName(k ackKind) string {
 		return "hot-key event"
 	case ackDLQ:
 		return "dead letter"
+	case ackCandidates:
+		return "candidate batch"
 	}
 	return "report"
 }

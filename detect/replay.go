@@ -81,11 +81,15 @@ type replayer struct {
 	lastTopic string
 	byPart    []*pipeline.Partition
 	merger    *pipeline.Merger
-	out       pipeline.Output
-	ev        schemas.AccessEvent
-	buf       []byte
-	offset    int64 // the windows topic's offsets, as the merger sees them
-	stats     ReplayStats
+	// cluster decides the hot keys of topics not keyed by access key from
+	// the partitions' candidate batches, as the live merger's does.
+	cluster *pipeline.ClusterAlerts
+	hot     []schemas.HotKeyEvent
+	out     pipeline.Output
+	ev      schemas.AccessEvent
+	buf     []byte
+	offset  int64 // the windows topic's offsets, as the merger sees them
+	stats   ReplayStats
 }
 
 // Replay runs the events src yields through the code live detection runs:
@@ -173,8 +177,10 @@ func newReplayer(cfg ReplayConfig, sink ReplaySink) (*replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: merger: %w", err)
 	}
+	hold := mc.AlignWindows()*cfg.Pipeline.Window.Milliseconds() + cfg.Pipeline.Lateness.Milliseconds()
 	return &replayer{cfg: cfg, sink: sink, log: log, keyed: cfg.Keyed != KeyedFalse,
-		cores: map[tp]*pipeline.Partition{}, merger: m}, nil
+		cores: map[tp]*pipeline.Partition{}, merger: m,
+		cluster: pipeline.NewClusterAlerts(rules, cfg.Pipeline.Detect, hold)}, nil
 }
 
 // process feeds one archived event to its partition's core and publishes
@@ -208,7 +214,7 @@ func (r *replayer) process(row *schemas.EventRow) error {
 	}
 	r.ev = row.Event()
 	core.Process(&r.ev, row.Offset, &r.out)
-	if len(r.out.Windows)+len(r.out.HotKeys) > 0 {
+	if len(r.out.Windows)+len(r.out.HotKeys)+len(r.out.Candidates) > 0 {
 		return r.emit(core)
 	}
 	return nil
@@ -226,6 +232,15 @@ func (r *replayer) emit(core *pipeline.Partition) error {
 			return fmt.Errorf("replay: %w", err)
 		}
 		core.AckedHotKey(h.ID)
+	}
+	for i := range r.out.Candidates {
+		r.cluster.Add(&r.out.Candidates[i])
+		core.AckedCandidates(r.out.Candidates[i].ID)
+	}
+	if len(r.out.Candidates) > 0 {
+		if err := r.clusterHot(r.cluster.Ready(nil, r.hot[:0])); err != nil {
+			return err
+		}
 	}
 	for i := range r.out.Windows {
 		w := &r.out.Windows[i]
@@ -293,5 +308,23 @@ func (r *replayer) end() error {
 			return err
 		}
 	}
+	if err := r.clusterHot(r.cluster.Finish(r.hot[:0])); err != nil {
+		return err
+	}
 	return r.report(r.merger.Finish())
+}
+
+// clusterHot hands the cluster stage's hot-key events to the sink.
+func (r *replayer) clusterHot(evs []schemas.HotKeyEvent) error {
+	for i := range evs {
+		h := evs[i] // a copy the sink may keep
+		h.DetectedMs = r.ev.TimeMs
+		r.stats.HotKeys++
+		if err := r.sink.HotKey(&h); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+	}
+	clear(evs)
+	r.hot = evs[:0]
+	return nil
 }

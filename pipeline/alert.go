@@ -212,6 +212,9 @@ func (p *Partition) mitigation(lv level, windowMs int64) *schemas.Mitigation {
 // already published it (see doc.go); either way the commit point keeps it
 // until it is acknowledged.
 func (p *Partition) publish(ev schemas.HotKeyEvent, out *Output) {
+	if p.cluster {
+		return // the cluster stage decides; the partition lists candidates
+	}
 	if !p.windowMode {
 		p.stats.AlertsWarmUp++
 		return

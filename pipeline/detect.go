@@ -33,7 +33,11 @@ const (
 // a group of slot sketches and a ring, plus a per-app cache of the rules
 // that can match.
 type detector struct {
-	p      *Partition
+	p *Partition
+	// rules are the partition's rules as detection applies them: on a
+	// topic whose partitions send candidates (Partition.cluster), with
+	// the local pre-thresholds (Rules.local).
+	rules  *Rules
 	groups []*group // by window, shortest first; retired groups drain at the end
 	byWin  map[int64]*group
 	apps   map[string]*appDet
@@ -111,6 +115,10 @@ func newDetector(p *Partition) *detector {
 // its sketches, ring and alert state; a new one starts empty; one no rule
 // uses any more is retired.
 func (d *detector) setRules(r *Rules) {
+	if d.p.cluster {
+		r = r.local(d.p.o.Detect.PreThreshold / float64(d.p.src.Partitions))
+	}
+	d.rules = r
 	for _, g := range d.groups {
 		g.rules = map[string]*rule{}
 		g.retired = true
@@ -186,7 +194,7 @@ func (d *detector) app(app string) *appDet {
 		}
 		app = cloneString(app)
 		ns := strconv.Itoa(len(app)) + ":" + app
-		rules, white := d.p.rules.forApp(app)
+		rules, white := d.rules.forApp(app)
 		ad = &appDet{app: app, ns: ns, salt: xxh3.HashString(ns), rules: rules, white: white}
 		for _, x := range rules {
 			ad.groups = append(ad.groups, d.byWin[x.windowMs])
@@ -398,6 +406,9 @@ func (d *detector) tick(out *Output) {
 			continue
 		}
 		d.p.tickAlerts(g, out)
+		if d.p.cluster {
+			d.p.candidates(g, out)
+		}
 		g.ring.SweepCold(nowMs, g.sweep)
 		if g.retired && g.alerts.len() == 0 {
 			delete(d.byWin, g.windowMs)

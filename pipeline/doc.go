@@ -127,6 +127,28 @@
 // cache for a key read at least as often as written, else splitting it
 // into the next power of two of its write rate over SplitCapacity.
 //
+// # Cluster-wide rules on topics not keyed by access key
+//
+// A rule's rate is the key's rate over the whole topic. When the topic is
+// not keyed (Source.Keyed false) and has more than one partition, a
+// partition publishes no hot-key events: it detects with local
+// pre-thresholds (every rate × DetectOptions.PreThreshold / Partitions,
+// so that a key at its rate spread evenly is a candidate everywhere) and,
+// at every slot boundary its clock passes, hands out a schemas.Candidates
+// per rule window (candidates.go): its keys whose count over the Slots
+// slots before the boundary reaches the local threshold or that are still
+// hot locally, with those counts, and per rule a floor every unlisted key
+// is below (while Stats.RingRefused and AlertsDropped stay 0). Batches
+// claim the commit point as hot-key events do (AckedCandidates) and are
+// emitted again identically after a restart.
+//
+// ClusterAlerts (cluster.go) sums them: per (topic, rule window) it
+// evaluates a round per slot end once every partition reported it (or is
+// more than its hold behind the newest, or silent), lower = the listed
+// counts, upper = lower + the floors of the partitions not listing the
+// key, and raises hot/cooled with the alert state machine above, on the
+// rounds' clock, under IDs with partition schemas.ClusterPartition.
+//
 // SetRules replaces rules between events: a window that stays keeps its
 // sketches, ring and alert state; a new window starts empty; keys hot under
 // a window no rule uses any more are published cooled after the cool-down.

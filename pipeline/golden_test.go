@@ -56,6 +56,12 @@ func runJSON(t *testing.T, keyed bool) []byte {
 			buf.Write(b)
 			buf.WriteByte('\n')
 		}
+		for i := range out.Candidates {
+			b, err := out.Candidates[i].AppendJSON(nil)
+			require.NoError(t, err)
+			buf.Write(b)
+			buf.WriteByte('\n')
+		}
 		for i := range out.Windows {
 			b, err := out.Windows[i].AppendJSON(nil)
 			require.NoError(t, err)

@@ -127,6 +127,21 @@ type DetectOptions struct {
 	// a write-heavy hot key is advised to split into the next power of two
 	// of its write rate over it.
 	SplitCapacity float64 `mapstructure:"split_capacity"`
+	// PreThreshold is, on a topic not keyed by access key, the fraction of
+	// a rule's rate, divided by the topic's partition count P, at which a
+	// partition lists a key to the cluster stage (its local
+	// pre-threshold τ = rate × PreThreshold / P): a key at its rule's rate
+	// spread evenly over the partitions is listed by every partition.
+	// Lower lists more keys, for tighter cluster bounds. In (0, 1].
+	PreThreshold float64 `mapstructure:"pre_threshold"`
+	// MaxCandidates bounds the keys a partition lists in one candidate
+	// batch; past it the heaviest are listed and the batch's floor is
+	// raised to the largest count left out.
+	MaxCandidates int `mapstructure:"max_candidates"`
+	// ClusterKeys bounds the (rule, app, key) entries the cluster stage
+	// keeps; a key listed while it is full is not tracked (counted in
+	// ClusterStats.KeysRefused) until entries expire.
+	ClusterKeys int `mapstructure:"cluster_keys"`
 }
 
 // RuleSet is the part of Options that SetRules can replace while the
@@ -177,7 +192,19 @@ type Rule struct {
 	// Alert publishes the rule's hot keys; false only watches them (the
 	// merger's advice still uses the rule's threshold). Unset means true.
 	Alert *bool `mapstructure:"alert"`
+	// ClusterBound is what a cluster alert (a topic not keyed by access
+	// key) compares with the rate: "lower" (or empty), the sum of the
+	// counts the partitions listed, which never alerts a key whose listed
+	// counts do not reach the rate; or "upper", that sum plus the floors
+	// of the partitions that did not list the key, for recall.
+	ClusterBound string `mapstructure:"cluster_bound"`
 }
+
+// ClusterBound values of a Rule.
+const (
+	BoundLower = "lower"
+	BoundUpper = "upper"
+)
 
 // alerts reports whether the rule publishes its hot keys.
 func (r Rule) alerts() bool { return r.Alert == nil || *r.Alert }
@@ -243,6 +270,9 @@ func DefaultOptions() Options {
 			Suppress:      5 * time.Second,
 			CoolDown:      10 * time.Second,
 			SplitCapacity: 10_000,
+			PreThreshold:  0.1,
+			MaxCandidates: 1024,
+			ClusterKeys:   1 << 16,
 		},
 		RuleSet: RuleSet{
 			Rules:    []Rule{{Name: "default", Key: "*", Window: time.Second, Rate: 1000, Ops: OpsAll}},
@@ -346,6 +376,12 @@ func (d DetectOptions) validate() error {
 		return invalid("detect.ring_nodes = %d, want 1 to %d", d.RingNodes, 1<<24)
 	case !(d.SplitCapacity > 0) || math.IsInf(d.SplitCapacity, 0):
 		return invalid("detect.split_capacity = %v, want a positive rate", d.SplitCapacity)
+	case !(d.PreThreshold > 0) || d.PreThreshold > 1:
+		return invalid("detect.pre_threshold = %v, want above 0 and at most 1", d.PreThreshold)
+	case d.MaxCandidates < 1 || d.MaxCandidates > 1<<20:
+		return invalid("detect.max_candidates = %d, want 1 to %d", d.MaxCandidates, 1<<20)
+	case d.ClusterKeys < 1 || d.ClusterKeys > 1<<24:
+		return invalid("detect.cluster_keys = %d, want 1 to %d", d.ClusterKeys, 1<<24)
 	}
 	if err := wholeMs("detect.suppress", d.Suppress, true); err != nil {
 		return err
@@ -373,6 +409,8 @@ func (s RuleSet) validate(d DetectOptions) error {
 			return invalid("%s: set rate (events/s), bytes_rate (bytes/s) or both", where)
 		case r.Ops != "" && r.Ops != OpsAll && r.Ops != OpsReads && r.Ops != OpsWrites:
 			return invalid("%s: ops %q, want all, reads or writes", where, r.Ops)
+		case r.ClusterBound != "" && r.ClusterBound != BoundLower && r.ClusterBound != BoundUpper:
+			return invalid("%s: cluster_bound %q, want lower or upper", where, r.ClusterBound)
 		}
 		names[r.Name] = true
 		if _, err := compilePattern(r.Key); err != nil {

@@ -41,16 +41,24 @@ type Start struct {
 // Windows to keyheat.windows and HotKeys to keyheat.hotkeys (setting their
 // DetectedMs), acknowledges each with Acked and AckedHotKey once Kafka has
 // it, and calls Reset before reusing the Output.
+//
+// On a topic not keyed by access key (Source.Keyed false, more than one
+// partition) the partition publishes no hot-key events: it hands out a
+// candidate batch per rule window at every detection slot boundary
+// instead (Candidates), for keyheat.windows and the cluster stage
+// (ClusterAlerts), acknowledged with AckedCandidates.
 type Output struct {
-	Windows []schemas.PartitionWindow
-	HotKeys []schemas.HotKeyEvent
+	Windows    []schemas.PartitionWindow
+	HotKeys    []schemas.HotKeyEvent
+	Candidates []schemas.Candidates
 }
 
 // Reset empties o, keeping its capacity. The summaries it held stay valid.
 func (o *Output) Reset() {
 	clear(o.Windows)
 	clear(o.HotKeys)
-	o.Windows, o.HotKeys = o.Windows[:0], o.HotKeys[:0]
+	clear(o.Candidates)
+	o.Windows, o.HotKeys, o.Candidates = o.Windows[:0], o.HotKeys[:0], o.Candidates[:0]
 }
 
 // Stats are a partition's counters, cumulative since NewPartition, for the
@@ -82,6 +90,10 @@ type Stats struct {
 	// AlertsDropped counts keys that crossed their threshold while the
 	// alert state was full (2 × ring_nodes keys per rule window).
 	AlertsDropped uint64
+	// Candidates counts candidate batches handed out, CandidateKeys the
+	// keys they listed and CandidatesCapped the keys left out of batches
+	// that reached DetectOptions.MaxCandidates.
+	Candidates, CandidateKeys, CandidatesCapped uint64
 }
 
 // Partition is what one partition of the events topic computes, fed its
@@ -93,6 +105,10 @@ type Partition struct {
 	o     Options
 	src   Source
 	rules *Rules
+	// cluster: the topic is not keyed and has several partitions, so a
+	// key's rate is decided across them (ClusterAlerts): the partition
+	// detects with local pre-thresholds and sends candidates, no alerts.
+	cluster bool
 
 	// maxTs is the newest event time seen (or the wall clock an idle
 	// partition advanced to): the partition's clock. started: maxTs is set.
@@ -144,6 +160,9 @@ type opCache struct {
 // events before the call), so the merger bounds a key it does not list by
 // its Floor; an app first counted after the call carries one, as with a
 // Source not keyed. Windows emitted before the call are not changed.
+// Detection is not: p keeps alerting on its own events as a keyed
+// partition does, rather than sending candidates (ClusterAlerts), whose
+// decisions would leave the keys it already published hot unanswered.
 func (p *Partition) Unkey() { p.src.Keyed = false }
 
 // ErrRulesMismatch is returned by SetRules for Rules compiled for other
@@ -189,6 +208,7 @@ func NewPartition(o Options, src Source, start Start) (*Partition, error) {
 		o: o, src: src, rules: rules,
 		maxTs: meta.MaxTsMs, started: meta.MaxTsMs != noTime,
 		resume: meta.ResumeOffset, nextWindow: meta.NextWindowMs, nextOffset: start.Offset,
+		cluster: !src.Keyed && src.Partitions > 1,
 	}
 	p.det = newDetector(p)
 	p.win = newWindows(p)
@@ -392,6 +412,10 @@ func (p *Partition) Acked(startMs int64) { p.commit.ackWindow(startMs) }
 
 // AckedHotKey records that the hot-key event with this ID reached Kafka.
 func (p *Partition) AckedHotKey(id string) { p.commit.ackAlert(id) }
+
+// AckedCandidates records that the candidate batch with this ID reached
+// Kafka.
+func (p *Partition) AckedCandidates(id string) { p.commit.ackAlert(id) }
 
 // Stats returns the partition's counters.
 func (p *Partition) Stats() Stats { return p.stats }

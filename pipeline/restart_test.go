@@ -16,6 +16,7 @@ type emission struct {
 	at     int
 	window *schemas.PartitionWindow
 	hot    *schemas.HotKeyEvent
+	cand   *schemas.Candidates // an unkeyed partition's, held and acknowledged as hot keys are
 }
 
 func (e emission) json(t *testing.T) string {
@@ -23,6 +24,8 @@ func (e emission) json(t *testing.T) string {
 	var err error
 	if e.window != nil {
 		b, err = e.window.AppendJSON(nil)
+	} else if e.cand != nil {
+		b, err = e.cand.AppendJSON(nil)
 	} else {
 		b, err = e.hot.AppendJSON(nil)
 	}
@@ -46,6 +49,7 @@ type pendingAck struct {
 	due   int
 	start int64
 	id    string
+	cand  bool
 }
 
 func (c *consumer) collect(at int, out *Output) {
@@ -59,6 +63,11 @@ func (c *consumer) collect(at int, out *Output) {
 		c.emitted = append(c.emitted, emission{at: at, hot: &h})
 		c.pending = append(c.pending, pendingAck{due: at + c.rng.IntN(3000), id: h.ID})
 	}
+	for i := range out.Candidates {
+		b := out.Candidates[i]
+		c.emitted = append(c.emitted, emission{at: at, cand: &b})
+		c.pending = append(c.pending, pendingAck{due: at + c.rng.IntN(3000), id: b.ID, cand: true})
+	}
 	out.Reset()
 }
 
@@ -68,6 +77,8 @@ func (c *consumer) ack(at int) {
 		switch {
 		case a.due > at:
 			kept = append(kept, a)
+		case a.cand:
+			c.p.AckedCandidates(a.id)
 		case a.id != "":
 			c.p.AckedHotKey(a.id)
 		default:
@@ -161,7 +172,7 @@ func TestRestartReproducesOutput(t *testing.T) {
 			ref.feed(events, 0, len(events), true)
 			var hots int
 			for _, e := range ref.emitted {
-				if e.hot != nil {
+				if e.hot != nil || e.cand != nil && len(e.cand.Keys) > 0 {
 					hots++
 				}
 			}
@@ -222,7 +233,7 @@ func checkRestart(t *testing.T, ref, re *consumer, events []event, from int, cp 
 		if e.window != nil && (meta.NextWindowMs == schemas.NoTimeMs || e.window.StartMs >= meta.NextWindowMs) {
 			want = append(want, e.json(t))
 		}
-		if e.hot != nil && e.at >= resume {
+		if (e.hot != nil || e.cand != nil) && e.at >= resume {
 			want = append(want, e.json(t))
 		}
 	}

@@ -41,6 +41,9 @@ type rule struct {
 	// gateEvents and gateBytes are the per-slot estimates that admit a key
 	// to exact counting; 0 means no gate on that measure.
 	gateEvents, gateBytes uint64
+	// upper: the rule's cluster alerts compare the upper bound (see
+	// Rule.ClusterBound).
+	upper bool
 }
 
 type keyMatcher struct{ app, key pattern }
@@ -73,7 +76,8 @@ func NewRules(o Options) (*Rules, error) {
 			ops = OpsAll
 		}
 		cr := &rule{name: x.Name, idx: i, key: key, app: app, windowMs: w, slotMs: slot,
-			rate: x.Rate, bytes: x.BytesRate, ops: ops, counted: countedClasses(ops), alert: x.alerts()}
+			rate: x.Rate, bytes: x.BytesRate, ops: ops, counted: countedClasses(ops), alert: x.alerts(),
+			upper: x.ClusterBound == BoundUpper}
 		cr.needEvents, cr.gateEvents = thresholds(x.Rate, w, slot, o.Detect.Gate)
 		cr.needBytes, cr.gateBytes = thresholds(x.BytesRate, w, slot, o.Detect.Gate)
 		r.rules = append(r.rules, cr)
@@ -96,6 +100,33 @@ func thresholds(rate float64, windowMs, slotMs int64, gate float64) (need, gateN
 	need = uint64(math.Ceil(rate * float64(windowMs) / 1000 * float64(slotMs)))
 	gateN = max(1, uint64(math.Ceil(gate*rate*float64(slotMs)/1000)))
 	return need, gateN
+}
+
+// local returns r with every rate and bytes rate multiplied by f: the
+// local pre-thresholds a partition of a topic not keyed by access key
+// detects its candidates with (see DetectOptions.PreThreshold). Names,
+// patterns, windows and ops stay; r is not changed.
+func (r *Rules) local(f float64) *Rules {
+	l := *r
+	l.rules = make([]*rule, len(r.rules))
+	for i, x := range r.rules {
+		y := *x
+		y.rate, y.bytes = x.rate*f, x.bytes*f
+		y.needEvents, y.gateEvents = thresholds(y.rate, y.windowMs, y.slotMs, r.gate)
+		y.needBytes, y.gateBytes = thresholds(y.bytes, y.windowMs, y.slotMs, r.gate)
+		l.rules[i] = &y
+	}
+	return &l
+}
+
+// byName returns the rule named name, or nil.
+func (r *Rules) byName(name string) *rule {
+	for _, x := range r.rules {
+		if x.name == name {
+			return x
+		}
+	}
+	return nil
 }
 
 // Set returns the RuleSet r was compiled from.
@@ -152,6 +183,9 @@ func (r *Rules) windows() []int64 {
 	slices.Sort(ws)
 	return slices.Compact(ws)
 }
+
+// MaxWindow is the longest rule window (0 without rules).
+func (r *Rules) MaxWindow() time.Duration { return r.maxWindow() }
 
 // maxWindow is the longest rule window (0 without rules).
 func (r *Rules) maxWindow() time.Duration {

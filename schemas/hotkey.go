@@ -93,8 +93,20 @@ type HotKeyEvent struct {
 	WindowMs int64 `json:"window_ms"`
 	// Topic and Partition say where the key was seen. When the events topic
 	// is keyed by access key, one partition holds all of a key's events.
+	// A cluster alert (a topic not keyed by access key, whose partitions'
+	// counts are summed) has Partition ClusterPartition and lists the
+	// partitions whose counts it sums in Partitions.
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
+	// Partitions, on a cluster alert, are the partitions that listed the
+	// key in the counts summed, ascending.
+	Partitions []int32 `json:"partitions,omitempty"`
+	// Error, on a cluster alert, bounds what Count may miss: partitions
+	// that did not list the key had fewer events than their floor, so the
+	// key's cluster count is at most Count + Error (and, Count being a sum
+	// of partition counts that are upper bounds, Count itself may be
+	// above the truth by what each partition's credit over-counts).
+	Error uint64 `json:"error,omitempty"`
 	// OnsetMs is the event time (Unix ms) of the event that made the key
 	// cross the threshold (Type hot), or of the event-time instant at which
 	// its cool-down ended (Type cooled).
@@ -122,6 +134,10 @@ type HotKeyEvent struct {
 	// shortened form).
 	Shortened bool `json:"shortened,omitempty"`
 }
+
+// ClusterPartition is the Partition of a cluster alert: one decided over
+// every partition of the topic, not by one.
+const ClusterPartition = -1
 
 // HotKeyID returns the deterministic ID of a hot-key event: where it was
 // detected (topic, partition), by which rule, for which key, of which type,

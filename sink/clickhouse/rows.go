@@ -56,7 +56,7 @@ func tables() []*table {
 			name: "hotkey_events",
 			columns: []string{"id", "type", "app", "key", "key_hash", "rule", "rate", "threshold", "events",
 				"window_ms", "topic", "partition", "onset", "onset_ms", "detected_ms", "reads", "writes", "bytes",
-				"mitigation", "split", "shortened"},
+				"mitigation", "split", "shortened", "partitions", "error"},
 			rows: func(it *item) int {
 				if it.hot != nil {
 					return 1
@@ -72,7 +72,7 @@ func tables() []*table {
 				}
 				return b.Append(h.ID, h.Type, h.App, h.Key, h.KeyHash, h.Rule, h.Rate, h.Threshold, h.Count,
 					h.WindowMs, h.Topic, h.Partition, secondOf(h.OnsetMs), h.OnsetMs, h.DetectedMs, h.Reads, h.Writes,
-					h.Bytes, mitigation, split, boolByte(h.Shortened))
+					h.Bytes, mitigation, split, boolByte(h.Shortened), partitionsOf(h), h.Error)
 			},
 		},
 		{
@@ -344,4 +344,12 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// partitionsOf is h.Partitions, never nil (an Array column takes no NULL).
+func partitionsOf(h *schemas.HotKeyEvent) []int32 {
+	if h.Partitions == nil {
+		return []int32{}
+	}
+	return h.Partitions
 }

@@ -1,0 +1,166 @@
+package detect_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// nginxLines is the issue's access log: 200,000 combined-format lines
+// over 60 s, one URL at 1,502 requests/s in seconds [10, 30), one at
+// 600/s (under the 1,000/s rule) in [35, 45), the rest spread over 2,000
+// URLs; each line to partition i mod parts with no record key, as a
+// shipper producing round-robin does. It returns the records and the
+// first second's time.
+func nginxLines(topic string, parts int32) ([]*kgo.Record, int64) {
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(16, 6))
+	var recs []*kgo.Record
+	const bgPerS = (200_000 - 1502*20 - 600*10) / 60
+	for s := range 60 {
+		ts := base.Add(time.Duration(s) * time.Second).Format("02/Jan/2006:15:04:05 -0700")
+		var urls []string
+		for range bgPerS {
+			urls = append(urls, fmt.Sprintf("/p/%d", rng.IntN(2000)))
+		}
+		if s >= 10 && s < 30 {
+			for range 1502 {
+				urls = append(urls, "/hot")
+			}
+		}
+		if s >= 35 && s < 45 {
+			for range 600 {
+				urls = append(urls, "/warm")
+			}
+		}
+		rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
+		for _, u := range urls {
+			line := fmt.Sprintf("10.0.0.%d - - [%s] \"GET %s HTTP/1.1\" 200 512 \"-\" \"curl/8\"\n", len(recs)%250, ts, u)
+			recs = append(recs, raw(topic, int32(len(recs))%parts, []byte(line)))
+		}
+	}
+	for len(recs) < 200_000 { // the integer division's rest, background
+		line := fmt.Sprintf("10.0.0.1 - - [%s] \"GET /p/0 HTTP/1.1\" 200 512 \"-\" \"curl/8\"\n",
+			base.Add(59*time.Second).Format("02/Jan/2006:15:04:05 -0700"))
+		recs = append(recs, raw(topic, int32(len(recs))%parts, []byte(line)))
+	}
+	return recs, base.UnixMilli()
+}
+
+func clusterPipeline() pipeline.Options {
+	o := pipeline.DefaultOptions()
+	o.Lateness = 0
+	o.IdleTimeout = time.Hour
+	return o // the default rule: 1,000 events/s over 1 s; cool-down 10 s
+}
+
+// hotRecords decodes the registry topic.
+func hotRecords(t *testing.T, seeds []string, topic string) ([]schemas.HotKeyEvent, map[string]schemas.HotKeyEvent) {
+	t.Helper()
+	var evs []schemas.HotKeyEvent
+	last := map[string]schemas.HotKeyEvent{}
+	for _, r := range readAll(t, seeds, topic) {
+		h, err := schemas.DecodeHotKeyEvent(r.Value)
+		require.NoError(t, err)
+		evs = append(evs, *h)
+		last[string(r.Key)] = *h
+	}
+	return evs, last
+}
+
+// TestClusterAlertNginx is issue 16's case: an nginx log produced
+// round-robin to 6 partitions, no record key. Per partition the hot URL
+// is at about 250/s, under the rule; the cluster stage sums the
+// partitions' candidates and raises one alert.
+func TestClusterAlertNginx(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 6)
+			recs, baseMs := nginxLines(e.events, 6)
+			produce(t, e.seeds, recs...)
+			cfg := e.config(t)
+			cfg.ExitAtEnd = true
+			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+			cfg.Pipeline = clusterPipeline()
+			svc, err := detect.New(cfg)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			require.NoError(t, svc.Run(ctx))
+			checkNginxAlerts(t, e, baseMs)
+		})
+	}
+}
+
+func checkNginxAlerts(t *testing.T, e *env, baseMs int64) {
+	t.Helper()
+	evs, last := hotRecords(t, e.seeds, e.hotkeys)
+	var hot, cooled []schemas.HotKeyEvent
+	for _, h := range evs {
+		require.Equal(t, "/hot", h.Key, "an alert for a key under the threshold: %+v", h)
+		require.Equal(t, int32(schemas.ClusterPartition), h.Partition, "a partition alerted by itself: %+v", h)
+		switch h.Type {
+		case schemas.HotKeyHot:
+			hot = append(hot, h)
+		case schemas.HotKeyCooled:
+			cooled = append(cooled, h)
+		}
+	}
+	require.Len(t, hot, 1, "hot events: %+v", hot)
+	require.Len(t, cooled, 1, "cooled events: %+v", cooled)
+	h := hot[0]
+	truth := baseMs + 10_000 // every line of a second has that second's time
+	require.InDelta(t, truth, h.OnsetMs, 100, "onset %d, truth %d: more than one slot apart", h.OnsetMs, truth)
+	require.InEpsilon(t, 1502, h.Rate, 0.05, "rate")
+	require.Equal(t, []int32{0, 1, 2, 3, 4, 5}, h.Partitions)
+	require.Greater(t, cooled[0].OnsetMs, baseMs+30_000, "cooled before the burst ended")
+	reg := last[string(schemas.HotKeyRecordKey("web", "/hot"))]
+	require.Equal(t, cooled[0].ID, reg.ID, "the registry's last record for the key is the cluster's cooled")
+}
+
+// TestClusterAlertTwoInstances: two live instances of one group share
+// the 6 partitions of the nginx case; the merger (one of them) still
+// raises one hot and one cooled for the URL, from both instances'
+// candidates.
+func TestClusterAlertTwoInstances(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 6)
+			recs, baseMs := nginxLines(e.events, 6)
+			cfg := e.config(t)
+			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+			cfg.Pipeline = clusterPipeline()
+			cfg.Limits.MaxSkew = 0 // the log is from March
+			cfg.Merge.MaxPendingWindows = 1000
+			assigned := `msg="partitions assigned" partitions="?map\[` + regexp.QuoteMeta(e.events) + `:\[\d`
+			m1 := startMember(t, cfg)
+			m1.waitLog(t, assigned)
+			m2 := startMember(t, cfg)
+			m2.waitLog(t, assigned)
+			require.Regexp(t, `msg="elected merger"`, m1.log.String()+m2.log.String())
+			produceMany(t, e.seeds, recs)
+			eventually(t, "the URL's cooled", func() bool {
+				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+				for _, h := range evs {
+					if h.Type == schemas.HotKeyCooled {
+						return true
+					}
+				}
+				return false
+			})
+			require.NoError(t, m1.stop(t))
+			require.NoError(t, m2.stop(t))
+			checkNginxAlerts(t, e, baseMs)
+		})
+	}
+}

@@ -1,0 +1,388 @@
+package pipeline
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sketch"
+)
+
+// ClusterAlerts decides hot keys across the partitions of a topic that is
+// not keyed by access key, from the partitions' candidate batches
+// (schemas.Candidates): a rule's rate is the key's rate over the whole
+// topic. It does no I/O and reads no clock: its clock is the batches'
+// slot ends. It is not safe for concurrent use.
+//
+// Per (topic, rule window) it keeps each partition's latest batch. A
+// round is a slot end R: it is evaluated once every partition it knows
+// of has sent a batch for R or later (a batch comes at every slot
+// boundary a partition's clock passes), except partitions the caller's
+// status says are silent and partitions more than the hold behind the
+// newest slot end seen, which are not waited for. At a round, per
+// (rule, app, key) listed by some partition:
+//
+//   - lower is the sum of the counts the partitions listed in their
+//     latest batches at or before R (a partition's counts lapse when it
+//     sent no batch for a whole window: it had no event since);
+//   - upper is lower plus the floors of the other partitions with a
+//     batch in force: each had fewer events of the key than its floor.
+//
+// A key is hot when lower (or upper, for a rule with cluster_bound
+// upper) reaches the rule's rate × window, with the cool-down and
+// suppression of a partition's alerts (doc.go) on the rounds' clock: one
+// "hot" per episode, one "cooled" once it stayed below for CoolDown.
+// Events have Partition schemas.ClusterPartition and deterministic IDs,
+// so the same batches in the same order give the same events.
+type ClusterAlerts struct {
+	rules  *Rules
+	d      DetectOptions
+	holdMs int64
+	groups map[clusterGroupKey]*clusterGroup
+	nkeys  int
+	stats  ClusterStats
+	keys   []*clusterKey // scratch
+}
+
+// ClusterStats are the cluster stage's counters.
+type ClusterStats struct {
+	// Batches counts the candidate batches added; Stale those that came
+	// for a slot their partition had already sent, or after their round
+	// was evaluated without them (their counts still replace the
+	// partition's older ones).
+	Batches, Stale uint64
+	// Rounds counts rounds evaluated; Hot and Cooled the events raised.
+	Rounds, Hot, Cooled uint64
+	// KeysRefused counts keys listed while ClusterKeys entries were held:
+	// their counts from that batch are not summed.
+	KeysRefused uint64
+}
+
+type clusterGroupKey struct {
+	topic    string
+	windowMs int64
+}
+
+type clusterGroup struct {
+	topic      string
+	windowMs   int64
+	partitions int32
+	parts      map[int32]*clusterPart
+	keys       map[clusterKeyID]*clusterKey
+	maxEndMs   int64 // newest slot end received
+	firstEndMs int64 // first slot end received
+	doneMs     int64 // last round evaluated; noTime before the first
+}
+
+type clusterPart struct {
+	id      int32
+	latest  int64                // newest slot end received
+	applied int64                // slot end of the batch in force; noTime if none
+	clockMs int64                // its ClockMs
+	queue   []schemas.Candidates // copies: the caller may reuse its batches
+	floors  []schemas.CandidateRule
+	listed  []*clusterKey
+}
+
+type clusterKeyID struct{ rule, app, key string }
+
+type clusterKey struct {
+	id                clusterKeyID
+	short             bool
+	counts            map[int32]schemas.CandidateKey
+	hot, deferred     bool
+	belowMs, cooledMs int64
+}
+
+// NewClusterAlerts returns a cluster stage deciding by rules (compiled
+// with the cluster-wide rates, as given) and d's cool-down, suppression,
+// split capacity and ClusterKeys. holdMs bounds how far (in slot ends)
+// a partition may fall behind the newest before rounds stop waiting for
+// it; at least the rule window is sensible.
+func NewClusterAlerts(rules *Rules, d DetectOptions, holdMs int64) *ClusterAlerts {
+	return &ClusterAlerts{rules: rules, d: d, holdMs: max(holdMs, 1), groups: map[clusterGroupKey]*clusterGroup{}}
+}
+
+// SetRules replaces the rules; state is kept, keys of a rule no longer
+// defined are treated as below every threshold (so they cool).
+func (c *ClusterAlerts) SetRules(r *Rules) { c.rules = r }
+
+// Stats returns the counters.
+func (c *ClusterAlerts) Stats() ClusterStats { return c.stats }
+
+// Add queues a partition's candidate batch. Batches of one partition
+// must come in slot order (they do on keyheat.windows); partitions may
+// interleave in any order.
+func (c *ClusterAlerts) Add(b *schemas.Candidates) {
+	c.stats.Batches++
+	gk := clusterGroupKey{b.Topic, b.WindowMs}
+	g := c.groups[gk]
+	if g == nil {
+		g = &clusterGroup{topic: b.Topic, windowMs: b.WindowMs, parts: map[int32]*clusterPart{},
+			keys: map[clusterKeyID]*clusterKey{}, maxEndMs: noTime, doneMs: noTime, firstEndMs: b.SlotEndMs}
+		c.groups[gk] = g
+	}
+	g.partitions = max(g.partitions, b.Partitions)
+	p := g.parts[b.Partition]
+	if p == nil {
+		p = &clusterPart{id: b.Partition, latest: noTime, applied: noTime}
+		g.parts[b.Partition] = p
+	}
+	if b.SlotEndMs <= p.latest {
+		c.stats.Stale++ // sent again (a restarted partition): already have it
+		return
+	}
+	p.latest = b.SlotEndMs
+	g.maxEndMs = max(g.maxEndMs, b.SlotEndMs)
+	if b.SlotEndMs <= g.doneMs {
+		// Its round went without it: its counts still replace older ones.
+		c.stats.Stale++
+		c.apply(g, p, b)
+		return
+	}
+	p.queue = append(p.queue, *b)
+}
+
+// Ready evaluates every round whose partitions all reported (see
+// ClusterAlerts) and appends the events raised to out. status may be nil;
+// a partition it says is Silent, or idle without events past the round,
+// is not waited for. A partition that had events and went quiet is
+// waited for until its clock moves again (live, detect moves an idle
+// partition's clock after the pipeline's idle timeout) or the hold.
+func (c *ClusterAlerts) Ready(status StatusFunc, out []schemas.HotKeyEvent) []schemas.HotKeyEvent {
+	return c.run(status, false, out)
+}
+
+// Finish evaluates every round queued, waiting for nobody: the end of
+// the input.
+func (c *ClusterAlerts) Finish(out []schemas.HotKeyEvent) []schemas.HotKeyEvent {
+	return c.run(nil, true, out)
+}
+
+func (c *ClusterAlerts) run(status StatusFunc, all bool, out []schemas.HotKeyEvent) []schemas.HotKeyEvent {
+	gks := make([]clusterGroupKey, 0, len(c.groups))
+	for k := range c.groups {
+		gks = append(gks, k)
+	}
+	slices.SortFunc(gks, func(a, b clusterGroupKey) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.windowMs, b.windowMs))
+	})
+	for _, gk := range gks {
+		g := c.groups[gk]
+		for {
+			r, ok := g.nextRound()
+			if !ok || !all && !c.complete(g, r, status) {
+				break
+			}
+			out = c.round(g, r, out)
+		}
+	}
+	return out
+}
+
+// nextRound is the oldest slot end queued.
+func (g *clusterGroup) nextRound() (int64, bool) {
+	r, ok := int64(0), false
+	for _, p := range g.parts {
+		if len(p.queue) > 0 && (!ok || p.queue[0].SlotEndMs < r) {
+			r, ok = p.queue[0].SlotEndMs, true
+		}
+	}
+	return r, ok
+}
+
+func (c *ClusterAlerts) complete(g *clusterGroup, r int64, status StatusFunc) bool {
+	for id := range g.partitions {
+		// A partition not heard from yet is waited for as one just behind
+		// the first batch: up to the hold from the start.
+		latest := g.firstEndMs - 1
+		if p := g.parts[id]; p != nil {
+			latest = p.latest
+		}
+		switch {
+		case latest >= r:
+		case latest <= g.maxEndMs-c.holdMs:
+		case status != nil && waitless(status(g.topic, id), r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// waitless reports whether a partition with status st need not be
+// waited for at slot end r: it is silent, or it never had an event and
+// its idle clock passed r.
+func waitless(st PartitionStatus, r int64) bool {
+	return st.Silent || st.IdleClockMs > 0 && st.IdleClockMs >= r
+}
+
+// round applies the batches of slot end r, lapses partitions with no
+// batch for a window, and evaluates every key.
+func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEvent) []schemas.HotKeyEvent {
+	c.stats.Rounds++
+	ids := make([]int32, 0, len(g.parts))
+	for id := range g.parts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	clockMs := int64(noTime)
+	for _, id := range ids {
+		p := g.parts[id]
+		for len(p.queue) > 0 && p.queue[0].SlotEndMs <= r {
+			c.apply(g, p, &p.queue[0])
+			p.queue[0] = schemas.Candidates{}
+			p.queue = p.queue[1:]
+		}
+		if p.applied != noTime && p.applied+g.windowMs <= r {
+			c.lapse(g, p)
+		}
+		if p.applied != noTime {
+			clockMs = max(clockMs, p.clockMs)
+		}
+	}
+	g.doneMs = r
+	if clockMs == noTime {
+		clockMs = r - 1
+	}
+	keys := c.keys[:0]
+	for _, k := range g.keys {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b *clusterKey) int {
+		return cmp.Or(cmp.Compare(a.id.rule, b.id.rule), cmp.Compare(a.id.app, b.id.app), cmp.Compare(a.id.key, b.id.key))
+	})
+	coolMs, suppressMs := c.d.CoolDown.Milliseconds(), c.d.Suppress.Milliseconds()
+	for _, k := range keys {
+		x := c.rules.byName(k.id.rule)
+		lv := c.measure(g, k, ids)
+		above := x != nil && x.alert && lv.reaches(x, g.windowMs)
+		switch {
+		case k.hot && above:
+			k.belowMs = noTime
+		case k.hot:
+			if k.belowMs == noTime {
+				k.belowMs = r
+			}
+			if r-k.belowMs >= coolMs {
+				k.hot, k.cooledMs = false, k.belowMs+coolMs
+				out = append(out, c.event(g, x, k, lv, schemas.HotKeyCooled, k.cooledMs))
+				c.stats.Cooled++
+			}
+		case above && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs):
+			k.hot, k.deferred, k.belowMs = true, false, noTime
+			ev := c.event(g, x, k, lv, schemas.HotKeyHot, clockMs)
+			ws := float64(g.windowMs) / 1000
+			m := suggest(lv.reads, lv.writes, float64(lv.writes)/ws, c.d.SplitCapacity)
+			ev.Mitigation = &m
+			out = append(out, ev)
+			c.stats.Hot++
+		case above:
+			k.deferred = true
+		default:
+			k.deferred = false
+		}
+		if len(k.counts) == 0 && !k.hot && !k.deferred && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs) {
+			delete(g.keys, k.id)
+			c.nkeys--
+		}
+	}
+	clear(keys)
+	c.keys = keys[:0]
+	return out
+}
+
+// apply makes b its partition's batch in force: the keys it listed
+// before and not now drop their counts from it.
+func (c *ClusterAlerts) apply(g *clusterGroup, p *clusterPart, b *schemas.Candidates) {
+	for _, k := range p.listed {
+		delete(k.counts, p.id)
+	}
+	p.listed = p.listed[:0]
+	p.applied, p.clockMs, p.floors = b.SlotEndMs, b.ClockMs, slices.Clone(b.Rules)
+	for i := range b.Keys {
+		ck := &b.Keys[i]
+		id := clusterKeyID{ck.Rule, ck.App, ck.Key}
+		k := g.keys[id]
+		if k == nil {
+			if c.nkeys >= c.d.ClusterKeys {
+				c.stats.KeysRefused++
+				continue
+			}
+			k = &clusterKey{id: id, short: ck.Shortened, counts: map[int32]schemas.CandidateKey{}, belowMs: noTime, cooledMs: noTime}
+			g.keys[id] = k
+			c.nkeys++
+		}
+		k.counts[p.id] = *ck // strings only: nothing of b is kept
+		p.listed = append(p.listed, k)
+	}
+}
+
+// lapse drops a partition's counts and floors: it sent no batch for a
+// window, so it had no event in it.
+func (c *ClusterAlerts) lapse(g *clusterGroup, p *clusterPart) {
+	for _, k := range p.listed {
+		delete(k.counts, p.id)
+	}
+	p.listed, p.floors, p.applied = p.listed[:0], nil, noTime
+}
+
+// clusterLevel is a key's cluster-wide counts at a round.
+type clusterLevel struct {
+	events, bytes     uint64 // lower bounds: sums of the listed counts
+	upEvents, upBytes uint64 // upper bounds
+	reads, writes     uint64
+	parts             []int32
+}
+
+func (c *ClusterAlerts) measure(g *clusterGroup, k *clusterKey, ids []int32) clusterLevel {
+	var lv clusterLevel
+	for _, id := range ids {
+		p := g.parts[id]
+		if ck, ok := k.counts[id]; ok {
+			lv.events += ck.Events
+			lv.bytes += ck.Bytes
+			lv.reads += ck.Reads
+			lv.writes += ck.Writes
+			lv.parts = append(lv.parts, id)
+			continue
+		}
+		for _, f := range p.floors {
+			if f.Name == k.id.rule {
+				lv.upEvents += f.Floor
+				lv.upBytes += f.FloorBytes
+			}
+		}
+	}
+	lv.upEvents += lv.events
+	lv.upBytes += lv.bytes
+	return lv
+}
+
+// reaches reports whether the level reaches x's cluster-wide thresholds
+// over a window of windowMs, by the bound x compares.
+func (lv clusterLevel) reaches(x *rule, windowMs int64) bool {
+	ev, by := lv.events, lv.bytes
+	if x.upper {
+		ev, by = lv.upEvents, lv.upBytes
+	}
+	return x.rate > 0 && float64(ev)*1000 >= x.rate*float64(windowMs) ||
+		x.bytes > 0 && float64(by)*1000 >= x.bytes*float64(windowMs)
+}
+
+func (c *ClusterAlerts) event(g *clusterGroup, x *rule, k *clusterKey, lv clusterLevel, typ string, onsetMs int64) schemas.HotKeyEvent {
+	ws := float64(g.windowMs) / 1000
+	ev := schemas.HotKeyEvent{
+		Version: schemas.HotKeyVersion,
+		ID:      schemas.HotKeyID(g.topic, schemas.ClusterPartition, k.id.rule, typ, k.id.app, k.id.key, onsetMs),
+		Type:    typ, App: k.id.app, Key: k.id.key, KeyHash: string(hexHash(nil, sketch.Hash(k.id.key))), Rule: k.id.rule,
+		Rate: float64(lv.events) / ws, Count: lv.events, Error: lv.upEvents - lv.events,
+		BytesRate: float64(lv.bytes) / ws, WindowMs: g.windowMs,
+		Topic: g.topic, Partition: schemas.ClusterPartition, Partitions: lv.parts, OnsetMs: onsetMs,
+		Reads: lv.reads, Writes: lv.writes, Bytes: lv.bytes, Shortened: k.short,
+	}
+	if x != nil {
+		ev.Threshold, ev.BytesThreshold = x.rate, x.bytes
+	}
+	return ev
+}

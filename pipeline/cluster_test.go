@@ -1,0 +1,259 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/stretchr/testify/require"
+)
+
+// clusterOpts: one rule, 1000 events/s over 1 s, 10 slots, short
+// cool-down so that streams stay small.
+func clusterOpts(bound string) Options {
+	o := DefaultOptions()
+	o.Rules = []Rule{{Name: "r", Key: "*", Window: time.Second, Rate: 1000, ClusterBound: bound}}
+	o.Detect.CoolDown = 2 * time.Second
+	o.Detect.Suppress = time.Second
+	return o
+}
+
+func newCluster(t *testing.T, o Options) *ClusterAlerts {
+	t.Helper()
+	r, err := NewRules(o)
+	require.NoError(t, err)
+	return NewClusterAlerts(r, o.Detect, 4000)
+}
+
+// spread runs a stream through parts partitions and their candidates
+// through a cluster stage. Each key's events go round-robin over the
+// partitions (its n-th event to partition n mod parts), so every key is
+// spread evenly, as over a long run with no record key.
+func spread(t *testing.T, o Options, parts int, events []event) []schemas.HotKeyEvent {
+	t.Helper()
+	ps := make([]*Partition, parts)
+	for i := range ps {
+		ps[i] = newPart(t, o, Source{Topic: "t", Partition: int32(i), Partitions: int32(parts)}, Start{})
+	}
+	c := newCluster(t, o)
+	var hot []schemas.HotKeyEvent
+	var out Output
+	offs := make([]int64, parts)
+	nth := map[string]int{}
+	for i := range events {
+		pi := nth[events[i].e.Key] % parts
+		nth[events[i].e.Key]++
+		ps[pi].Process(&events[i].e, offs[pi], &out)
+		offs[pi]++
+		require.Empty(t, out.HotKeys, "an unkeyed partition published an alert itself")
+		for j := range out.Candidates {
+			c.Add(&out.Candidates[j])
+		}
+		if debugCluster && len(out.Candidates) > 0 && len(out.Candidates[0].Keys) > 0 {
+			t.Logf("%+v", out.Candidates[0])
+		}
+		out.Reset()
+		hot = c.Ready(nil, hot)
+	}
+	hot = c.Finish(hot)
+	t.Logf("cluster %+v; partition 0 %+v", c.Stats(), ps[0].Stats())
+	return hot
+}
+
+const debugCluster = false // log every batch with keys
+
+func hotOf(evs []schemas.HotKeyEvent, key, typ string) []schemas.HotKeyEvent {
+	var r []schemas.HotKeyEvent
+	for _, e := range evs {
+		if e.Key == key && e.Type == typ {
+			r = append(r, e)
+		}
+	}
+	return r
+}
+
+// A key at 1.1× the threshold spread evenly over 16 partitions is alerted
+// once, cooled once; one at 0.9× never is, whatever the bound.
+func TestClusterEvenSpread(t *testing.T) {
+	for _, bound := range []string{BoundLower, BoundUpper} {
+		t.Run(bound, func(t *testing.T) {
+			o := clusterOpts(bound)
+			events := generate(streamSpec{seed: 7, durationMs: 12_000, bgPerMs: 2, bgKeys: 5000,
+				planted: []*planted{
+					{app: "shop", key: "hot", op: "GET", rate: steady(1100, 2000, 7000)},
+					{app: "shop", key: "warm", op: "GET", rate: steady(900, 2000, 7000)},
+				}})
+			evs := spread(t, o, 16, events)
+			h := hotOf(evs, "hot", schemas.HotKeyHot)
+			require.Len(t, h, 1, "hot events for the key at 1.1x: %+v", evs)
+			require.Equal(t, int32(schemas.ClusterPartition), h[0].Partition)
+			require.Len(t, h[0].Partitions, 16)
+			require.InDelta(t, 1100, h[0].Rate, 60)
+			// onset: the true crossing is at 2000 + 1000/1.1 ms; within a slot
+			require.InDelta(t, float64(t0Ms+2000+909), float64(h[0].OnsetMs), 100)
+			require.Len(t, hotOf(evs, "hot", schemas.HotKeyCooled), 1)
+			require.Empty(t, hotOf(evs, "warm", schemas.HotKeyHot), "the key at 0.9x was alerted")
+			for _, e := range evs {
+				require.Contains(t, []string{"hot"}, e.Key, "unexpected alert %+v", e)
+			}
+		})
+	}
+}
+
+func batch(part int32, endMs int64, floor uint64, keys ...schemas.CandidateKey) *schemas.Candidates {
+	return &schemas.Candidates{Version: 1, ID: schemas.CandidatesID("t", part, 1000, endMs), Topic: "t", Partition: part,
+		Partitions: 4, WindowMs: 1000, SlotEndMs: endMs, ClockMs: endMs - 1,
+		Rules: []schemas.CandidateRule{{Name: "r", Floor: floor}}, Keys: keys}
+}
+
+func ck(key string, n uint64) schemas.CandidateKey {
+	return schemas.CandidateKey{App: "a", Key: key, Rule: "r", Events: n}
+}
+
+// Uneven spreads: two of four partitions list the key at 480 each
+// (lower 960), the other two have floors of 25 (upper 1010). The lower
+// bound does not alert; the upper bound does, saying Error 50.
+func TestClusterBounds(t *testing.T) {
+	for _, tc := range []struct {
+		bound string
+		hot   bool
+	}{{BoundLower, false}, {BoundUpper, true}} {
+		t.Run(tc.bound, func(t *testing.T) {
+			c := newCluster(t, clusterOpts(tc.bound))
+			for _, b := range []*schemas.Candidates{batch(0, 1000, 25, ck("k", 480)), batch(1, 1000, 25), batch(2, 1000, 25, ck("k", 480)), batch(3, 1000, 25)} {
+				c.Add(b)
+			}
+			evs := c.Ready(nil, nil)
+			if !tc.hot {
+				require.Empty(t, evs)
+				return
+			}
+			require.Len(t, evs, 1)
+			require.Equal(t, uint64(960), evs[0].Count)
+			require.Equal(t, uint64(50), evs[0].Error)
+			require.Equal(t, []int32{0, 2}, evs[0].Partitions)
+		})
+	}
+}
+
+// A round waits for every partition; a partition more than the hold
+// behind is not waited for; counts of a partition silent for a window
+// lapse; Ready is deterministic whatever order partitions come in.
+func TestClusterRoundsAndLapse(t *testing.T) {
+	c := newCluster(t, clusterOpts(""))
+	c.Add(batch(0, 1000, 25, ck("k", 600)))
+	c.Add(batch(1, 1000, 25, ck("k", 300)))
+	c.Add(batch(2, 1000, 25))
+	require.Empty(t, c.Ready(nil, nil), "round evaluated before partition 3 reported")
+	c.Add(batch(3, 1000, 25, ck("k", 150)))
+	evs := c.Ready(nil, nil)
+	require.Len(t, evs, 1, "600+300+150 reaches 1000")
+	require.Equal(t, uint64(1050), evs[0].Count)
+	require.Equal(t, t0(999), evs[0].OnsetMs)
+
+	// Partition 0 goes on alone: rounds wait for 1-3 until they are
+	// 4000 ms (the hold) behind.
+	for end := int64(1100); end <= 4900; end += 100 {
+		c.Add(batch(0, end, 25))
+	}
+	require.Empty(t, c.Ready(nil, nil))
+	c.Add(batch(0, 5000, 25))
+	evs = c.Ready(nil, nil)
+	// Rounds 1100..5000 evaluated: at 2000 every count lapsed or dropped,
+	// below from round 1100 (partition 0 dropped it), cooled at 1100+2000.
+	require.Len(t, evs, 1)
+	require.Equal(t, schemas.HotKeyCooled, evs[0].Type)
+	require.Equal(t, t0(3100), evs[0].OnsetMs)
+}
+
+func t0(ms int64) int64 { return ms }
+
+// The same batches in another partition order give the same events.
+func TestClusterDeterministic(t *testing.T) {
+	mk := func(order []int32) []schemas.HotKeyEvent {
+		c := newCluster(t, clusterOpts(""))
+		var evs []schemas.HotKeyEvent
+		for end := int64(1000); end <= 8000; end += 100 {
+			for _, p := range order {
+				n := uint64(0)
+				if end >= 2000 && end < 4000 {
+					n = 300
+				}
+				if n > 0 {
+					c.Add(batch(p, end, 25, ck("k", n)))
+				} else {
+					c.Add(batch(p, end, 25))
+				}
+				evs = c.Ready(nil, evs)
+			}
+		}
+		return c.Finish(evs)
+	}
+	a, b := mk([]int32{0, 1, 2, 3}), mk([]int32{3, 1, 0, 2})
+	require.Len(t, a, 2)
+	require.Equal(t, a, b)
+}
+
+// Past ClusterKeys entries, new keys are refused and counted.
+func TestClusterKeysBound(t *testing.T) {
+	o := clusterOpts("")
+	o.Detect.ClusterKeys = 2
+	c := newCluster(t, o)
+	c.Add(batch(0, 1000, 25, ck("a", 30), ck("b", 30), ck("c", 30)))
+	c.Finish(nil)
+	require.Equal(t, uint64(1), c.Stats().KeysRefused)
+}
+
+// TestClusterRecallPrecision measures, on an unkeyed Zipf stream over 8
+// partitions (6,000 events/s of Zipf(1.1) background over 100,000 keys,
+// whose heaviest key is at about 0.8× the threshold), which planted keys at 0.5× to 3× the threshold the cluster
+// stage alerts, and how far each onset is from the true crossing (event
+// time). It asserts what the lower bound promises (every key at or above
+// 1.1× alerted, none at or below 0.9×) and logs recall, precision and
+// onset error for BENCHMARKS.md.
+func TestClusterRecallPrecision(t *testing.T) {
+	mult := []float64{0.5, 0.75, 0.9, 1.1, 1.25, 1.5, 2, 3}
+	for _, bound := range []string{BoundLower, BoundUpper} {
+		t.Run(bound, func(t *testing.T) {
+			o := clusterOpts(bound)
+			var pl []*planted
+			for i, m := range mult {
+				from := int64(1000 + 500*i)
+				pl = append(pl, &planted{app: "shop", key: fmt.Sprintf("x%.2f", m), op: "GET", rate: steady(1000*m, from, from+4000)})
+			}
+			events := generate(streamSpec{seed: 3, durationMs: 12_000, bgPerMs: 6, bgKeys: 100_000, planted: pl})
+			evs := spread(t, o, 8, events)
+			var tp, fp, fn int
+			for i, m := range mult {
+				key := fmt.Sprintf("x%.2f", m)
+				h := hotOf(evs, key, schemas.HotKeyHot)
+				truth := m >= 1
+				switch {
+				case truth && len(h) == 1:
+					tp++
+					from := t0Ms + int64(1000+500*i)
+					cross := from + int64(math.Ceil(1000/m)) // count over 1 s reaches 1000
+					t.Logf("%s: %.2fx onset %+d ms from the true crossing, rate %.0f, error %d", bound, m, h[0].OnsetMs-cross, h[0].Rate, h[0].Error)
+				case truth:
+					fn++
+				case len(h) > 0:
+					fp++
+					t.Logf("%s: %.2fx alerted (not hot): rate %.0f, error %d", bound, m, h[0].Rate, h[0].Error)
+				}
+			}
+			for _, e := range evs {
+				if e.Type == schemas.HotKeyHot && !strings.HasPrefix(e.Key, "x") {
+					fp++
+				}
+			}
+			t.Logf("%s: recall %d/%d, precision %d/%d", bound, tp, tp+fn, tp, tp+fp)
+			require.Zero(t, fn, "a key above the threshold was missed")
+			if bound == BoundLower {
+				require.Zero(t, fp, "the lower bound alerted a key under the threshold")
+			}
+		})
+	}
+}
