@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -161,6 +162,81 @@ func TestClusterAlertTwoInstances(t *testing.T) {
 			require.NoError(t, m1.stop(t))
 			require.NoError(t, m2.stop(t))
 			checkNginxAlerts(t, e, baseMs)
+		})
+	}
+}
+
+// gather reads reg as name{label=value,…} → value.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
+				got[name] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				got[name] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return got
+}
+
+// TestClusterMetrics: a live instance runs the nginx case; once the
+// URL's cooled is on the registry topic the merger's cluster metrics say
+// what the registry holds (one hot, one cooled), that every partition's
+// batches were used and rounds evaluated, and that no key was refused.
+func TestClusterMetrics(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			const parts = 3
+			e := newEnv(t, b.seeds(t), parts)
+			recs, _ := nginxLines(e.events, parts)
+			cfg := e.config(t)
+			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+			cfg.Pipeline = clusterPipeline()
+			cfg.Limits.MaxSkew = 0 // the log is from March
+			cfg.Merge.MaxPendingWindows = 1000
+			reg := prometheus.NewPedanticRegistry()
+			cfg.Registerer = reg
+			m := startMember(t, cfg)
+			m.waitLog(t, `msg="elected merger"`)
+			produceMany(t, e.seeds, recs)
+			eventually(t, "the URL's cooled", func() bool {
+				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+				return len(evs) > 0 && evs[len(evs)-1].Type == schemas.HotKeyCooled
+			})
+			// The log spans 60 s of 1 s rule windows: a round per slot end
+			// the partitions' clocks all passed (the last second stays open
+			// live), each partition sending a batch for every one.
+			var got map[string]float64
+			eventually(t, "58 rounds", func() bool {
+				got = gather(t, reg)
+				return got["keyheat_cluster_rounds_total"] >= 58
+			})
+			require.NoError(t, m.stop(t))
+
+			require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=hot}"], "one hot for the URL")
+			require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=cooled}"], "one cooled for the URL")
+			require.Equal(t, 0.0, got["keyheat_cluster_keys_refused_total"])
+			rounds := got["keyheat_cluster_rounds_total"]
+			require.LessOrEqual(t, rounds, 59.0, "a round per slot end, once")
+			require.GreaterOrEqual(t, got["keyheat_cluster_batches_total"], parts*rounds, "a batch per partition per round")
+			require.Contains(t, got, "keyheat_cluster_stale_batches_total")
+			keys, ok := got["keyheat_cluster_keys"]
+			require.True(t, ok, "keys tracked is exported")
+			require.LessOrEqual(t, keys, float64(cfg.Pipeline.Detect.ClusterKeys))
+			lag, ok := got["keyheat_cluster_round_lag_seconds"]
+			require.True(t, ok, "round lag is exported")
+			require.GreaterOrEqual(t, lag, 0.0)
+			require.Equal(t, 1.0, got["keyheat_detect_merger"])
 		})
 	}
 }

@@ -339,6 +339,9 @@ func (mr *mergeRunner) ensureMerger() error {
 	p := mr.s.cfg.Pipeline
 	hold := mr.s.cfg.Merge.AlignWindows()*p.Window.Milliseconds() + p.Lateness.Milliseconds()
 	mr.cluster = pipeline.NewClusterAlerts(mr.s.rules.Load(), p.Detect, hold)
+	if err := mr.cluster.Register(cfg.Registerer); err != nil {
+		return fmt.Errorf("detect: %w", err)
+	}
 	mr.cands, mr.lastCand, mr.clusterOut = nil, -1, map[string]clusterClaim{}
 	if st.committed >= 0 {
 		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}

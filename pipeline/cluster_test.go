@@ -204,7 +204,7 @@ func TestClusterKeysBound(t *testing.T) {
 	c := newCluster(t, o)
 	c.Add(batch(0, 1000, 25, ck("a", 30), ck("b", 30), ck("c", 30)))
 	c.Finish(nil)
-	require.Equal(t, uint64(1), c.Stats().KeysRefused)
+	require.Equal(t, uint64(1), c.Stats().KeysRefused.Load())
 }
 
 // TestClusterRecallPrecision measures, on an unkeyed Zipf stream over 8
