@@ -15,6 +15,7 @@ import (
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/parquet"
 )
 
 // nginxLines is the access log: 200,000 combined-format lines
@@ -237,6 +238,79 @@ func TestClusterMetrics(t *testing.T) {
 			require.True(t, ok, "round lag is exported")
 			require.GreaterOrEqual(t, lag, 0.0)
 			require.Equal(t, 1.0, got["keyheat_detect_merger"])
+		})
+	}
+}
+
+// TestClusterAlertArchived: with the archive on, the nginx case's cluster
+// hot and cooled are in the Parquet hot-key archive, as published, by the
+// time the run ends. A second run with a new merge group re-reads the
+// windows topic and archives them again; read back, each ID is there
+// once, and none of a partition.
+func TestClusterAlertArchived(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 6)
+			recs, _ := nginxLines(e.events, 6)
+			produceMany(t, e.seeds, recs)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			arOpts := parquet.DefaultOptions()
+			arOpts.Root, arOpts.SegmentAge = t.TempDir(), time.Hour // only the merger's flushes make it durable
+			run := func(mergeGroup string) {
+				ar, err := parquet.Open(ctx, arOpts, testLogger(t), nil)
+				require.NoError(t, err)
+				cfg := e.config(t)
+				cfg.ExitAtEnd = true
+				cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+				cfg.Pipeline = clusterPipeline()
+				cfg.Archive, cfg.ArchiveFlush = ar, time.Hour
+				cfg.MergeGroup = mergeGroup
+				svc, err := detect.New(cfg)
+				require.NoError(t, err)
+				require.NoError(t, svc.Run(ctx))
+				require.NoError(t, ar.Close())
+			}
+			read := func() []*schemas.HotKeyEvent {
+				fsys, err := parquet.NewDirFS(arOpts.Root)
+				require.NoError(t, err)
+				hs, bad, err := parquet.ReadHotKeys(ctx, fsys, parquet.Query{}, testLogger(t))
+				require.NoError(t, err)
+				require.Empty(t, bad)
+				return hs
+			}
+			run(e.mergeGroup)
+			published := map[string]schemas.HotKeyEvent{}
+			evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+			for _, h := range evs {
+				published[h.ID] = h
+			}
+			require.Len(t, published, 2, "the URL's hot and cooled: %+v", evs)
+			check := func() {
+				t.Helper()
+				hs := read()
+				require.Len(t, hs, len(published), "each published cluster event archived, once")
+				for _, h := range hs {
+					p, ok := published[h.ID]
+					require.True(t, ok, "archived %+v was not published", h)
+					require.Equal(t, int32(schemas.ClusterPartition), h.Partition)
+					require.Equal(t, p.Type, h.Type)
+					require.Equal(t, p.Key, h.Key)
+					require.Equal(t, p.OnsetMs, h.OnsetMs)
+					require.Equal(t, p.Count, h.Count)
+					require.Equal(t, p.Topic, h.Topic)
+					// The archive's row has no partitions or error columns
+					// (schemas.HotKeyRow): the bounds are not archived.
+				}
+			}
+			check()
+			run(e.mergeGroup + "-again")
+			evs, _ = hotRecords(t, e.seeds, e.hotkeys)
+			require.Greater(t, len(evs), len(published), "the second merger published again")
+			for _, h := range evs {
+				require.Contains(t, published, h.ID, "the second merger raised %+v, not the first's", h)
+			}
+			check()
 		})
 	}
 }

@@ -58,6 +58,10 @@ type mergeRunner struct {
 	paused     bool
 	arch       *parquet.ReportWriter
 	archUnsync []int64 // starts of reports appended since the last flush
+	// hotArch archives the cluster stage's hot-key events (nil without
+	// an archive); hotUnsync their IDs appended since the last flush.
+	hotArch   *parquet.HotKeyWriter
+	hotUnsync []string
 	lastFlush  time.Time
 	acks       []ack
 	committed  pipeline.CommitPoint
@@ -216,6 +220,12 @@ func (mr *mergeRunner) drop() {
 		}
 		mr.arch, mr.archUnsync = nil, nil
 	}
+	if mr.hotArch != nil {
+		if err := mr.hotArch.Close(); err != nil {
+			mr.s.log.Warn("close cluster hot-key archive", "err", err)
+		}
+		mr.hotArch, mr.hotUnsync = nil, nil
+	}
 	mr.mu.Lock()
 	mr.owned, mr.start = false, nil
 	mr.mu.Unlock()
@@ -351,10 +361,18 @@ func (mr *mergeRunner) ensureMerger() error {
 		if err != nil {
 			return fmt.Errorf("detect: report archive: %w", err)
 		}
-		mr.arch, mr.lastFlush = rw, mr.s.now()
+		hw, err := a.HotKeys(clusterArchiveSource)
+		if err != nil {
+			return errors.Join(fmt.Errorf("detect: cluster hot-key archive: %w", err), rw.Close())
+		}
+		mr.arch, mr.hotArch, mr.lastFlush = rw, hw, mr.s.now()
 	}
 	return nil
 }
+
+// clusterArchiveSource names the merger's hot-key writer in the archive;
+// a partition's is "<topic>-<partition>".
+const clusterArchiveSource = "cluster"
 
 func (mr *mergeRunner) add(r *kgo.Record) {
 	mr.next = r.Offset + 1
@@ -531,20 +549,38 @@ func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
 	}
 }
 
+// flushArchive makes the reports and cluster hot-key events appended to
+// the archive durable, every ArchiveFlush or at once with force, and
+// counts them acknowledged.
 func (mr *mergeRunner) flushArchive(ctx context.Context, force bool) {
-	if mr.arch == nil || len(mr.archUnsync) == 0 || !force && mr.s.now().Sub(mr.lastFlush) < mr.s.cfg.ArchiveFlush {
+	if mr.arch == nil || len(mr.archUnsync)+len(mr.hotUnsync) == 0 ||
+		!force && mr.s.now().Sub(mr.lastFlush) < mr.s.cfg.ArchiveFlush {
 		return
 	}
-	if err := mr.arch.Flush(ctx); err != nil {
-		if ctx.Err() == nil {
-			mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
+	if len(mr.archUnsync) > 0 {
+		if err := mr.arch.Flush(ctx); err != nil {
+			if ctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
+			}
+			return
 		}
-		return
+		for _, start := range mr.archUnsync {
+			mr.ackReport(start)
+		}
+		mr.archUnsync = mr.archUnsync[:0]
 	}
-	for _, start := range mr.archUnsync {
-		mr.ackReport(start)
+	if len(mr.hotUnsync) > 0 {
+		if err := mr.hotArch.Flush(ctx); err != nil {
+			if ctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
+			}
+			return
+		}
+		for _, id := range mr.hotUnsync {
+			mr.ackCluster(id)
+		}
+		mr.hotUnsync = mr.hotUnsync[:0]
 	}
-	mr.archUnsync = mr.archUnsync[:0]
 	mr.lastFlush = mr.s.now()
 }
 
@@ -706,7 +742,9 @@ func parseMergeMeta(s string) (int64, error) {
 // emitCluster publishes the cluster stage's hot-key events as a worker
 // publishes a partition's: to the registry (record key
 // schemas.HotKeyRecordKey, so the cluster's decision is the key's last
-// record) and ClickHouse, which dedupe by ID.
+// record), ClickHouse and the archive, which dedupe by ID. An event
+// holds the commit (clusterHold) until every one acknowledged it, the
+// archive once it flushed.
 func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEvent) {
 	s := mr.s
 	nowMs := s.now().UnixMilli()
@@ -721,6 +759,9 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 		id := h.ID
 		need := 1
 		if s.cfg.ClickHouse != nil {
+			need++
+		}
+		if mr.hotArch != nil {
 			need++
 		}
 		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand}
@@ -738,6 +779,13 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 				}
 				return
 			}
+		}
+		if mr.hotArch != nil {
+			if err := mr.hotArch.Append(&h); err != nil {
+				s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
+				return
+			}
+			mr.hotUnsync = append(mr.hotUnsync, id)
 		}
 		s.m.alerts.WithLabelValues(h.Type).Inc()
 		if h.Type == schemas.HotKeyHot {
