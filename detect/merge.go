@@ -62,9 +62,9 @@ type mergeRunner struct {
 	// an archive); hotUnsync their IDs appended since the last flush.
 	hotArch   *parquet.HotKeyWriter
 	hotUnsync []string
-	lastFlush  time.Time
-	acks       []ack
-	committed  pipeline.CommitPoint
+	lastFlush time.Time
+	acks      []ack
+	committed pipeline.CommitPoint
 	// When the group was last asked which partitions it reads.
 	expectedAt time.Time
 	// The oldest window held, since when, and when the wait for it was
