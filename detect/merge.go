@@ -812,10 +812,14 @@ func (mr *mergeRunner) ackCluster(id string) {
 // cluster stage: a restarted merger re-reads the candidate batches from
 // there, so that its rounds see what the crashed one's saw over the
 // longest rule window, the cool-down and the suppression before the last
-// round (and the batches behind any cluster event not acknowledged), and
-// raises the same events with the same IDs; destinations dedupe by them.
-// A key hot for longer than that span is raised hot again, with a new
-// onset, after a restart.
+// round, over two longest rule windows before the round that raised any
+// key still hot (or cooled within the suppression), and the batches
+// behind any cluster event not acknowledged, and raises the same events
+// with the same IDs; destinations dedupe by them. Without the episode
+// hold a merger taking over from a commit after a still-hot key's onset
+// raised it hot again with a later onset, a new ID. So a key that stays
+// hot holds the commit at its onset: the windows topic's retention must
+// outlast the longest hot episode for a failover to keep its ID.
 func (mr *mergeRunner) clusterHold() int64 {
 	hold := int64(math.MaxInt64)
 	for _, c := range mr.clusterOut {
@@ -826,9 +830,12 @@ func (mr *mergeRunner) clusterHold() int64 {
 	}
 	d := mr.s.cfg.Pipeline.Detect
 	span := 2*mr.s.rules.Load().MaxWindow().Milliseconds() + d.CoolDown.Milliseconds() + d.Suppress.Milliseconds()
-	newest := mr.cands[len(mr.cands)-1].slotEndMs
+	from := mr.cands[len(mr.cands)-1].slotEndMs - span
+	if start, ok := mr.cluster.EpisodeStartMs(); ok {
+		from = min(from, start-2*mr.s.rules.Load().MaxWindow().Milliseconds())
+	}
 	n := 0
-	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < newest-span {
+	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < from {
 		n++
 	}
 	mr.cands = mr.cands[:copy(mr.cands, mr.cands[n:])]

@@ -103,6 +103,7 @@ type clusterKey struct {
 	counts            map[int32]schemas.CandidateKey
 	hot, deferred     bool
 	belowMs, cooledMs int64
+	raisedMs          int64 // round of the last hot; noTime before any
 }
 
 // NewClusterAlerts returns a cluster stage deciding by rules (compiled
@@ -121,6 +122,30 @@ func (c *ClusterAlerts) SetRules(r *Rules) { c.rules = r }
 
 // Stats returns the counters, live: they keep changing.
 func (c *ClusterAlerts) Stats() *ClusterStats { return c.stats }
+
+// EpisodeStartMs returns the earliest round (slot end) at which a key
+// whose episode still bears on what the stage raises was raised hot: a
+// key hot now, or cooled less than the suppression ago, or above while
+// suppressed. ok is false when there is none. A stage fed the same
+// batches from far enough before that round (a rule window of counts)
+// raises that episode's events again, with the same IDs; one fed from
+// later would raise the key hot anew.
+func (c *ClusterAlerts) EpisodeStartMs() (startMs int64, ok bool) {
+	suppressMs := c.d.Suppress.Milliseconds()
+	for _, g := range c.groups {
+		for _, k := range g.keys {
+			if k.raisedMs == noTime {
+				continue
+			}
+			if k.hot || k.deferred || k.cooledMs != noTime && g.doneMs < k.cooledMs+suppressMs {
+				if !ok || k.raisedMs < startMs {
+					startMs, ok = k.raisedMs, true
+				}
+			}
+		}
+	}
+	return startMs, ok
+}
 
 // Add queues a partition's candidate batch. Batches of one partition
 // must come in slot order (they do on keyheat.windows); partitions may
@@ -289,7 +314,7 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 				c.stats.Cooled.Add(1)
 			}
 		case above && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs):
-			k.hot, k.deferred, k.belowMs = true, false, noTime
+			k.hot, k.deferred, k.belowMs, k.raisedMs = true, false, noTime, r
 			ev := c.event(g, x, k, lv, schemas.HotKeyHot, clockMs)
 			ws := float64(g.windowMs) / 1000
 			m := suggest(lv.reads, lv.writes, float64(lv.writes)/ws, c.d.SplitCapacity)
@@ -329,7 +354,7 @@ func (c *ClusterAlerts) apply(g *clusterGroup, p *clusterPart, b *schemas.Candid
 				c.stats.KeysRefused.Add(1)
 				continue
 			}
-			k = &clusterKey{id: id, short: ck.Shortened, counts: map[int32]schemas.CandidateKey{}, belowMs: noTime, cooledMs: noTime}
+			k = &clusterKey{id: id, short: ck.Shortened, counts: map[int32]schemas.CandidateKey{}, belowMs: noTime, cooledMs: noTime, raisedMs: noTime}
 			g.keys[id] = k
 			c.nkeys++
 			c.stats.Keys.Store(int64(c.nkeys))
