@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/parquet"
 )
 
 // nginxLines is the issue's access log: 200,000 combined-format lines
@@ -161,6 +163,154 @@ func TestClusterAlertTwoInstances(t *testing.T) {
 			require.NoError(t, m1.stop(t))
 			require.NoError(t, m2.stop(t))
 			checkNginxAlerts(t, e, baseMs)
+		})
+	}
+}
+
+// gather reads reg as name{label=value,…} → value.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
+				got[name] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				got[name] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return got
+}
+
+// TestClusterMetrics: a live instance runs the nginx case; once the
+// URL's cooled is on the registry topic the merger's cluster metrics say
+// what the registry holds (one hot, one cooled), that every partition's
+// batches were used and rounds evaluated, and that no key was refused.
+func TestClusterMetrics(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			const parts = 3
+			e := newEnv(t, b.seeds(t), parts)
+			recs, _ := nginxLines(e.events, parts)
+			cfg := e.config(t)
+			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+			cfg.Pipeline = clusterPipeline()
+			cfg.Limits.MaxSkew = 0 // the log is from March
+			cfg.Merge.MaxPendingWindows = 1000
+			reg := prometheus.NewPedanticRegistry()
+			cfg.Registerer = reg
+			m := startMember(t, cfg)
+			m.waitLog(t, `msg="elected merger"`)
+			produceMany(t, e.seeds, recs)
+			eventually(t, "the URL's cooled", func() bool {
+				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+				return len(evs) > 0 && evs[len(evs)-1].Type == schemas.HotKeyCooled
+			})
+			// The log spans 60 s of 1 s rule windows: a round per slot end
+			// the partitions' clocks all passed (the last second stays open
+			// live), each partition sending a batch for every one.
+			var got map[string]float64
+			eventually(t, "58 rounds", func() bool {
+				got = gather(t, reg)
+				return got["keyheat_cluster_rounds_total"] >= 58
+			})
+			require.NoError(t, m.stop(t))
+
+			require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=hot}"], "one hot for the URL")
+			require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=cooled}"], "one cooled for the URL")
+			require.Equal(t, 0.0, got["keyheat_cluster_keys_refused_total"])
+			rounds := got["keyheat_cluster_rounds_total"]
+			require.LessOrEqual(t, rounds, 59.0, "a round per slot end, once")
+			require.GreaterOrEqual(t, got["keyheat_cluster_batches_total"], parts*rounds, "a batch per partition per round")
+			require.Contains(t, got, "keyheat_cluster_stale_batches_total")
+			keys, ok := got["keyheat_cluster_keys"]
+			require.True(t, ok, "keys tracked is exported")
+			require.LessOrEqual(t, keys, float64(cfg.Pipeline.Detect.ClusterKeys))
+			lag, ok := got["keyheat_cluster_round_lag_seconds"]
+			require.True(t, ok, "round lag is exported")
+			require.GreaterOrEqual(t, lag, 0.0)
+			require.Equal(t, 1.0, got["keyheat_detect_merger"])
+		})
+	}
+}
+
+// TestClusterAlertArchived: with the archive on, the nginx case's cluster
+// hot and cooled are in the Parquet hot-key archive, as published, by the
+// time the run ends. A second run with a new merge group re-reads the
+// windows topic and archives them again; read back, each ID is there
+// once, and none of a partition.
+func TestClusterAlertArchived(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 6)
+			recs, _ := nginxLines(e.events, 6)
+			produceMany(t, e.seeds, recs)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			arOpts := parquet.DefaultOptions()
+			arOpts.Root, arOpts.SegmentAge = t.TempDir(), time.Hour // only the merger's flushes make it durable
+			run := func(mergeGroup string) {
+				ar, err := parquet.Open(ctx, arOpts, testLogger(t), nil)
+				require.NoError(t, err)
+				cfg := e.config(t)
+				cfg.ExitAtEnd = true
+				cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+				cfg.Pipeline = clusterPipeline()
+				cfg.Archive, cfg.ArchiveFlush = ar, time.Hour
+				cfg.MergeGroup = mergeGroup
+				svc, err := detect.New(cfg)
+				require.NoError(t, err)
+				require.NoError(t, svc.Run(ctx))
+				require.NoError(t, ar.Close())
+			}
+			read := func() []*schemas.HotKeyEvent {
+				fsys, err := parquet.NewDirFS(arOpts.Root)
+				require.NoError(t, err)
+				hs, bad, err := parquet.ReadHotKeys(ctx, fsys, parquet.Query{}, testLogger(t))
+				require.NoError(t, err)
+				require.Empty(t, bad)
+				return hs
+			}
+			run(e.mergeGroup)
+			published := map[string]schemas.HotKeyEvent{}
+			evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+			for _, h := range evs {
+				published[h.ID] = h
+			}
+			require.Len(t, published, 2, "the URL's hot and cooled: %+v", evs)
+			check := func() {
+				t.Helper()
+				hs := read()
+				require.Len(t, hs, len(published), "each published cluster event archived, once")
+				for _, h := range hs {
+					p, ok := published[h.ID]
+					require.True(t, ok, "archived %+v was not published", h)
+					require.Equal(t, int32(schemas.ClusterPartition), h.Partition)
+					require.Equal(t, p.Type, h.Type)
+					require.Equal(t, p.Key, h.Key)
+					require.Equal(t, p.OnsetMs, h.OnsetMs)
+					require.Equal(t, p.Count, h.Count)
+					require.Equal(t, p.Topic, h.Topic)
+					// The archive's row has no partitions or error columns
+					// (schemas.HotKeyRow): the bounds are not archived.
+				}
+			}
+			check()
+			run(e.mergeGroup + "-again")
+			evs, _ = hotRecords(t, e.seeds, e.hotkeys)
+			require.Greater(t, len(evs), len(published), "the second merger published again")
+			for _, h := range evs {
+				require.Contains(t, published, h.ID, "the second merger raised %+v, not the first's", h)
+			}
+			check()
 		})
 	}
 }

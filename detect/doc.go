@@ -159,13 +159,21 @@
 // PartitionWindowID can: topic names have no ':'). The merger feeds them
 // to a pipeline.ClusterAlerts, not to the summaries' Merger, so they never
 // hold its commit point, and publishes the cluster's hot and cooled
-// events to the registry (schemas.HotKeyRecordKey) and ClickHouse. Its
+// events to the registry (schemas.HotKeyRecordKey), ClickHouse and, when
+// it is on, the Parquet archive's hot keys (writer source "cluster",
+// flushed before the commit passes the batch behind the event; the
+// archive's rows carry no partitions or error, so not the bounds). Its
 // commit goes no further than the candidate batches of the last longest
-// rule window, twice, plus cool-down and suppression, nor past the batch
-// behind a cluster event not acknowledged: a new merger re-reads them,
-// rebuilds the rounds and re-emits the events with the same IDs, which
-// the registry and ClickHouse dedupe. A key hot for longer than that span
-// is published hot again after a failover, with a later onset. Replay
+// rule window, twice, plus cool-down and suppression, nor than two
+// longest rule windows before the round that raised a key still hot (or
+// cooled less than the suppression ago), nor past the batch behind a
+// cluster event not acknowledged: a new merger re-reads them, rebuilds
+// the rounds and re-emits the events with the same IDs, which the
+// registry, ClickHouse and the archive's reader dedupe (meanwhile the
+// registry's last record for a cooled key may briefly be its hot again,
+// until the re-emitted cooled follows). A key that stays hot holds the
+// commit at its onset, so the windows topic's retention must outlast the
+// longest hot episode. Replay
 // runs the same cluster stage over the archived partitions' batches.
 //
 // # Modes and operation

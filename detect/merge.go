@@ -58,9 +58,13 @@ type mergeRunner struct {
 	paused     bool
 	arch       *parquet.ReportWriter
 	archUnsync []int64 // starts of reports appended since the last flush
-	lastFlush  time.Time
-	acks       []ack
-	committed  pipeline.CommitPoint
+	// hotArch archives the cluster stage's hot-key events (nil without
+	// an archive); hotUnsync their IDs appended since the last flush.
+	hotArch   *parquet.HotKeyWriter
+	hotUnsync []string
+	lastFlush time.Time
+	acks      []ack
+	committed pipeline.CommitPoint
 	// When the group was last asked which partitions it reads.
 	expectedAt time.Time
 	// The oldest window held, since when, and when the wait for it was
@@ -216,6 +220,12 @@ func (mr *mergeRunner) drop() {
 		}
 		mr.arch, mr.archUnsync = nil, nil
 	}
+	if mr.hotArch != nil {
+		if err := mr.hotArch.Close(); err != nil {
+			mr.s.log.Warn("close cluster hot-key archive", "err", err)
+		}
+		mr.hotArch, mr.hotUnsync = nil, nil
+	}
 	mr.mu.Lock()
 	mr.owned, mr.start = false, nil
 	mr.mu.Unlock()
@@ -339,6 +349,9 @@ func (mr *mergeRunner) ensureMerger() error {
 	p := mr.s.cfg.Pipeline
 	hold := mr.s.cfg.Merge.AlignWindows()*p.Window.Milliseconds() + p.Lateness.Milliseconds()
 	mr.cluster = pipeline.NewClusterAlerts(mr.s.rules.Load(), p.Detect, hold)
+	if err := mr.cluster.Register(cfg.Registerer); err != nil {
+		return fmt.Errorf("detect: %w", err)
+	}
 	mr.cands, mr.lastCand, mr.clusterOut = nil, -1, map[string]clusterClaim{}
 	if st.committed >= 0 {
 		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}
@@ -348,10 +361,18 @@ func (mr *mergeRunner) ensureMerger() error {
 		if err != nil {
 			return fmt.Errorf("detect: report archive: %w", err)
 		}
-		mr.arch, mr.lastFlush = rw, mr.s.now()
+		hw, err := a.HotKeys(clusterArchiveSource)
+		if err != nil {
+			return errors.Join(fmt.Errorf("detect: cluster hot-key archive: %w", err), rw.Close())
+		}
+		mr.arch, mr.hotArch, mr.lastFlush = rw, hw, mr.s.now()
 	}
 	return nil
 }
+
+// clusterArchiveSource names the merger's hot-key writer in the archive;
+// a partition's is "<topic>-<partition>".
+const clusterArchiveSource = "cluster"
 
 func (mr *mergeRunner) add(r *kgo.Record) {
 	mr.next = r.Offset + 1
@@ -528,20 +549,38 @@ func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
 	}
 }
 
+// flushArchive makes the reports and cluster hot-key events appended to
+// the archive durable, every ArchiveFlush or at once with force, and
+// counts them acknowledged.
 func (mr *mergeRunner) flushArchive(ctx context.Context, force bool) {
-	if mr.arch == nil || len(mr.archUnsync) == 0 || !force && mr.s.now().Sub(mr.lastFlush) < mr.s.cfg.ArchiveFlush {
+	if mr.arch == nil || len(mr.archUnsync)+len(mr.hotUnsync) == 0 ||
+		!force && mr.s.now().Sub(mr.lastFlush) < mr.s.cfg.ArchiveFlush {
 		return
 	}
-	if err := mr.arch.Flush(ctx); err != nil {
-		if ctx.Err() == nil {
-			mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
+	if len(mr.archUnsync) > 0 {
+		if err := mr.arch.Flush(ctx); err != nil {
+			if ctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
+			}
+			return
 		}
-		return
+		for _, start := range mr.archUnsync {
+			mr.ackReport(start)
+		}
+		mr.archUnsync = mr.archUnsync[:0]
 	}
-	for _, start := range mr.archUnsync {
-		mr.ackReport(start)
+	if len(mr.hotUnsync) > 0 {
+		if err := mr.hotArch.Flush(ctx); err != nil {
+			if ctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
+			}
+			return
+		}
+		for _, id := range mr.hotUnsync {
+			mr.ackCluster(id)
+		}
+		mr.hotUnsync = mr.hotUnsync[:0]
 	}
-	mr.archUnsync = mr.archUnsync[:0]
 	mr.lastFlush = mr.s.now()
 }
 
@@ -703,7 +742,9 @@ func parseMergeMeta(s string) (int64, error) {
 // emitCluster publishes the cluster stage's hot-key events as a worker
 // publishes a partition's: to the registry (record key
 // schemas.HotKeyRecordKey, so the cluster's decision is the key's last
-// record) and ClickHouse, which dedupe by ID.
+// record), ClickHouse and the archive, which dedupe by ID. An event
+// holds the commit (clusterHold) until every one acknowledged it, the
+// archive once it flushed.
 func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEvent) {
 	s := mr.s
 	nowMs := s.now().UnixMilli()
@@ -718,6 +759,9 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 		id := h.ID
 		need := 1
 		if s.cfg.ClickHouse != nil {
+			need++
+		}
+		if mr.hotArch != nil {
 			need++
 		}
 		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand}
@@ -735,6 +779,13 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 				}
 				return
 			}
+		}
+		if mr.hotArch != nil {
+			if err := mr.hotArch.Append(&h); err != nil {
+				s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
+				return
+			}
+			mr.hotUnsync = append(mr.hotUnsync, id)
 		}
 		s.m.alerts.WithLabelValues(h.Type).Inc()
 		if h.Type == schemas.HotKeyHot {
@@ -761,10 +812,14 @@ func (mr *mergeRunner) ackCluster(id string) {
 // cluster stage: a restarted merger re-reads the candidate batches from
 // there, so that its rounds see what the crashed one's saw over the
 // longest rule window, the cool-down and the suppression before the last
-// round (and the batches behind any cluster event not acknowledged), and
-// raises the same events with the same IDs; destinations dedupe by them.
-// A key hot for longer than that span is raised hot again, with a new
-// onset, after a restart.
+// round, over two longest rule windows before the round that raised any
+// key still hot (or cooled within the suppression), and the batches
+// behind any cluster event not acknowledged, and raises the same events
+// with the same IDs; destinations dedupe by them. Without the episode
+// hold a merger taking over from a commit after a still-hot key's onset
+// raised it hot again with a later onset, a new ID. So a key that stays
+// hot holds the commit at its onset: the windows topic's retention must
+// outlast the longest hot episode for a failover to keep its ID.
 func (mr *mergeRunner) clusterHold() int64 {
 	hold := int64(math.MaxInt64)
 	for _, c := range mr.clusterOut {
@@ -775,9 +830,12 @@ func (mr *mergeRunner) clusterHold() int64 {
 	}
 	d := mr.s.cfg.Pipeline.Detect
 	span := 2*mr.s.rules.Load().MaxWindow().Milliseconds() + d.CoolDown.Milliseconds() + d.Suppress.Milliseconds()
-	newest := mr.cands[len(mr.cands)-1].slotEndMs
+	from := mr.cands[len(mr.cands)-1].slotEndMs - span
+	if start, ok := mr.cluster.EpisodeStartMs(); ok {
+		from = min(from, start-2*mr.s.rules.Load().MaxWindow().Milliseconds())
+	}
 	n := 0
-	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < newest-span {
+	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < from {
 		n++
 	}
 	mr.cands = mr.cands[:copy(mr.cands, mr.cands[n:])]

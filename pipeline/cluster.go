@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"slices"
+	"sync/atomic"
 
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sketch"
@@ -40,22 +41,32 @@ type ClusterAlerts struct {
 	holdMs int64
 	groups map[clusterGroupKey]*clusterGroup
 	nkeys  int
-	stats  ClusterStats
+	stats  *ClusterStats
 	keys   []*clusterKey // scratch
 }
 
-// ClusterStats are the cluster stage's counters.
+// ClusterStats are the cluster stage's counters and gauges. The stage's
+// caller writes them; anyone may read them (they are atomics), and
+// ClusterAlerts.Register exports them to Prometheus.
 type ClusterStats struct {
 	// Batches counts the candidate batches added; Stale those that came
 	// for a slot their partition had already sent, or after their round
 	// was evaluated without them (their counts still replace the
 	// partition's older ones).
-	Batches, Stale uint64
+	Batches, Stale atomic.Uint64
 	// Rounds counts rounds evaluated; Hot and Cooled the events raised.
-	Rounds, Hot, Cooled uint64
+	Rounds, Hot, Cooled atomic.Uint64
 	// KeysRefused counts keys listed while ClusterKeys entries were held:
 	// their counts from that batch are not summed.
-	KeysRefused uint64
+	KeysRefused atomic.Uint64
+	// Keys is the number of (rule, app, key) entries held now, over every
+	// topic: at most DetectOptions.ClusterKeys.
+	Keys atomic.Int64
+	// RoundLagMs is, over the topics, the largest distance in event time
+	// from the newest slot end received to the last round evaluated (to
+	// the first slot end before any): how far rounds are held back waiting
+	// for slower partitions, as of the last Ready or Finish.
+	RoundLagMs atomic.Int64
 }
 
 type clusterGroupKey struct {
@@ -92,6 +103,7 @@ type clusterKey struct {
 	counts            map[int32]schemas.CandidateKey
 	hot, deferred     bool
 	belowMs, cooledMs int64
+	raisedMs          int64 // round of the last hot; noTime before any
 }
 
 // NewClusterAlerts returns a cluster stage deciding by rules (compiled
@@ -100,21 +112,46 @@ type clusterKey struct {
 // a partition may fall behind the newest before rounds stop waiting for
 // it; at least the rule window is sensible.
 func NewClusterAlerts(rules *Rules, d DetectOptions, holdMs int64) *ClusterAlerts {
-	return &ClusterAlerts{rules: rules, d: d, holdMs: max(holdMs, 1), groups: map[clusterGroupKey]*clusterGroup{}}
+	return &ClusterAlerts{rules: rules, d: d, holdMs: max(holdMs, 1), groups: map[clusterGroupKey]*clusterGroup{},
+		stats: &ClusterStats{}}
 }
 
 // SetRules replaces the rules; state is kept, keys of a rule no longer
 // defined are treated as below every threshold (so they cool).
 func (c *ClusterAlerts) SetRules(r *Rules) { c.rules = r }
 
-// Stats returns the counters.
-func (c *ClusterAlerts) Stats() ClusterStats { return c.stats }
+// Stats returns the counters, live: they keep changing.
+func (c *ClusterAlerts) Stats() *ClusterStats { return c.stats }
+
+// EpisodeStartMs returns the earliest round (slot end) at which a key
+// whose episode still bears on what the stage raises was raised hot: a
+// key hot now, or cooled less than the suppression ago, or above while
+// suppressed. ok is false when there is none. A stage fed the same
+// batches from far enough before that round (a rule window of counts)
+// raises that episode's events again, with the same IDs; one fed from
+// later would raise the key hot anew.
+func (c *ClusterAlerts) EpisodeStartMs() (startMs int64, ok bool) {
+	suppressMs := c.d.Suppress.Milliseconds()
+	for _, g := range c.groups {
+		for _, k := range g.keys {
+			if k.raisedMs == noTime {
+				continue
+			}
+			if k.hot || k.deferred || k.cooledMs != noTime && g.doneMs < k.cooledMs+suppressMs {
+				if !ok || k.raisedMs < startMs {
+					startMs, ok = k.raisedMs, true
+				}
+			}
+		}
+	}
+	return startMs, ok
+}
 
 // Add queues a partition's candidate batch. Batches of one partition
 // must come in slot order (they do on keyheat.windows); partitions may
 // interleave in any order.
 func (c *ClusterAlerts) Add(b *schemas.Candidates) {
-	c.stats.Batches++
+	c.stats.Batches.Add(1)
 	gk := clusterGroupKey{b.Topic, b.WindowMs}
 	g := c.groups[gk]
 	if g == nil {
@@ -129,14 +166,14 @@ func (c *ClusterAlerts) Add(b *schemas.Candidates) {
 		g.parts[b.Partition] = p
 	}
 	if b.SlotEndMs <= p.latest {
-		c.stats.Stale++ // sent again (a restarted partition): already have it
+		c.stats.Stale.Add(1) // sent again (a restarted partition): already have it
 		return
 	}
 	p.latest = b.SlotEndMs
 	g.maxEndMs = max(g.maxEndMs, b.SlotEndMs)
 	if b.SlotEndMs <= g.doneMs {
 		// Its round went without it: its counts still replace older ones.
-		c.stats.Stale++
+		c.stats.Stale.Add(1)
 		c.apply(g, p, b)
 		return
 	}
@@ -167,6 +204,7 @@ func (c *ClusterAlerts) run(status StatusFunc, all bool, out []schemas.HotKeyEve
 	slices.SortFunc(gks, func(a, b clusterGroupKey) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.windowMs, b.windowMs))
 	})
+	lag := int64(0)
 	for _, gk := range gks {
 		g := c.groups[gk]
 		for {
@@ -176,7 +214,13 @@ func (c *ClusterAlerts) run(status StatusFunc, all bool, out []schemas.HotKeyEve
 			}
 			out = c.round(g, r, out)
 		}
+		done := g.doneMs
+		if done == noTime {
+			done = g.firstEndMs
+		}
+		lag = max(lag, g.maxEndMs-done)
 	}
+	c.stats.RoundLagMs.Store(lag)
 	return out
 }
 
@@ -220,7 +264,7 @@ func waitless(st PartitionStatus, r int64) bool {
 // round applies the batches of slot end r, lapses partitions with no
 // batch for a window, and evaluates every key.
 func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEvent) []schemas.HotKeyEvent {
-	c.stats.Rounds++
+	c.stats.Rounds.Add(1)
 	ids := make([]int32, 0, len(g.parts))
 	for id := range g.parts {
 		ids = append(ids, id)
@@ -267,16 +311,16 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 			if r-k.belowMs >= coolMs {
 				k.hot, k.cooledMs = false, k.belowMs+coolMs
 				out = append(out, c.event(g, x, k, lv, schemas.HotKeyCooled, k.cooledMs))
-				c.stats.Cooled++
+				c.stats.Cooled.Add(1)
 			}
 		case above && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs):
-			k.hot, k.deferred, k.belowMs = true, false, noTime
+			k.hot, k.deferred, k.belowMs, k.raisedMs = true, false, noTime, r
 			ev := c.event(g, x, k, lv, schemas.HotKeyHot, clockMs)
 			ws := float64(g.windowMs) / 1000
 			m := suggest(lv.reads, lv.writes, float64(lv.writes)/ws, c.d.SplitCapacity)
 			ev.Mitigation = &m
 			out = append(out, ev)
-			c.stats.Hot++
+			c.stats.Hot.Add(1)
 		case above:
 			k.deferred = true
 		default:
@@ -285,6 +329,7 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 		if len(k.counts) == 0 && !k.hot && !k.deferred && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs) {
 			delete(g.keys, k.id)
 			c.nkeys--
+			c.stats.Keys.Store(int64(c.nkeys))
 		}
 	}
 	clear(keys)
@@ -306,12 +351,13 @@ func (c *ClusterAlerts) apply(g *clusterGroup, p *clusterPart, b *schemas.Candid
 		k := g.keys[id]
 		if k == nil {
 			if c.nkeys >= c.d.ClusterKeys {
-				c.stats.KeysRefused++
+				c.stats.KeysRefused.Add(1)
 				continue
 			}
-			k = &clusterKey{id: id, short: ck.Shortened, counts: map[int32]schemas.CandidateKey{}, belowMs: noTime, cooledMs: noTime}
+			k = &clusterKey{id: id, short: ck.Shortened, counts: map[int32]schemas.CandidateKey{}, belowMs: noTime, cooledMs: noTime, raisedMs: noTime}
 			g.keys[id] = k
 			c.nkeys++
+			c.stats.Keys.Store(int64(c.nkeys))
 		}
 		k.counts[p.id] = *ck // strings only: nothing of b is kept
 		p.listed = append(p.listed, k)

@@ -204,7 +204,7 @@ func TestClusterKeysBound(t *testing.T) {
 	c := newCluster(t, o)
 	c.Add(batch(0, 1000, 25, ck("a", 30), ck("b", 30), ck("c", 30)))
 	c.Finish(nil)
-	require.Equal(t, uint64(1), c.Stats().KeysRefused)
+	require.Equal(t, uint64(1), c.Stats().KeysRefused.Load())
 }
 
 // TestClusterRecallPrecision measures, on an unkeyed Zipf stream over 8
@@ -256,4 +256,54 @@ func TestClusterRecallPrecision(t *testing.T) {
 			}
 		})
 	}
+}
+
+// EpisodeStartMs says from which round a key's episode must be replayed
+// for a new stage to raise its events with the same IDs: the stream of
+// TestClusterDeterministic (the key hot over [2000, 4000)) fed from a
+// window before it gives the full run's events; fed from inside the
+// episode, a hot with another ID.
+func TestClusterEpisodeStart(t *testing.T) {
+	feed := func(fromMs int64, watch func(*ClusterAlerts, int64)) []schemas.HotKeyEvent {
+		c := newCluster(t, clusterOpts(""))
+		var evs []schemas.HotKeyEvent
+		for end := int64(1000); end <= 9000; end += 100 {
+			if end < fromMs {
+				continue
+			}
+			for p := range int32(4) {
+				if end >= 2000 && end < 4000 {
+					c.Add(batch(p, end, 25, ck("k", 300)))
+				} else {
+					c.Add(batch(p, end, 25))
+				}
+			}
+			evs = c.Ready(nil, evs)
+			if watch != nil {
+				watch(c, end)
+			}
+		}
+		return c.Finish(evs)
+	}
+	starts := map[int64]int64{} // round → EpisodeStartMs, when ok
+	all := feed(0, func(c *ClusterAlerts, end int64) {
+		if s, ok := c.EpisodeStartMs(); ok {
+			starts[end] = s
+		}
+	})
+	require.Len(t, all, 2)
+	require.Equal(t, schemas.HotKeyHot, all[0].Type)
+	// Hot at round 2000, below from 4000, cooled at 6000 (cool-down 2 s),
+	// suppressed until 7000 (1 s): the episode bears until then.
+	for end := int64(1000); end <= 9000; end += 100 {
+		if end >= 2000 && end < 7000 {
+			require.Equal(t, int64(2000), starts[end], "round %d", end)
+		} else {
+			require.NotContains(t, starts, end, "round %d", end)
+		}
+	}
+	require.Equal(t, all, feed(2000-1000, nil), "fed from a window before the episode: the same events")
+	late := feed(3000, nil)
+	require.Len(t, late, 2)
+	require.NotEqual(t, all[0].ID, late[0].ID, "fed from inside the episode: hot again, later")
 }
