@@ -314,3 +314,31 @@ func TestClusterAlertArchived(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterCapsWarned: when the cluster stage is full
+// (pipeline.detect.cluster_keys) or partitions cap their candidate
+// batches (max_candidates), alerts can be lost or late; the log says so,
+// naming the setting, and the capped keys are counted.
+func TestClusterCapsWarned(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 6)
+			recs, _ := nginxLines(e.events, 6)
+			produce(t, e.seeds, recs[:60_000]...) // the first 13 s, the hot URL's first 3 included
+			cfg := e.config(t)
+			log := logTo(t, &cfg)
+			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+			cfg.Pipeline = clusterPipeline()
+			// Every key is a candidate: far more than either cap holds.
+			cfg.Pipeline.Detect.PreThreshold = 0.001
+			cfg.Pipeline.Detect.ClusterKeys = 1
+			cfg.Pipeline.Detect.MaxCandidates = 1
+			require.NoError(t, runExitAtEnd(t, cfg))
+			out := log.String()
+			require.Contains(t, out, `msg="cluster stage full`)
+			require.Contains(t, out, "raise pipeline.detect.cluster_keys")
+			require.Contains(t, out, `msg="candidate batches capped`)
+			require.Contains(t, out, "raise pipeline.detect.max_candidates")
+		})
+	}
+}

@@ -71,6 +71,10 @@ type mergeRunner struct {
 	// last logged (sayWaiting).
 	waitStart          int64
 	waitSince, waitLog time.Time
+	// refusedLogged is the cluster stage's KeysRefused last logged, at
+	// refusedLog.
+	refusedLogged uint64
+	refusedLog    time.Time
 	// status tells the merger which partitions are silent or idle without
 	// events (the board); nil in an ExitAtEnd run, which waits for every
 	// partition and reports what is left at the end (Finish), so its
@@ -293,6 +297,7 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		mr.emit(ctx, mr.m.Ready(mr.status))
 		mr.cluster.SetRules(mr.s.rules.Load()) // reloads reach the cluster stage too
 		mr.emitCluster(ctx, mr.cluster.Ready(mr.status, nil))
+		mr.sayRefused()
 		mr.sayWaiting()
 		mr.retryClickHouse(ctx)
 		mr.applyAcks()
@@ -488,6 +493,21 @@ func (mr *mergeRunner) refreshExpected(ctx context.Context) {
 		return // no member holds anything: nothing to learn
 	}
 	mr.m.SetExpected(exp)
+}
+
+// sayRefused warns, at most every waitSay, when the cluster stage was
+// full (pipeline.detect.cluster_keys) and left keys out since it last
+// said so: their counts were not summed, and a key among them that is
+// hot cluster-wide is not alerted.
+func (mr *mergeRunner) sayRefused() {
+	n := mr.cluster.Stats().KeysRefused.Load()
+	now := mr.s.now()
+	if n == mr.refusedLogged || now.Sub(mr.refusedLog) < waitSay {
+		return
+	}
+	mr.s.log.Warn("cluster stage full: keys listed by partitions were not tracked, and a hot one among them is not alerted; raise pipeline.detect.cluster_keys",
+		"refused", n-mr.refusedLogged, "refused_total", n, "cluster_keys", mr.s.cfg.Pipeline.Detect.ClusterKeys)
+	mr.refusedLogged, mr.refusedLog = n, now
 }
 
 // waitSay is how long the merger waits for a window's partitions before

@@ -120,6 +120,7 @@ type partWorker struct {
 	// worker handles nothing more (the service stops).
 	refused   bool
 	rulesGen  uint64
+	cappedLog time.Time // when capped candidate batches were last logged
 	prevStats pipeline.Stats
 	ended     bool // End was called (ExitAtEnd)
 	// alignWin is the window of the newest event time taken, alignUnknown
@@ -972,10 +973,20 @@ func (w *partWorker) countStats(before pipeline.Stats) {
 		{"ring_admitted", now.RingAdmitted, before.RingAdmitted}, {"ring_refused", now.RingRefused, before.RingRefused},
 		{"ring_evicted", now.RingEvicted, before.RingEvicted},
 		{"alerts_dropped", now.AlertsDropped, before.AlertsDropped},
+		{"candidate_batches", now.Candidates, before.Candidates},
+		{"candidate_keys", now.CandidateKeys, before.CandidateKeys},
+		{"candidate_keys_capped", now.CandidatesCapped, before.CandidatesCapped},
 	} {
 		if d.now > d.bf {
 			c.WithLabelValues(d.name).Add(float64(d.now - d.bf))
 		}
+	}
+	if now.CandidatesCapped > before.CandidatesCapped && w.s.now().Sub(w.cappedLog) >= time.Minute {
+		w.cappedLog = w.s.now()
+		w.s.log.Warn("candidate batches capped: keys over the local pre-threshold were left out and the batches' floor rose, "+
+			"so cluster bounds are looser and a hot key may be alerted late or not at all under cluster_bound: lower; raise pipeline.detect.max_candidates",
+			"topic", w.tp.topic, "partition", w.tp.partition, "left_out", now.CandidatesCapped-before.CandidatesCapped,
+			"max_candidates", w.s.cfg.Pipeline.Detect.MaxCandidates)
 	}
 	w.prevStats = now
 }
