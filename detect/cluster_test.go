@@ -80,7 +80,7 @@ func hotRecords(t *testing.T, seeds []string, topic string) ([]schemas.HotKeyEve
 	return evs, last
 }
 
-// TestClusterAlertNginx is issue 16's case: an nginx log produced
+// TestClusterAlertNginx: an nginx log produced
 // round-robin to 6 partitions, no record key. Per partition the hot URL
 // is at about 250/s, under the rule; the cluster stage sums the
 // partitions' candidates and raises one alert.
