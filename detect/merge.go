@@ -352,8 +352,7 @@ func (mr *mergeRunner) ensureMerger() error {
 	}
 	mr.m, mr.next = m, st.first
 	p := mr.s.cfg.Pipeline
-	hold := mr.s.cfg.Merge.AlignWindows()*p.Window.Milliseconds() + p.Lateness.Milliseconds()
-	mr.cluster = pipeline.NewClusterAlerts(mr.s.rules.Load(), p.Detect, hold)
+	mr.cluster = pipeline.NewClusterAlerts(mr.s.rules.Load(), p.Detect, clusterHoldMs(mr.s.cfg.Merge.MergerOptions, p))
 	if err := mr.cluster.Register(cfg.Registerer); err != nil {
 		return fmt.Errorf("detect: %w", err)
 	}
@@ -373,6 +372,20 @@ func (mr *mergeRunner) ensureMerger() error {
 		mr.arch, mr.hotArch, mr.lastFlush = rw, hw, mr.s.now()
 	}
 	return nil
+}
+
+// clusterHoldMs is how far (in event time) a partition's candidate
+// batches may fall behind the newest before the cluster stage stops
+// waiting for them: max_pending_windows report windows plus the
+// lateness, what the summaries' merger holds. The aligner keeps a
+// partition's position within half that of the slowest, but a position
+// runs ahead of what the merger has read: a starved partition's batches
+// may still be unsent while it counts as one window further on, and the
+// others run the whole alignment span past it. A hold of that span alone
+// gave such a partition up as soon as the others reached its end,
+// dropping its counts from the rounds between.
+func clusterHoldMs(mo pipeline.MergerOptions, p pipeline.Options) int64 {
+	return int64(mo.MaxPendingWindows)*p.Window.Milliseconds() + p.Lateness.Milliseconds()
 }
 
 // clusterArchiveSource names the merger's hot-key writer in the archive;

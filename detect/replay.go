@@ -177,10 +177,9 @@ func newReplayer(cfg ReplayConfig, sink ReplaySink) (*replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: merger: %w", err)
 	}
-	hold := mc.AlignWindows()*cfg.Pipeline.Window.Milliseconds() + cfg.Pipeline.Lateness.Milliseconds()
 	return &replayer{cfg: cfg, sink: sink, log: log, keyed: cfg.Keyed != KeyedFalse,
 		cores: map[tp]*pipeline.Partition{}, merger: m,
-		cluster: pipeline.NewClusterAlerts(rules, cfg.Pipeline.Detect, hold)}, nil
+		cluster: pipeline.NewClusterAlerts(rules, cfg.Pipeline.Detect, clusterHoldMs(mc.MergerOptions, cfg.Pipeline))}, nil
 }
 
 // process feeds one archived event to its partition's core and publishes
