@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"cmp"
-	"math/bits"
 	"slices"
 
 	"github.com/keyheat/keyheat/hotring"
@@ -30,49 +29,42 @@ type alertState struct {
 // noTime marks an unset time; the same value as schemas.NoTimeMs.
 const noTime = schemas.NoTimeMs
 
-// level is a key's window as one alert decision sees it.
+// level is a key's window as one alert decision sees it: its counts over
+// the window's slots after the oldest, up to now (see windowCount), all
+// inside (now − W, now]; oldest is the oldest slot's events, which the
+// counts leave out and of which some may lie inside too.
 type level struct {
-	events, bytes  uint64 // over (now − W, now]
-	evFrac, byFrac float64
-	reads, writes  uint64
-	above          bool
+	events, bytes, reads, writes uint64
+	oldest                       uint64
+	above                        bool
 }
 
 // above reports whether a key whose ring window is win reaches rule x's
-// thresholds over (now − W, now]: the one question asked of every event of
+// thresholds (see windowCount): the one question asked of every event of
 // a tracked key, so it computes no more than it needs.
-func (g *group) above(x *rule, win *hotring.Window, nowMs int64) bool {
+func (g *group) above(x *rule, win *hotring.Window) bool {
 	if x.needEvents > 0 {
-		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs); hi > 0 || lo >= x.needEvents {
+		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents]); hi > 0 || lo >= x.needEvents {
 			return true
 		}
 	}
 	if x.needBytes > 0 {
-		if hi, lo := g.windowCount(win.Sum[laneBytes], win.Oldest[laneBytes], nowMs); hi > 0 || lo >= x.needBytes {
+		if hi, lo := g.windowCount(win.Sum[laneBytes], win.Oldest[laneBytes]); hi > 0 || lo >= x.needBytes {
 			return true
 		}
 	}
 	return false
 }
 
-// measure turns a ring window into the key's counts over (now − W, now]
-// and whether they reach rule x's thresholds.
-func (g *group) measure(x *rule, win *hotring.Window, nowMs int64) level {
-	var lv level
-	eh, el := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs)
-	bh, bl := g.windowCount(win.Sum[laneBytes], win.Oldest[laneBytes], nowMs)
-	lv.above = x != nil && g.above(x, win, nowMs)
-	d := uint64(g.slotMs)
-	var r uint64
-	lv.events, r = bits.Div64(eh, el, d) // eh < d: the count itself fits in 64 bits
-	lv.evFrac = float64(lv.events) + float64(r)/float64(d)
-	lv.bytes, r = bits.Div64(bh, bl, d)
-	lv.byFrac = float64(lv.bytes) + float64(r)/float64(d)
-	rh, rl := g.windowCount(win.Sum[laneReads], win.Oldest[laneReads], nowMs)
-	lv.reads, _ = bits.Div64(rh, rl, d)
-	wh, wl := g.windowCount(win.Sum[laneWrites], win.Oldest[laneWrites], nowMs)
-	lv.writes, _ = bits.Div64(wh, wl, d)
-	return lv
+// measure turns a ring window into the key's level and whether it
+// reaches rule x's thresholds.
+func (g *group) measure(x *rule, win *hotring.Window) level {
+	return level{
+		events: win.Sum[laneEvents] - win.Oldest[laneEvents], bytes: win.Sum[laneBytes] - win.Oldest[laneBytes],
+		reads: win.Sum[laneReads] - win.Oldest[laneReads], writes: win.Sum[laneWrites] - win.Oldest[laneWrites],
+		oldest: win.Oldest[laneEvents],
+		above:  x != nil && g.above(x, win),
+	}
 }
 
 // observe updates the alert state of a key just counted (or admitted) by
@@ -80,7 +72,7 @@ func (g *group) measure(x *rule, win *hotring.Window, nowMs int64) level {
 // hot at once.
 func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uint64, win *hotring.Window, tsMs int64, out *Output) {
 	nowMs := p.maxTs
-	above := g.above(x, win, nowMs)
+	above := g.above(x, win)
 	if above && x.alert && win.Tag == g.steady {
 		return // steady (see group.steady): nothing to update
 	}
@@ -113,12 +105,12 @@ func (p *Partition) observe(g *group, x *rule, ad *appDet, key string, h, hr uin
 		st = &alertState{hr: hr, ns: ad.ns, app: ad.app, key: cloneString(key), keyHash: h, short: p.curShortened,
 			belowMs: noTime, cooledMs: noTime}
 		g.insert(st)
-		p.hot(g, x, st, g.measure(x, win, nowMs), tsMs, out)
+		p.hot(g, x, st, g.measure(x, win), tsMs, out)
 	case st.hot:
 		st.belowMs = noTime
 		st.rule = x.name
 	case nowMs >= st.cooledMs+p.o.Detect.Suppress.Milliseconds():
-		p.hot(g, x, st, g.measure(x, win, nowMs), tsMs, out)
+		p.hot(g, x, st, g.measure(x, win), tsMs, out)
 	default:
 		st.deferred = true
 		st.rule = x.name
@@ -149,7 +141,7 @@ func (p *Partition) tickAlerts(g *group, out *Output) {
 		if !g.ring.WindowHash(st.hr, st.ns, st.key, nowMs, &win) {
 			win = hotring.Window{} // untracked: it passed no gate for a window, so it is below
 		}
-		lv := g.measure(x, &win, nowMs)
+		lv := g.measure(x, &win)
 		switch {
 		case st.hot && lv.above:
 			st.belowMs = noTime
@@ -191,8 +183,8 @@ func (p *Partition) hotKeyEvent(g *group, x *rule, st *alertState, typ string, l
 		Version: schemas.HotKeyVersion,
 		ID:      schemas.HotKeyID(p.src.Topic, p.src.Partition, st.rule, typ, st.app, st.key, onsetMs),
 		Type:    typ, App: st.app, Key: st.key, KeyHash: string(hexHash(nil, st.keyHash)), Rule: st.rule,
-		Rate: lv.evFrac / ws, Count: lv.events, WindowMs: g.windowMs,
-		BytesRate: lv.byFrac / ws,
+		Rate: float64(lv.events) / ws, Count: lv.events, Error: lv.oldest, WindowMs: g.windowMs,
+		BytesRate: float64(lv.bytes) / ws,
 		Topic:     p.src.Topic, Partition: p.src.Partition, OnsetMs: onsetMs,
 		Reads: lv.reads, Writes: lv.writes, Bytes: lv.bytes, Shortened: st.short,
 	}

@@ -11,7 +11,7 @@ import (
 // candidates hands out group g's candidate batch at the slot boundary the
 // tick just crossed (see Output): the keys with alert state whose count
 // over the window ending at the boundary reaches the local pre-threshold,
-// or that are still hot locally, with those counts.
+// with those counts.
 //
 // The tick runs before the event that moved the clock into the new slot
 // is counted, so the ring holds no event of that slot: a key's window
@@ -19,10 +19,9 @@ import (
 // [slotEnd − W, slotEnd), with no pro-rata part.
 //
 // Every key not listed is below the floor (the local threshold over the
-// window, rounded up): a key reaching it over those slots reached it, by
-// the pro-rata count, at its last event (the pro-rata window then
-// covered the same slots and part of an older one), where observe gave it
-// alert state. This holds while the ring refused no key
+// window, rounded up): a key reaching it over those slots reached it at
+// its last event, whose count (the slots after the oldest, up to that
+// event) covered exactly the same slots, so observe gave it alert state. This holds while the ring refused no key
 // (Stats.RingRefused) and no alert was dropped (Stats.AlertsDropped).
 func (p *Partition) candidates(g *group, out *Output) {
 	if !p.windowMode || p.curMaxTsBefore == noTime || len(g.rules) == 0 {
@@ -59,7 +58,11 @@ func (p *Partition) candidates(g *group, out *Output) {
 			ev, by := win.Sum[laneEvents], win.Sum[laneBytes]
 			above := (x.needEvents > 0 && mulGE(ev, uint64(g.slotMs), x.needEvents)) ||
 				(x.needBytes > 0 && mulGE(by, uint64(g.slotMs), x.needBytes))
-			if !above && !st.hot {
+			if !above {
+				// Not listed, even if still hot here: what a batch lists
+				// must not depend on the partition's alert history (a
+				// restart rebuilds the counts, not every key's past
+				// episodes), and the cluster stage keeps its own.
 				continue
 			}
 			c.Keys = append(c.Keys, schemas.CandidateKey{App: st.app, Key: st.key, Rule: st.rule,

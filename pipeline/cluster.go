@@ -29,8 +29,8 @@ import (
 //   - upper is lower plus the floors of the other partitions with a
 //     batch in force: each had fewer events of the key than its floor.
 //
-// A key is hot when lower (or upper, for a rule with cluster_bound
-// upper) reaches the rule's rate × window, with the cool-down and
+// A key is hot when upper (or lower, for a rule with cluster_bound
+// lower) reaches the rule's rate × window, with the cool-down and
 // suppression of a partition's alerts (doc.go) on the rounds' clock: one
 // "hot" per episode, one "cooled" once it stayed below for CoolDown.
 // Events have Partition schemas.ClusterPartition and deterministic IDs,

@@ -115,13 +115,14 @@ func ck(key string, n uint64) schemas.CandidateKey {
 
 // Uneven spreads: two of four partitions list the key at 480 each
 // (lower 960), the other two have floors of 25 (upper 1010). The lower
-// bound does not alert; the upper bound does, saying Error 50.
+// bound does not alert; the upper bound, the default, does, saying
+// Error 50.
 func TestClusterBounds(t *testing.T) {
 	for _, tc := range []struct {
 		bound string
 		hot   bool
-	}{{BoundLower, false}, {BoundUpper, true}} {
-		t.Run(tc.bound, func(t *testing.T) {
+	}{{BoundLower, false}, {BoundUpper, true}, {"", true}} {
+		t.Run("bound="+tc.bound, func(t *testing.T) {
 			c := newCluster(t, clusterOpts(tc.bound))
 			for _, b := range []*schemas.Candidates{batch(0, 1000, 25, ck("k", 480)), batch(1, 1000, 25), batch(2, 1000, 25, ck("k", 480)), batch(3, 1000, 25)} {
 				c.Add(b)

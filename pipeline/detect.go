@@ -332,7 +332,7 @@ func (d *detector) process(ad *appDet, x *rule, g *group, e *schemas.AccessEvent
 	} else if win.Tag == g.steady && x.alert && x.needEvents > 0 {
 		// observe's first test, for the events threshold, here: most
 		// events of a skewed stream are of steady keys.
-		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents], nowMs); hi > 0 || lo >= x.needEvents {
+		if hi, lo := g.windowCount(win.Sum[laneEvents], win.Oldest[laneEvents]); hi > 0 || lo >= x.needEvents {
 			return
 		}
 	}
@@ -420,17 +420,17 @@ func (d *detector) tick(out *Output) {
 	d.groups = kept
 }
 
-// windowCount is a key's count over exactly the window (now − W, now],
-// scaled by slotMs: the S newest slots whole, plus the part of the oldest
-// slot still inside, taken in proportion (events are assumed spread evenly
-// within that one slot). It is 128 bits wide so that no count overflows.
-func (g *group) windowCount(sum, oldest uint64, nowMs int64) (hi, lo uint64) {
-	inside := uint64(g.slotMs - 1 - (nowMs - g.epochMs)) // ms of the oldest slot in the window; now is in the current slot
-	hi, lo = bits.Mul64(sum-oldest, uint64(g.slotMs))
-	h2, l2 := bits.Mul64(oldest, inside)
-	lo, c := bits.Add64(lo, l2, 0)
-	hi += h2 + c
-	return hi, lo
+// windowCount is the count a key's decisions use, scaled by slotMs (the
+// unit of a rule's thresholds): its events in the window's slots after
+// the oldest, up to now. They all lie in the window (now − W, now], so
+// the count is a lower bound of the key's count there (credits aside);
+// the oldest slot, partly inside, is left out rather than taken pro rata:
+// log timestamps of whole seconds put a second's events at the first
+// millisecond of a slot, and a share of them "still inside" made a key
+// at half its rate look at its rate, for ever. It is 128 bits wide so
+// that no count overflows.
+func (g *group) windowCount(sum, oldest uint64) (hi, lo uint64) {
+	return bits.Mul64(sum-oldest, uint64(g.slotMs))
 }
 
 // mulGE reports whether a × b ≥ c without overflow.

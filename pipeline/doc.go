@@ -101,23 +101,26 @@
 // window or under-counts. One sketch per slot costs (Slots+1)/2 times the
 // memory and the same per event.
 //
-// A key's count as of now estimates its events in (now − W, now]: the
-// Slots newest slots whole and the part of the oldest slot still inside,
-// pro rata (events are assumed spread evenly within that one slot). The
-// estimate is neither a lower nor an upper bound: it is above the true
-// count when the oldest slot's events fell mostly in its part that has
-// left the window, below when they fell mostly in the part still inside,
-// by at most that slot's events. A watched key is published hot at the
-// first of its events at which that count reaches a threshold, with the
-// rate it crossed at: up to one slot before its true crossing (old events
-// of the oldest slot still counted), and, for a key that stays at or
-// above its threshold for a slot after crossing, no later than one slot
-// after it. Credits add to the count, so a key can also be published
-// early by what its slots' estimates exceed its true counts (at most
-// e/SketchWidth of a slot's events per slot, with probability
-// 1 − e^-SketchDepth), and only in the window after its admission. A key
-// that crosses and falls back within one slot can be missed when its
-// events are not spread evenly within the oldest slot.
+// A key's count as of now is its events in the window's slots after the
+// oldest one, up to now. Each lies in (now − W, now], so the count is a
+// lower bound of the key's count over the window, short by at most the
+// oldest slot's events (part of that slot is still inside). An alert
+// gives both: Count, and Error, the oldest slot's events, so the window
+// held at most Count + Error. The oldest slot is not taken pro rata: log
+// timestamps of whole seconds put a second's events at a slot's first
+// millisecond, where an even spread within the slot is far from the
+// truth (it made a key at half its rate look at its rate for ever). A
+// watched key is published hot at the first of its events at which that
+// count reaches a threshold, with the rate it crossed at: never before
+// its true crossing, and, for a key whose rate then stays at
+// Slots/(Slots−1) of its threshold or more, no later than one slot after
+// it. A key that reaches its threshold over a window only with events of
+// that window's oldest slot (one that crosses and falls back within a
+// slot, or hovers just at its threshold) can be missed. Credits add to
+// the count, so a key can also be published early by what its slots'
+// estimates exceed its true counts (at most e/SketchWidth of a slot's
+// events per slot, with probability 1 − e^-SketchDepth), and only in the
+// window after its admission.
 //
 // Alert state: a published key stays hot (no repeats) until its count has
 // stayed below its thresholds for CoolDown of event time, then is published
@@ -136,8 +139,9 @@
 // so that a key at its rate spread evenly is a candidate everywhere) and,
 // at every slot boundary its clock passes, hands out a schemas.Candidates
 // per rule window (candidates.go): its keys whose count over the Slots
-// slots before the boundary reaches the local threshold or that are still
-// hot locally, with those counts, and per rule a floor every unlisted key
+// slots before the boundary reaches the local threshold, with those
+// counts (whatever the key's local alert history: a restart rebuilds
+// counts, not every past episode), and per rule a floor every unlisted key
 // is below (while Stats.RingRefused and AlertsDropped stay 0). Batches
 // claim the commit point as hot-key events do (AckedCandidates) and are
 // emitted again identically after a restart.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -402,7 +403,11 @@ func TestSetRulesKeepsCounts(t *testing.T) {
 	hs := hotKeysOf(out, "shop", "k")
 	require.Len(t, hs, 1)
 	require.LessOrEqual(t, hs[0].OnsetMs, events[reloadAt].e.TimeMs+1, "alerted at the first events after the reload: its count was kept")
-	require.InEpsilon(t, 1500, hs[0].Rate, 0.05)
+	// The count leaves out the oldest of the window's 10 slots: between
+	// 9 and 10 slots of a steady 1,500/s, and with the oldest slot's
+	// events (Error) at least the whole window's.
+	require.InDelta(t, 1425, hs[0].Rate, 1500*0.05+75)
+	require.InEpsilon(t, 1500, hs[0].Count+hs[0].Error, 0.05)
 	slow := hotKeysOf(out, "shop", "slow:1")
 	require.Len(t, slow, 2, "the key hot under the removed window is published cooled")
 	require.Equal(t, schemas.HotKeyCooled, slow[1].Type)
@@ -491,4 +496,46 @@ func TestSteadyTags(t *testing.T) {
 	}
 	require.NotEmpty(t, hotKeysOf(out, "shop", "f1"))
 	require.NotEmpty(t, hotKeysOf(out, "shop", "w:1"), "alerting after the first reload")
+}
+
+// Log timestamps of whole seconds (nginx, Apache) put all of a second's
+// events at its first millisecond. Keys at 510, 550 and 900 events/s under
+// a 1,000/s rule are never hot, however their seconds fall on slot
+// boundaries; one at 1,500/s for 10 s is hot once, at the first second of
+// its burst, and cools once after it.
+func TestWholeSecondTimestamps(t *testing.T) {
+	o := DefaultOptions() // 1,000 events/s over 1 s, 10 slots
+	p := newPart(t, o, Source{Topic: "access", Partition: 0, Partitions: 1, Keyed: true}, Start{})
+	rates := map[string]int{"k510": 510, "k550": 550, "k900": 900}
+	var out Output
+	off := int64(0)
+	for s := range int64(40) {
+		var keys []string
+		for k, r := range rates {
+			for range r {
+				keys = append(keys, k)
+			}
+		}
+		if s >= 10 && s < 20 {
+			for range 1500 {
+				keys = append(keys, "k1500")
+			}
+		}
+		rng := rand.New(rand.NewPCG(uint64(s), 7))
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		for _, k := range keys {
+			p.Process(ev(s*1000, k), off, &out)
+			off++
+		}
+	}
+	for _, k := range []string{"k510", "k550", "k900"} {
+		require.Empty(t, hotKeysOf(out, "shop", k), "%s is under the rule", k)
+	}
+	hs := hotKeysOf(out, "shop", "k1500")
+	require.Len(t, hs, 2, "one hot, one cooled: %+v", hs)
+	require.Equal(t, schemas.HotKeyHot, hs[0].Type)
+	require.Equal(t, t0Ms+10_000, hs[0].OnsetMs, "hot at the burst's first second")
+	require.Equal(t, uint64(1000), hs[0].Count, "at the event that reached the rule")
+	require.Equal(t, schemas.HotKeyCooled, hs[1].Type)
+	require.GreaterOrEqual(t, hs[1].OnsetMs, t0Ms+20_000+o.Detect.CoolDown.Milliseconds(), "cooled a cool-down after the burst")
 }

@@ -95,9 +95,10 @@ type SummaryOptions struct {
 // and a HotRing of at most 2 × RingNodes keys (see Options.MemoryBound).
 type DetectOptions struct {
 	// Slots is how many slots a rule window is counted in; each rule
-	// window must be a whole number of milliseconds per slot. The oldest
-	// slot is counted pro rata, so an alert may come up to one slot before
-	// or after the true crossing.
+	// window must be a whole number of milliseconds per slot. Decisions
+	// count the slots after the oldest, so an alert comes no earlier than
+	// the true crossing and, for a key that stays Slots/(Slots−1) of its
+	// threshold or more, at most one slot after it.
 	Slots int `mapstructure:"slots"`
 	// Gate is the fraction of a rule's rate a key must reach within one
 	// slot (by its Count-Min estimate) to be tracked exactly. Any key that
@@ -193,10 +194,14 @@ type Rule struct {
 	// merger's advice still uses the rule's threshold). Unset means true.
 	Alert *bool `mapstructure:"alert"`
 	// ClusterBound is what a cluster alert (a topic not keyed by access
-	// key) compares with the rate: "lower" (or empty), the sum of the
-	// counts the partitions listed, which never alerts a key whose listed
-	// counts do not reach the rate; or "upper", that sum plus the floors
-	// of the partitions that did not list the key, for recall.
+	// key) compares with the rate: "upper" (or empty), the sum of the
+	// counts the partitions listed plus the floors of the partitions that
+	// did not list the key, so that no key whose cluster count reaches the
+	// rate is missed (a key can be alerted at 1 − pre_threshold of the
+	// rate at worst, when the partitions not listing it had none); or
+	// "lower", the listed counts alone, which never alerts a key whose
+	// listed counts do not reach the rate and can miss one whose events
+	// are thinly spread over partitions that did not list it.
 	ClusterBound string `mapstructure:"cluster_bound"`
 }
 

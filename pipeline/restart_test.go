@@ -160,7 +160,7 @@ func TestRestartReproducesOutput(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		crashes = 5
 	}
-	for _, seed := range []uint64{21, 22} {
+	for _, seed := range []uint64{21, 22, 24, 27, 29, 33} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			o := restartOptions()
 			events := generate(restartSpec(seed))

@@ -77,7 +77,7 @@ func NewRules(o Options) (*Rules, error) {
 		}
 		cr := &rule{name: x.Name, idx: i, key: key, app: app, windowMs: w, slotMs: slot,
 			rate: x.Rate, bytes: x.BytesRate, ops: ops, counted: countedClasses(ops), alert: x.alerts(),
-			upper: x.ClusterBound == BoundUpper}
+			upper: x.ClusterBound != BoundLower}
 		cr.needEvents, cr.gateEvents = thresholds(x.Rate, w, slot, o.Detect.Gate)
 		cr.needBytes, cr.gateBytes = thresholds(x.BytesRate, w, slot, o.Detect.Gate)
 		r.rules = append(r.rules, cr)

@@ -14,8 +14,8 @@ const CandidatesVersion = 1
 // Candidates is what one partition of an events topic that is not keyed
 // by access key tells the cluster stage at a detection slot boundary: its
 // keys whose count over a rule's window reached the rule's local
-// pre-threshold, or that are still hot locally, with their counts over
-// the window that ends at SlotEndMs. Every key a rule watches that is
+// pre-threshold, with their counts over the window that ends at
+// SlotEndMs. Every key a rule watches that is
 // not listed had fewer events (bytes) over that window than the rule's
 // Floor (FloorBytes), as the partition counts them.
 //

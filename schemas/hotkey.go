@@ -101,7 +101,10 @@ type HotKeyEvent struct {
 	// Partitions, on a cluster alert, are the partitions that listed the
 	// key in the counts summed, ascending.
 	Partitions []int32 `json:"partitions,omitempty"`
-	// Error, on a cluster alert, bounds what Count may miss: partitions
+	// Error bounds what Count may miss. On a partition's alert it is the
+	// events of the window's oldest slot, which Count leaves out though
+	// part of that slot lies inside the window: the key's count over the
+	// window is at most Count + Error. On a cluster alert, partitions
 	// that did not list the key had fewer events than their floor, so the
 	// key's cluster count is at most Count + Error (and, Count being a sum
 	// of partition counts that are upper bounds, Count itself may be
