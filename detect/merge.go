@@ -293,10 +293,14 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 	}
 	if mr.m != nil {
 		mr.refreshExpected(ctx)
-		fs.EachRecord(mr.add)
-		mr.emit(ctx, mr.m.Ready(mr.status))
+		// The cluster stage first: its alerts do not wait for the
+		// summaries' decoding and merging, the poll's heavy part. The two
+		// are independent, and each sees its own records in order.
+		fs.EachRecord(mr.addCandidates)
 		mr.cluster.SetRules(mr.s.rules.Load()) // reloads reach the cluster stage too
 		mr.emitCluster(ctx, mr.cluster.Ready(mr.status, nil))
+		fs.EachRecord(mr.addSummary)
+		mr.emit(ctx, mr.m.Ready(mr.status))
 		mr.sayRefused()
 		mr.sayWaiting()
 		mr.retryClickHouse(ctx)
@@ -392,18 +396,27 @@ func clusterHoldMs(mo pipeline.MergerOptions, p pipeline.Options) int64 {
 // a partition's is "<topic>-<partition>".
 const clusterArchiveSource = "cluster"
 
-func (mr *mergeRunner) add(r *kgo.Record) {
+// addCandidates feeds r to the cluster stage if it is a candidate batch.
+func (mr *mergeRunner) addCandidates(r *kgo.Record) {
+	if !schemas.IsCandidatesKey(r.Key) {
+		return
+	}
+	c, err := schemas.DecodeCandidates(r.Value)
+	if err != nil {
+		mr.s.m.mergeInvalid.Inc()
+		mr.s.log.Warn("candidate batch not used", "offset", r.Offset, "err", err)
+		return
+	}
+	mr.cluster.Add(c)
+	mr.cands = append(mr.cands, candRecord{off: r.Offset, slotEndMs: c.SlotEndMs})
+	mr.lastCand = r.Offset
+}
+
+// addSummary feeds r to the merger if it is a window summary, and moves
+// the position past it.
+func (mr *mergeRunner) addSummary(r *kgo.Record) {
 	mr.next = r.Offset + 1
 	if schemas.IsCandidatesKey(r.Key) {
-		c, err := schemas.DecodeCandidates(r.Value)
-		if err != nil {
-			mr.s.m.mergeInvalid.Inc()
-			mr.s.log.Warn("candidate batch not used", "offset", r.Offset, "err", err)
-			return
-		}
-		mr.cluster.Add(c)
-		mr.cands = append(mr.cands, candRecord{off: r.Offset, slotEndMs: c.SlotEndMs})
-		mr.lastCand = r.Offset
 		return
 	}
 	w, err := schemas.DecodePartitionWindow(r.Value)

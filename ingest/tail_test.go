@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,7 @@ func startTail(t *testing.T, k *kafkaEnv, opts TailOptions, paths []string, mods
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &tailRun{tl: tl, prod: prod, pl: pl, cancel: cancel, done: make(chan struct{}), logs: logs}
+	runs.Store(tl, r)
 	go func() {
 		defer close(r.done)
 		r.err = tl.Run(ctx)
@@ -163,13 +165,29 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// runs are the runs startTail started, by tailer: waitCaughtUp stops
+// waiting when one returned.
+var runs sync.Map
+
 // waitCaughtUp waits until tl delivered everything written to path.
 func waitCaughtUp(t testing.TB, tl *Tailer, path string) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
+	var done <-chan struct{}
+	if r, ok := runs.Load(tl); ok {
+		done = r.(*tailRun).done
+	}
 	for !caughtUp(tl, path) {
+		select {
+		case <-done:
+			r, _ := runs.Load(tl)
+			t.Fatalf("the tailer returned before every line of %s was committed: %v", path, r.(*tailRun).err)
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for every line of %s committed; the tailer has:\n%s", path, describe(tl))
+			var stacks strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Fatalf("timed out waiting for every line of %s committed; the tailer has:\n%s\ngoroutines:\n%s", path, describe(tl), stacks.String())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
