@@ -1,6 +1,9 @@
 package schemas
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ParquetVersion is the version of the Parquet row layouts below. Every
 // archive file carries it in its key/value metadata under
@@ -10,7 +13,11 @@ import "fmt"
 // Version 2 added EventRow's event_index column; a reader that knows
 // version 2 reads a version-1 events file with every event_index 0, which
 // is what it was (version 1 archived only the first event of a record).
-const ParquetVersion = 2
+//
+// Version 3 added HotKeyRow's error and partitions columns; a reader reads
+// an older hot-key file with error 0 and no partitions, the fields' zero
+// values, though the alerts it holds may have had both.
+const ParquetVersion = 3
 
 // ParquetVersionKey is the Parquet key/value metadata key holding
 // ParquetVersion, and ParquetKindKey the one naming the row layout
@@ -160,7 +167,8 @@ func (r *ReportRow) Report() (*WindowReport, error) {
 
 // HotKeyRow is one archived HotKeyEvent, one column per field; the
 // mitigation is flattened into mitigation_kind ("" when absent) and
-// mitigation_split.
+// mitigation_split. Partitions is an empty list on every alert but a
+// cluster alert's.
 type HotKeyRow struct {
 	ID              string  `parquet:"id"`
 	Type            string  `parquet:"type,dict"`
@@ -174,6 +182,8 @@ type HotKeyRow struct {
 	WindowMs        int64   `parquet:"window_ms"`
 	Topic           string  `parquet:"topic,dict"`
 	Partition       int32   `parquet:"partition"`
+	Partitions      []int32 `parquet:"partitions,list"`
+	Error           int64   `parquet:"error"`
 	OnsetMs         int64   `parquet:"onset_ms,timestamp(millisecond)"`
 	DetectedMs      int64   `parquet:"detected_ms,timestamp(millisecond)"`
 	Reads           int64   `parquet:"reads"`
@@ -189,7 +199,7 @@ func MakeHotKeyRow(h *HotKeyEvent) (HotKeyRow, error) {
 	for _, c := range [...]struct {
 		v    uint64
 		name string
-	}{{h.Count, "count"}, {h.Reads, "reads"}, {h.Writes, "writes"}, {h.Bytes, "bytes"}} {
+	}{{h.Count, "count"}, {h.Error, "error"}, {h.Reads, "reads"}, {h.Writes, "writes"}, {h.Bytes, "bytes"}} {
 		if c.v > 1<<63-1 {
 			return HotKeyRow{}, fmt.Errorf("archive hot-key event %s: %s %d does not fit a signed 64-bit column", h.ID, c.name, c.v)
 		}
@@ -197,7 +207,8 @@ func MakeHotKeyRow(h *HotKeyEvent) (HotKeyRow, error) {
 	row := HotKeyRow{
 		ID: h.ID, Type: h.Type, App: h.App, Key: h.Key, KeyHash: h.KeyHash, Rule: h.Rule,
 		Rate: h.Rate, Threshold: h.Threshold, Count: int64(h.Count), WindowMs: h.WindowMs,
-		Topic: h.Topic, Partition: h.Partition, OnsetMs: h.OnsetMs, DetectedMs: h.DetectedMs,
+		Topic: h.Topic, Partition: h.Partition, Partitions: slices.Clone(h.Partitions), Error: int64(h.Error),
+		OnsetMs: h.OnsetMs, DetectedMs: h.DetectedMs,
 		Reads: int64(h.Reads), Writes: int64(h.Writes), Bytes: int64(h.Bytes),
 	}
 	if m := h.Mitigation; m != nil {
@@ -216,14 +227,18 @@ func (r *HotKeyRow) HotKeyEvent() (*HotKeyEvent, error) {
 	if r.Type != HotKeyHot && r.Type != HotKeyCooled {
 		return nil, fmt.Errorf("read archived hot-key event %s: type %q is neither %q nor %q", r.ID, r.Type, HotKeyHot, HotKeyCooled)
 	}
-	if r.Count < 0 || r.Reads < 0 || r.Writes < 0 || r.Bytes < 0 {
+	if r.Count < 0 || r.Error < 0 || r.Reads < 0 || r.Writes < 0 || r.Bytes < 0 {
 		return nil, fmt.Errorf("read archived hot-key event %s: negative count", r.ID)
 	}
 	h := &HotKeyEvent{
 		Version: HotKeyVersion, ID: r.ID, Type: r.Type, App: r.App, Key: r.Key, KeyHash: r.KeyHash,
 		Rule: r.Rule, Rate: r.Rate, Threshold: r.Threshold, Count: uint64(r.Count), WindowMs: r.WindowMs,
-		Topic: r.Topic, Partition: r.Partition, OnsetMs: r.OnsetMs, DetectedMs: r.DetectedMs,
+		Topic: r.Topic, Partition: r.Partition, Error: uint64(r.Error), OnsetMs: r.OnsetMs, DetectedMs: r.DetectedMs,
 		Reads: uint64(r.Reads), Writes: uint64(r.Writes), Bytes: uint64(r.Bytes),
+	}
+	if len(r.Partitions) > 0 {
+		// An empty list reads back as nil, as the JSON omits it.
+		h.Partitions = r.Partitions
 	}
 	if r.MitigationKind != "" {
 		h.Mitigation = &Mitigation{Kind: r.MitigationKind, Split: int(r.MitigationSplit)}

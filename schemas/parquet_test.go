@@ -29,6 +29,11 @@ func TestHotKeyRowRoundTrip(t *testing.T) {
 		{"cooled without mitigation", func(h *HotKeyEvent) { h.Type = HotKeyCooled }, ""},
 		{"mitigation without kind", func(h *HotKeyEvent) { h.Mitigation = &Mitigation{Split: 2} }, "without a kind"},
 		{"count beyond int64", func(h *HotKeyEvent) { h.Count = 1 << 63 }, "signed 64-bit"},
+		{"partition alert with its error", func(h *HotKeyEvent) { h.Error = 7 }, ""},
+		{"cluster alert", func(h *HotKeyEvent) {
+			h.Partition, h.Partitions, h.Error = ClusterPartition, []int32{0, 2, 5}, 91
+		}, ""},
+		{"error beyond int64", func(h *HotKeyEvent) { h.Error = 1 << 63 }, "error 9223372036854775808 does not fit"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,8 +52,20 @@ func TestHotKeyRowRoundTrip(t *testing.T) {
 	}
 }
 
+// TestHotKeyRowNoPartitions: a row without partitions, which is how an
+// empty list reads back from Parquet, gives nil, as the JSON omits them.
+func TestHotKeyRowNoPartitions(t *testing.T) {
+	for _, p := range [][]int32{nil, {}} {
+		r := HotKeyRow{ID: "a", Type: HotKeyHot, Partition: 2, Partitions: p}
+		h, err := r.HotKeyEvent()
+		require.NoError(t, err)
+		require.Nil(t, h.Partitions)
+	}
+}
+
 func TestHotKeyRowRejects(t *testing.T) {
-	for _, r := range []HotKeyRow{{ID: "a", Type: "warm"}, {ID: "b", Type: HotKeyHot, Count: -1}} {
+	for _, r := range []HotKeyRow{{ID: "a", Type: "warm"}, {ID: "b", Type: HotKeyHot, Count: -1},
+		{ID: "c", Type: HotKeyHot, Error: -1}} {
 		_, err := r.HotKeyEvent()
 		require.Error(t, err, "row %s", r.ID)
 	}

@@ -143,7 +143,11 @@
 // several. A version-1 segment left half-published and re-written by a
 // version-2 writer gets every event of its records, so its row counts
 // differ from its manifest: the writer logs that as changed input and
-// records the new files.
+// records the new files. Versions 1 and 2, before the hot-key rows' error
+// and partitions columns, read back with error 0 and no partitions; a
+// newer file missing any column is refused. SQL tools reading files of
+// several versions together must union their schemas by name (DuckDB's
+// union_by_name = true) and see a column an older file lacks as NULL.
 //
 // # Storage
 //

@@ -87,6 +87,12 @@ func ReadHotKeys(ctx context.Context, fsys FS, q Query, log *slog.Logger) ([]*sc
 	return out, skipped, nil
 }
 
+// addedColumns are, per kind, the record columns added after version 1
+// with the layout version that added them.
+var addedColumns = map[string]map[string]int{
+	KindHotKeys: {"partitions": 3, "error": 3},
+}
+
 type fileRow[T any] struct {
 	path string
 	row  T
@@ -141,7 +147,12 @@ func readRecordFile[T any](fsys FS, name, kind string) ([]T, error) {
 		}
 		want := parquet.SchemaOf(new(T))
 		for _, f := range want.Fields() {
-			if o.pf.Root().Column(f.Name()) == nil {
+			if o.pf.Root().Column(f.Name()) != nil {
+				continue
+			}
+			// A file older than the column lacks it, and parquet-go's
+			// reader leaves it at its zero value; any other is missing.
+			if since := addedColumns[kind][f.Name()]; since == 0 || o.version >= since {
 				return errors.New("column " + f.Name() + " missing")
 			}
 		}

@@ -131,3 +131,27 @@ func TestHotKeysRoundTrip(t *testing.T) {
 	}
 	require.Len(t, got, 3)
 }
+
+// TestHotKeysBoundsRoundTrip: a cluster alert's partitions and error and
+// a partition alert's error come back from the archive exactly.
+func TestHotKeysBoundsRoundTrip(t *testing.T) {
+	root := t.TempDir()
+	a := openArchive(t, testOptions(root))
+	w, err := a.HotKeys("cluster")
+	require.NoError(t, err)
+	part := hotKey("shop", "product:1", baseMs, schemas.HotKeyHot)
+	part.Error = 17
+	cluster := hotKey("shop", "product:2", baseMs+1, schemas.HotKeyHot)
+	cluster.Partition, cluster.Partitions, cluster.Error = schemas.ClusterPartition, []int32{0, 2, 5}, 91
+	cluster.ID = schemas.HotKeyID(testTopic, schemas.ClusterPartition, "r", schemas.HotKeyHot, "shop", "product:2", baseMs+1)
+	cooled := hotKey("shop", "product:1", baseMs+2, schemas.HotKeyCooled)
+	for _, h := range []*schemas.HotKeyEvent{part, cluster, cooled} {
+		require.NoError(t, w.Append(h))
+	}
+	require.NoError(t, a.Close())
+	fsys, err := archive.NewDirFS(root)
+	require.NoError(t, err)
+	got, _, err := archive.ReadHotKeys(context.Background(), fsys, archive.Query{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []*schemas.HotKeyEvent{part, cluster, cooled}, got, "bounds archived; no partitions read back as nil")
+}

@@ -52,6 +52,8 @@ out["duckdb_report_top"] = [list(r) for r in con.sql(
 hk = f"read_parquet('{root}/kind=hotkeys/**/*.parquet', hive_partitioning = false)"
 out["duckdb_hotkeys"] = [list(r) for r in con.sql(
     f"SELECT type, count(*) FROM {hk} GROUP BY type ORDER BY type").fetchall()]
+out["duckdb_hotkey_bounds"] = [list(r) for r in con.sql(
+    f"SELECT error, partitions FROM {hk} WHERE error > 0 ORDER BY onset_ms").fetchall()]
 
 d = ds.dataset(f"{root}/kind=events", format="parquet", partitioning="hive")
 out["arrow_rows"] = d.count_rows()
@@ -78,6 +80,7 @@ type toolsResult struct {
 	DuckDBReports   []int64           `json:"duckdb_reports"`
 	DuckDBReportTop [][]any           `json:"duckdb_report_top"`
 	DuckDBHotKeys   [][]any           `json:"duckdb_hotkeys"`
+	DuckDBHKBounds  [][]any           `json:"duckdb_hotkey_bounds"`
 	ArrowRows       int64             `json:"arrow_rows"`
 	ArrowTypes      map[string]string `json:"arrow_types"`
 	ArrowByKey      map[string][2]int64
@@ -129,7 +132,12 @@ func TestReadableByDuckDBAndArrow(t *testing.T) {
 		if i%2 == 1 {
 			typ = schemas.HotKeyCooled
 		}
-		require.NoError(t, hw.Append(hotKey("shop", "product:42", baseMs+int64(i)*10_000, typ)))
+		h := hotKey("shop", "product:42", baseMs+int64(i)*10_000, typ)
+		if i == 0 {
+			h.Partition, h.Partitions, h.Error = schemas.ClusterPartition, []int32{0, 2, 5}, 91
+			h.ID = schemas.HotKeyID(testTopic, h.Partition, h.Rule, typ, h.App, h.Key, h.OnsetMs)
+		}
+		require.NoError(t, hw.Append(h))
 	}
 	require.NoError(t, a.Close())
 
@@ -194,4 +202,6 @@ func TestReadableByDuckDBAndArrow(t *testing.T) {
 	require.Len(t, got.DuckDBReportTop, 10, "one top entry per report")
 	require.Equal(t, "product:42", got.DuckDBReportTop[0][1])
 	require.Equal(t, [][]any{{"cooled", float64(2)}, {"hot", float64(2)}}, got.DuckDBHotKeys, "hot-key events by type")
+	require.Equal(t, [][]any{{float64(91), []any{float64(0), float64(2), float64(5)}}}, got.DuckDBHKBounds,
+		"a cluster alert's error and partitions list")
 }
