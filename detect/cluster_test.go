@@ -299,8 +299,8 @@ func TestClusterAlertArchived(t *testing.T) {
 					require.Equal(t, p.OnsetMs, h.OnsetMs)
 					require.Equal(t, p.Count, h.Count)
 					require.Equal(t, p.Topic, h.Topic)
-					// The archive's row has no partitions or error columns
-					// (schemas.HotKeyRow): the bounds are not archived.
+					require.Equal(t, p.Partitions, h.Partitions)
+					require.Equal(t, p.Error, h.Error)
 				}
 			}
 			check()

@@ -161,8 +161,7 @@
 // hold its commit point, and publishes the cluster's hot and cooled
 // events to the registry (schemas.HotKeyRecordKey), ClickHouse and, when
 // it is on, the Parquet archive's hot keys (writer source "cluster",
-// flushed before the commit passes the batch behind the event; the
-// archive's rows carry no partitions or error, so not the bounds). Its
+// flushed before the commit passes the batch behind the event). Its
 // commit goes no further than the candidate batches of the last longest
 // rule window, twice, plus cool-down and suppression, nor than two
 // longest rule windows before the round that raised a key still hot (or
