@@ -165,7 +165,8 @@
 // commit goes no further than the candidate batches of the last longest
 // rule window, twice, plus cool-down and suppression, nor than two
 // longest rule windows before the round that raised a key still hot (or
-// cooled less than the suppression ago), nor past the batch behind a
+// cooled less than the suppression and two longest rule windows ago:
+// until then the first bound may still fall inside its episode), nor past the batch behind a
 // cluster event not acknowledged: a new merger re-reads them, rebuilds
 // the rounds and re-emits the events with the same IDs, which the
 // registry, ClickHouse and the archive's reader dedupe (meanwhile the

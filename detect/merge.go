@@ -859,11 +859,15 @@ func (mr *mergeRunner) ackCluster(id string) {
 // there, so that its rounds see what the crashed one's saw over the
 // longest rule window, the cool-down and the suppression before the last
 // round, over two longest rule windows before the round that raised any
-// key still hot (or cooled within the suppression), and the batches
+// key still hot (or cooled within the suppression and two windows: see
+// pipeline.ClusterAlerts.EpisodeStartMs), and the batches
 // behind any cluster event not acknowledged, and raises the same events
 // with the same IDs; destinations dedupe by them. Without the episode
 // hold a merger taking over from a commit after a still-hot key's onset
-// raised it hot again with a later onset, a new ID. So a key that stays
+// raised it hot again with a later onset, a new ID; with an episode that
+// stopped bearing as soon as its suppression ended, the span's start
+// could still fall inside it, and did (a kill -9 of an instance a few
+// seconds after a key cooled). So a key that stays
 // hot holds the commit at its onset: the windows topic's retention must
 // outlast the longest hot episode for a failover to keep its ID.
 func (mr *mergeRunner) clusterHold() int64 {

@@ -26,8 +26,8 @@ import (
 //   - lower is the sum of the counts the partitions listed in their
 //     latest batches at or before R (a partition's counts lapse when it
 //     sent no batch for a whole window: it had no event since);
-//   - upper is lower plus the floors of the other partitions with a
-//     batch in force: each had fewer events of the key than its floor.
+//   - upper is lower plus, for each other partition with a batch in
+//     force, its floor less one: each had fewer events of the key.
 //
 // A key is hot when upper (or lower, for a rule with cluster_bound
 // lower) reaches the rule's rate × window, with the cool-down and
@@ -125,19 +125,20 @@ func (c *ClusterAlerts) Stats() *ClusterStats { return c.stats }
 
 // EpisodeStartMs returns the earliest round (slot end) at which a key
 // whose episode still bears on what the stage raises was raised hot: a
-// key hot now, or cooled less than the suppression ago, or above while
-// suppressed. ok is false when there is none. A stage fed the same
-// batches from far enough before that round (a rule window of counts)
-// raises that episode's events again, with the same IDs; one fed from
-// later would raise the key hot anew.
+// key hot now, or above while suppressed, or cooled less than the
+// suppression and two longest rule windows ago (see bearsMs). ok is
+// false when there is none. A stage fed the same batches from far enough
+// before that round (a rule window of counts) raises that episode's
+// events again, with the same IDs; one fed from inside the episode would
+// raise the key hot anew.
 func (c *ClusterAlerts) EpisodeStartMs() (startMs int64, ok bool) {
-	suppressMs := c.d.Suppress.Milliseconds()
+	bearsMs := c.bearsMs()
 	for _, g := range c.groups {
 		for _, k := range g.keys {
 			if k.raisedMs == noTime {
 				continue
 			}
-			if k.hot || k.deferred || k.cooledMs != noTime && g.doneMs < k.cooledMs+suppressMs {
+			if k.hot || k.deferred || k.cooledMs != noTime && g.doneMs < k.cooledMs+bearsMs {
 				if !ok || k.raisedMs < startMs {
 					startMs, ok = k.raisedMs, true
 				}
@@ -145,6 +146,19 @@ func (c *ClusterAlerts) EpisodeStartMs() (startMs int64, ok bool) {
 		}
 	}
 	return startMs, ok
+}
+
+// bearsMs is how long after its cooled a key's episode still bears on
+// where a new stage may start: the suppression (a stage started in it
+// would not suppress the key), and two longest rule windows more. A
+// caller keeping a new stage's start two windows, the cool-down and the
+// suppression before its newest round (detect's merger) keeps it inside
+// the episode until its newest round passes the cooled by the
+// suppression and two windows: from then on that start is at or after
+// the first round the key was below, where a new stage finds it below.
+// Until then it must start before the episode (EpisodeStartMs).
+func (c *ClusterAlerts) bearsMs() int64 {
+	return c.d.Suppress.Milliseconds() + 2*c.rules.MaxWindow().Milliseconds()
 }
 
 // Add queues a partition's candidate batch. Batches of one partition
@@ -296,7 +310,7 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 	slices.SortFunc(keys, func(a, b *clusterKey) int {
 		return cmp.Or(cmp.Compare(a.id.rule, b.id.rule), cmp.Compare(a.id.app, b.id.app), cmp.Compare(a.id.key, b.id.key))
 	})
-	coolMs, suppressMs := c.d.CoolDown.Milliseconds(), c.d.Suppress.Milliseconds()
+	coolMs, suppressMs, bearsMs := c.d.CoolDown.Milliseconds(), c.d.Suppress.Milliseconds(), c.bearsMs()
 	for _, k := range keys {
 		x := c.rules.byName(k.id.rule)
 		lv := c.measure(g, k, ids)
@@ -326,7 +340,7 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 		default:
 			k.deferred = false
 		}
-		if len(k.counts) == 0 && !k.hot && !k.deferred && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs) {
+		if len(k.counts) == 0 && !k.hot && !k.deferred && (k.cooledMs == noTime || r >= k.cooledMs+bearsMs) {
 			delete(g.keys, k.id)
 			c.nkeys--
 			c.stats.Keys.Store(int64(c.nkeys))
@@ -395,8 +409,9 @@ func (c *ClusterAlerts) measure(g *clusterGroup, k *clusterKey, ids []int32) clu
 		}
 		for _, f := range p.floors {
 			if f.Name == k.id.rule {
-				lv.upEvents += f.Floor
-				lv.upBytes += f.FloorBytes
+				// Fewer than the floor: at most floor − 1.
+				lv.upEvents += max(f.Floor, 1) - 1
+				lv.upBytes += max(f.FloorBytes, 1) - 1
 			}
 		}
 	}

@@ -120,9 +120,9 @@ func ck(key string, n uint64) schemas.CandidateKey {
 }
 
 // Uneven spreads: two of four partitions list the key at 480 each
-// (lower 960), the other two have floors of 25 (upper 1010). The lower
-// bound does not alert; the upper bound, the default, does, saying
-// Error 50.
+// (lower 960), the other two have floors of 25: fewer than 25 each, so
+// upper 1008. The lower bound does not alert; the upper bound, the
+// default, does, saying Error 48.
 func TestClusterBounds(t *testing.T) {
 	for _, tc := range []struct {
 		bound string
@@ -140,7 +140,7 @@ func TestClusterBounds(t *testing.T) {
 			}
 			require.Len(t, evs, 1)
 			require.Equal(t, uint64(960), evs[0].Count)
-			require.Equal(t, uint64(50), evs[0].Error)
+			require.Equal(t, uint64(48), evs[0].Error)
 			require.Equal(t, []int32{0, 2}, evs[0].Partitions)
 		})
 	}
@@ -320,9 +320,10 @@ func TestClusterEpisodeStart(t *testing.T) {
 	require.Len(t, all, 2)
 	require.Equal(t, schemas.HotKeyHot, all[0].Type)
 	// Hot at round 2000, below from 4000, cooled at 6000 (cool-down 2 s),
-	// suppressed until 7000 (1 s): the episode bears until then.
+	// suppressed until 7000 (1 s), and two windows more: the episode bears
+	// until 9000.
 	for end := int64(1000); end <= 9000; end += 100 {
-		if end >= 2000 && end < 7000 {
+		if end >= 2000 && end < 9000 {
 			require.Equal(t, int64(2000), starts[end], "round %d", end)
 		} else {
 			require.NotContains(t, starts, end, "round %d", end)
@@ -332,4 +333,22 @@ func TestClusterEpisodeStart(t *testing.T) {
 	late := feed(3000, nil)
 	require.Len(t, late, 2)
 	require.NotEqual(t, all[0].ID, late[0].ID, "fed from inside the episode: hot again, later")
+
+	// Where detect's merger may commit after each round: two windows,
+	// the cool-down and the suppression before it, and no later than two
+	// windows before a bearing episode. A stage fed from there raises no
+	// event the full run did not.
+	ids := map[string]bool{}
+	for _, e := range all {
+		ids[e.ID] = true
+	}
+	for end := int64(1000); end <= 9000; end += 100 {
+		from := end - (2000 + 2000 + 1000)
+		if s, ok := starts[end]; ok {
+			from = min(from, s-2000)
+		}
+		for _, e := range feed(from, nil) {
+			require.True(t, ids[e.ID], "after round %d, fed from %d: %s %d is new", end, from, e.Type, e.OnsetMs)
+		}
+	}
 }
