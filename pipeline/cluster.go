@@ -284,7 +284,6 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	clockMs := int64(noTime)
 	for _, id := range ids {
 		p := g.parts[id]
 		for len(p.queue) > 0 && p.queue[0].SlotEndMs <= r {
@@ -295,14 +294,8 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 		if p.applied != noTime && p.applied+g.windowMs <= r {
 			c.lapse(g, p)
 		}
-		if p.applied != noTime {
-			clockMs = max(clockMs, p.clockMs)
-		}
 	}
 	g.doneMs = r
-	if clockMs == noTime {
-		clockMs = r - 1
-	}
 	keys := c.keys[:0]
 	for _, k := range g.keys {
 		keys = append(keys, k)
@@ -329,7 +322,17 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 			}
 		case above && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs):
 			k.hot, k.deferred, k.belowMs, k.raisedMs = true, false, noTime, r
-			ev := c.event(g, x, k, lv, schemas.HotKeyHot, clockMs)
+			// The onset is the newest event time among the partitions whose
+			// counts crossed: an idle partition's clock follows the wall
+			// clock, ahead of the events.
+			onsetMs := int64(noTime)
+			for _, id := range lv.parts {
+				onsetMs = max(onsetMs, g.parts[id].clockMs)
+			}
+			if onsetMs == noTime {
+				onsetMs = r - 1
+			}
+			ev := c.event(g, x, k, lv, schemas.HotKeyHot, onsetMs)
 			ws := float64(g.windowMs) / 1000
 			m := suggest(lv.reads, lv.writes, float64(lv.writes)/ws, c.d.SplitCapacity)
 			ev.Mitigation = &m
