@@ -162,8 +162,9 @@
 // events to the registry (schemas.HotKeyRecordKey), ClickHouse and, when
 // it is on, the Parquet archive's hot keys (writer source "cluster",
 // flushed before the commit passes the batch behind the event). Its
-// commit goes no further than the candidate batches of the last longest
-// rule window, twice, plus cool-down and suppression, nor than two
+// commit goes no further than the first batch of the round two longest
+// rule windows, the cool-down and the suppression before the last round
+// evaluated, nor than two
 // longest rule windows before the round that raised a key still hot (or
 // cooled less than the suppression and two longest rule windows ago:
 // until then the first bound may still fall inside its episode), nor past the batch behind a
@@ -171,7 +172,11 @@
 // the rounds and re-emits the events with the same IDs, which the
 // registry, ClickHouse and the archive's reader dedupe (meanwhile the
 // registry's last record for a cooled key may briefly be its hot again,
-// until the re-emitted cooled follows). A key that stays hot holds the
+// until the re-emitted cooled follows). The commit's metadata names that
+// round: every batch of it and later rounds lies after the commit, but a
+// lagging partition's batches of earlier rounds do too, and sums of
+// those alone could raise a key anew, so a new merger decides no round
+// before it (ClusterAlerts.SetStart). A key that stays hot holds the
 // commit at its onset, so the windows topic's retention must outlast the
 // longest hot episode. Replay
 // runs the same cluster stage over the archived partitions' batches.

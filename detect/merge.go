@@ -103,6 +103,8 @@ type candRecord struct{ off, slotEndMs int64 }
 type clusterClaim struct {
 	left int
 	off  int64
+	// fromMs: a round no later than the one that raised the event.
+	fromMs int64
 }
 
 type chReport struct {
@@ -328,13 +330,13 @@ func (mr *mergeRunner) ensureMerger() error {
 	if !owned || st == nil {
 		return nil
 	}
-	done := int64(0)
+	done, clusterFrom := int64(0), int64(schemas.NoTimeMs)
 	if st.meta != "" {
-		d, err := parseMergeMeta(st.meta)
+		d, f, err := parseMergeMeta(st.meta)
 		if err != nil {
 			mr.s.log.Warn("merge commit metadata not usable; windows reported before the commit may be reported again", "metadata", st.meta, "err", err)
 		} else {
-			done = d
+			done, clusterFrom = d, f
 		}
 	}
 	cfg := *mr.s.cfg.Merge
@@ -357,6 +359,7 @@ func (mr *mergeRunner) ensureMerger() error {
 	mr.m, mr.next = m, st.first
 	p := mr.s.cfg.Pipeline
 	mr.cluster = pipeline.NewClusterAlerts(mr.s.rules.Load(), p.Detect, clusterHoldMs(mr.s.cfg.Merge.MergerOptions, p))
+	mr.cluster.SetStart(clusterFrom)
 	if err := mr.cluster.Register(cfg.Registerer); err != nil {
 		return fmt.Errorf("detect: %w", err)
 	}
@@ -693,8 +696,9 @@ func (mr *mergeRunner) commit(ctx context.Context) {
 	if !ok {
 		return
 	}
-	off = min(off, mr.clusterHold())
-	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs())}
+	hold, from := mr.clusterHold()
+	off = min(off, hold)
+	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}
 	if cp == mr.committed || off < mr.committed.Offset {
 		return
 	}
@@ -767,22 +771,46 @@ func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
 
 // The merge group's commit metadata: "khm1 done=<ms>", the end of the
 // last window whose reports were all acknowledged.
-const mergeMetaPrefix = "khm1 done="
+const (
+	mergeMetaPrefix  = "khm1 done="
+	mergeMetaCluster = " cluster="
+)
 
-func mergeMeta(doneThroughMs int64) string {
-	return mergeMetaPrefix + strconv.FormatInt(doneThroughMs, 10)
+// mergeMeta is the merger's commit metadata: the reports done through
+// doneThroughMs, and, when the cluster stage bounded the commit, the
+// round from which its batches are all after the commit (clusterFromMs;
+// schemas.NoTimeMs for none): a new merger decides no earlier round.
+func mergeMeta(doneThroughMs, clusterFromMs int64) string {
+	s := mergeMetaPrefix + strconv.FormatInt(doneThroughMs, 10)
+	if clusterFromMs != schemas.NoTimeMs {
+		s += mergeMetaCluster + strconv.FormatInt(clusterFromMs, 10)
+	}
+	return s
 }
 
-func parseMergeMeta(s string) (int64, error) {
+func parseMergeMeta(s string) (doneThroughMs, clusterFromMs int64, err error) {
 	v, ok := strings.CutPrefix(s, mergeMetaPrefix)
 	if !ok {
-		return 0, fmt.Errorf("merge commit metadata %q: want %q followed by a time", s, mergeMetaPrefix)
+		return 0, 0, fmt.Errorf("merge commit metadata %q: want %q followed by a time", s, mergeMetaPrefix)
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || strconv.FormatInt(n, 10) != v {
-		return 0, fmt.Errorf("merge commit metadata %q: %q is not a canonical time in ms", s, v)
+	clusterFromMs = schemas.NoTimeMs
+	done, from, hasFrom := strings.Cut(v, mergeMetaCluster)
+	ms := func(v string) (int64, error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || strconv.FormatInt(n, 10) != v {
+			return 0, fmt.Errorf("merge commit metadata %q: %q is not a canonical time in ms", s, v)
+		}
+		return n, nil
 	}
-	return n, nil
+	if doneThroughMs, err = ms(done); err != nil {
+		return 0, 0, err
+	}
+	if hasFrom {
+		if clusterFromMs, err = ms(from); err != nil {
+			return 0, 0, err
+		}
+	}
+	return doneThroughMs, clusterFromMs, nil
 }
 
 // emitCluster publishes the cluster stage's hot-key events as a worker
@@ -810,7 +838,9 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 		if mr.hotArch != nil {
 			need++
 		}
-		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand}
+		// A hot's onset is an event time of the window that ended at its
+		// round, a cooled's no later than its round.
+		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand, fromMs: h.OnsetMs - h.WindowMs}
 		mr.inbox.expect(1)
 		s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Hotkeys, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v},
 			func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
@@ -870,24 +900,35 @@ func (mr *mergeRunner) ackCluster(id string) {
 // seconds after a key cooled). So a key that stays
 // hot holds the commit at its onset: the windows topic's retention must
 // outlast the longest hot episode for a failover to keep its ID.
-func (mr *mergeRunner) clusterHold() int64 {
-	hold := int64(math.MaxInt64)
-	for _, c := range mr.clusterOut {
-		hold = min(hold, c.off)
-	}
+func (mr *mergeRunner) clusterHold() (hold, fromMs int64) {
+	hold, fromMs = int64(math.MaxInt64), int64(schemas.NoTimeMs)
 	if len(mr.cands) == 0 {
-		return hold
+		for _, c := range mr.clusterOut {
+			hold = min(hold, c.off)
+		}
+		return hold, fromMs
+	}
+	// From the last round evaluated, not the newest batch: with
+	// partitions far apart the newest batch is far past the rounds, and
+	// a span back from it fell inside a still-open episode.
+	done, ok := mr.cluster.DoneMs()
+	if !ok {
+		return min(hold, mr.cands[0].off), fromMs // nothing decided yet: keep every batch
 	}
 	d := mr.s.cfg.Pipeline.Detect
-	span := 2*mr.s.rules.Load().MaxWindow().Milliseconds() + d.CoolDown.Milliseconds() + d.Suppress.Milliseconds()
-	from := mr.cands[len(mr.cands)-1].slotEndMs - span
+	maxW := mr.s.rules.Load().MaxWindow().Milliseconds()
+	from := done - (2*maxW + d.CoolDown.Milliseconds() + d.Suppress.Milliseconds())
 	if start, ok := mr.cluster.EpisodeStartMs(); ok {
-		from = min(from, start-2*mr.s.rules.Load().MaxWindow().Milliseconds())
+		from = min(from, start-2*maxW)
+	}
+	for _, c := range mr.clusterOut {
+		hold = min(hold, c.off)
+		from = min(from, c.fromMs)
 	}
 	n := 0
 	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < from {
 		n++
 	}
 	mr.cands = mr.cands[:copy(mr.cands, mr.cands[n:])]
-	return min(hold, mr.cands[0].off)
+	return min(hold, mr.cands[0].off), from
 }

@@ -56,27 +56,35 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestMergeMeta(t *testing.T) {
 	for _, ms := range []int64{0, 1, 1767225600000} {
-		got, err := parseMergeMeta(mergeMeta(ms))
-		require.NoError(t, err)
-		require.Equal(t, ms, got)
+		for _, from := range []int64{schemas.NoTimeMs, 0, 1767225590000} {
+			got, gotFrom, err := parseMergeMeta(mergeMeta(ms, from))
+			require.NoError(t, err)
+			require.Equal(t, ms, got)
+			require.Equal(t, from, gotFrom)
+		}
 	}
+	// Written before the cluster stage bounded commits: no start.
+	got, from, err := parseMergeMeta("khm1 done=1767225600000")
+	require.NoError(t, err)
+	require.Equal(t, int64(1767225600000), got)
+	require.Equal(t, int64(schemas.NoTimeMs), from)
 	for _, bad := range []string{"", "khm1 done=", "khm1 done=-1", "khm1 done=01", "khm1 done=1 ", "khm2 done=1", "kh1 r=1 t=- w=- l=1000",
-		"khm1 done=99999999999999999999"} {
-		_, err := parseMergeMeta(bad)
+		"khm1 done=99999999999999999999", "khm1 done=1 cluster=", "khm1 done=1 cluster=-5", "khm1 done=1 cluster=07", "khm1 done=1 cluster=2 cluster=3"} {
+		_, _, err := parseMergeMeta(bad)
 		require.Error(t, err, "%q", bad)
 	}
 }
 
 func FuzzMergeMeta(f *testing.F) {
-	for _, s := range []string{"khm1 done=0", "khm1 done=1767225600000", "khm1 done=-5", "x"} {
+	for _, s := range []string{"khm1 done=0", "khm1 done=1767225600000", "khm1 done=-5", "x", "khm1 done=5 cluster=3"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ms, err := parseMergeMeta(s)
+		ms, from, err := parseMergeMeta(s)
 		if err != nil {
 			return
 		}
-		require.Equal(t, s, mergeMeta(ms), "only the canonical form parses")
+		require.Equal(t, s, mergeMeta(ms, from), "only the canonical form parses")
 	})
 }
 

@@ -43,6 +43,8 @@ type ClusterAlerts struct {
 	nkeys  int
 	stats  *ClusterStats
 	keys   []*clusterKey // scratch
+	// startMs: rounds before it only apply their batches (see SetStart).
+	startMs int64
 }
 
 // ClusterStats are the cluster stage's counters and gauges. The stage's
@@ -113,7 +115,35 @@ type clusterKey struct {
 // it; at least the rule window is sensible.
 func NewClusterAlerts(rules *Rules, d DetectOptions, holdMs int64) *ClusterAlerts {
 	return &ClusterAlerts{rules: rules, d: d, holdMs: max(holdMs, 1), groups: map[clusterGroupKey]*clusterGroup{},
-		stats: &ClusterStats{}}
+		stats: &ClusterStats{}, startMs: noTime}
+}
+
+// SetStart makes the rounds before startMs apply their batches without
+// deciding anything: a stage fed from a commit point (an offset on the
+// windows topic) gets every batch of a slot from startMs on, but of the
+// slots before it only the batches the partitions sent after the commit
+// (a lagging partition's), so their sums lack the others' counts. The
+// stage that chose the commit point says startMs (CommitStartMs).
+func (c *ClusterAlerts) SetStart(startMs int64) { c.startMs = startMs }
+
+// DoneMs is the lowest, over the stage's groups still fed (batches up
+// to within the hold of the newest any group got), of the last round
+// evaluated; ok is false before any. A group no partition feeds any more
+// (a rule window reloaded away, a topic no longer read) holds nothing.
+func (c *ClusterAlerts) DoneMs() (doneMs int64, ok bool) {
+	newest := int64(noTime)
+	for _, g := range c.groups {
+		newest = max(newest, g.maxEndMs)
+	}
+	for _, g := range c.groups {
+		if g.doneMs == noTime || g.maxEndMs < newest-c.holdMs {
+			continue
+		}
+		if !ok || g.doneMs < doneMs {
+			doneMs, ok = g.doneMs, true
+		}
+	}
+	return doneMs, ok
 }
 
 // SetRules replaces the rules; state is kept, keys of a rule no longer
@@ -296,6 +326,9 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 		}
 	}
 	g.doneMs = r
+	if r < c.startMs {
+		return out // before the start: sums may lack partitions (SetStart)
+	}
 	keys := c.keys[:0]
 	for _, k := range g.keys {
 		keys = append(keys, k)
