@@ -46,22 +46,31 @@ func chFlags(addr, db string, extra ...string) []string {
 		"--clickhouse.insert_timeout=2s", "--clickhouse.dial_timeout=1s"}, extra...)
 }
 
-// chClient is the test's own connection to a ClickHouse server.
+// chClient is the test's own client of a ClickHouse server, reading
+// database db.
 type chClient struct {
 	t    testing.TB
-	conn driver.Conn
+	addr string
 	db   string
 }
 
-// openCH connects to the server at addr, reading database db. Pooled
-// connections live briefly, so the client gets through a server restart.
+// openCH returns a client of the server at addr, reading database db.
 func openCH(t testing.TB, addr, db string) *chClient {
-	t.Helper()
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Username: "default"},
-		DialTimeout: 2 * time.Second, ConnMaxLifetime: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return &chClient{t: t, conn: conn, db: db}
+	return &chClient{t: t, addr: addr, db: db}
+}
+
+// with runs f on a connection of its own, so every query gets through a
+// server restart. Not a pool with a short ConnMaxLifetime: clickhouse-go's
+// pool can deadlock in Close when its lifetime ticker fires at that moment
+// (ClickHouse/clickhouse-go#1990).
+func (c *chClient) with(f func(conn driver.Conn) error) error {
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{c.addr}, Auth: clickhouse.Auth{Username: "default"},
+		DialTimeout: 2 * time.Second, MaxOpenConns: 1})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return f(conn)
 }
 
 // tableCounts are a table's rows: logical (FINAL), distinct ids, and
@@ -72,10 +81,13 @@ func (c *chClient) counts(table string) (tableCounts, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var n tableCounts
-	err := c.conn.QueryRow(ctx, "SELECT count(), uniqExact(id) FROM "+c.db+"."+table+" FINAL").Scan(&n.final, &n.ids)
-	if err == nil {
-		err = c.conn.QueryRow(ctx, "SELECT count() FROM "+c.db+"."+table).Scan(&n.raw)
-	}
+	err := c.with(func(conn driver.Conn) error {
+		err := conn.QueryRow(ctx, "SELECT count(), uniqExact(id) FROM "+c.db+"."+table+" FINAL").Scan(&n.final, &n.ids)
+		if err == nil {
+			err = conn.QueryRow(ctx, "SELECT count() FROM "+c.db+"."+table).Scan(&n.raw)
+		}
+		return err
+	})
 	return n, err
 }
 
@@ -98,23 +110,29 @@ func (c *chClient) reportRows() map[string]map[int64]windowRow {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := c.conn.Query(ctx, "SELECT toString(scope), start_ms, events, partial FROM "+c.db+".reports FINAL")
-	require.NoError(c.t, err)
 	out := map[string]map[int64]windowRow{}
-	for rows.Next() {
-		var scope string
-		var startMs int64
-		var r windowRow
-		require.NoError(c.t, rows.Scan(&scope, &startMs, &r.events, &r.partial))
-		if out[scope] == nil {
-			out[scope] = map[int64]windowRow{}
+	require.NoError(c.t, c.with(func(conn driver.Conn) error {
+		rows, err := conn.Query(ctx, "SELECT toString(scope), start_ms, events, partial FROM "+c.db+".reports FINAL")
+		if err != nil {
+			return err
 		}
-		_, dup := out[scope][startMs]
-		require.False(c.t, dup, "window %d of scope %s twice in reports FINAL", startMs, scope)
-		out[scope][startMs] = r
-	}
-	require.NoError(c.t, rows.Err())
-	require.NoError(c.t, rows.Close())
+		defer rows.Close()
+		for rows.Next() {
+			var scope string
+			var startMs int64
+			var r windowRow
+			if err := rows.Scan(&scope, &startMs, &r.events, &r.partial); err != nil {
+				return err
+			}
+			if out[scope] == nil {
+				out[scope] = map[int64]windowRow{}
+			}
+			_, dup := out[scope][startMs]
+			require.False(c.t, dup, "window %d of scope %s twice in reports FINAL", startMs, scope)
+			out[scope][startMs] = r
+		}
+		return rows.Err()
+	}))
 	return out
 }
 
@@ -569,11 +587,11 @@ func TestSinksRunTwice(t *testing.T) {
 	require.GreaterOrEqual(t, nApplied, len(migrations), "the migrations were applied")
 	ch := openCH(t, testenv.ClickHouseAddr(t), db)
 	var records uint64
-	require.NoError(t, ch.conn.QueryRow(ctx(t), "SELECT count() FROM "+db+"."+chschema.MigrationsTable+" FINAL").Scan(&records))
+	require.NoError(t, conn.QueryRow(ctx(t), "SELECT count() FROM "+db+"."+chschema.MigrationsTable+" FINAL").Scan(&records))
 	require.EqualValues(t, len(migrations), records, "one logical record per migration")
 	for _, tb := range chschema.Tables() {
 		var k uint64
-		require.NoError(t, ch.conn.QueryRow(ctx(t), "SELECT count() FROM system.tables WHERE database = @db AND name = @t",
+		require.NoError(t, conn.QueryRow(ctx(t), "SELECT count() FROM system.tables WHERE database = @db AND name = @t",
 			clickhouse.Named("db", db), clickhouse.Named("t", tb.Name)).Scan(&k))
 		require.EqualValues(t, 1, k, "table %s", tb.Name)
 	}
