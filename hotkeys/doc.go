@@ -1,0 +1,15 @@
+// Package hotkeys is what an application imports to act on the hot keys
+// keyheat finds, with Kafka as the only coordination between the
+// application's processes and keyheat's detect instances.
+//
+// It owns the application side of the registry topic (keyheat.hotkeys):
+// following it into an in-memory set that answers IsHot without locks or
+// allocation, and the mitigations an entry asks for: a small in-process
+// cache for hot keys only, coalescing of concurrent misses, and splitting
+// of hot write keys over several physical keys. It also reports accesses
+// for applications that have no access log of their own.
+//
+// It does not detect anything (package pipeline and detect do), and it
+// imports nothing of keyheat's but package schemas, whose record shapes it
+// shares with detect.
+package hotkeys
