@@ -11,9 +11,12 @@ import (
 // so an old reader fails loudly instead of misreading.
 const HotKeyVersion = 1
 
-// HotKey types: a key turned hot, or a hot key cooled down.
+// HotKey types: a key turned hot, a key still hot whose rate moved
+// (HotKeyUpdate, a refresh of the registry entry), or a hot key cooled
+// down.
 const (
 	HotKeyHot    = "hot"
+	HotKeyUpdate = "update"
 	HotKeyCooled = "cooled"
 )
 
@@ -36,6 +39,11 @@ type Mitigation struct {
 	// (configured). 0 for other kinds.
 	Split int `json:"split,omitempty"`
 }
+
+// MitigationCoalesce: collapse an application's concurrent misses of the
+// key into one upstream call and cache nothing. Detect does not suggest it;
+// an operator can ask for it on a manual entry.
+const MitigationCoalesce = "coalesce"
 
 // HotKeyEvent is the value of a record on keyheat.hotkeys, the registry of
 // hot keys that applications follow. It is published the moment a key
@@ -76,8 +84,12 @@ type HotKeyEvent struct {
 	// Rule is the name of the rule whose threshold the key crossed.
 	Rule string `json:"rule"`
 	// Rate is the key's rate in events per second over the rule's window at
-	// the moment of detection (Type hot) or of cooling (Type cooled).
+	// the moment of detection (Type hot), of the refresh (Type update) or
+	// of cooling (Type cooled).
 	Rate float64 `json:"rate"`
+	// PeakRate is the highest Rate published for this episode of the key
+	// being hot, this record's included (0 on records that predate it).
+	PeakRate float64 `json:"peak_rate,omitempty"`
 	// Threshold is the rule's rate threshold, events per second; 0 when the
 	// rule sets only a bytes threshold.
 	Threshold float64 `json:"threshold"`
@@ -188,7 +200,9 @@ func (h *HotKeyEvent) AppendJSON(dst []byte) ([]byte, error) {
 }
 
 // DecodeHotKeyEvent decodes a keyheat.hotkeys record value. It rejects a
-// version it does not know, and a type other than hot or cooled.
+// version it does not know, and a type other than hot, update or cooled.
+// A record with a nil value (a tombstone) is not an event: the key left the
+// registry; callers check for it before decoding.
 func DecodeHotKeyEvent(src []byte) (*HotKeyEvent, error) {
 	var h HotKeyEvent
 	if err := json.Unmarshal(src, &h); err != nil {
@@ -197,8 +211,8 @@ func DecodeHotKeyEvent(src []byte) (*HotKeyEvent, error) {
 	if h.Version != HotKeyVersion {
 		return nil, fmt.Errorf("decode hot-key event: version %d, this reader knows %d", h.Version, HotKeyVersion)
 	}
-	if h.Type != HotKeyHot && h.Type != HotKeyCooled {
-		return nil, fmt.Errorf("decode hot-key event: type %q is neither %q nor %q", h.Type, HotKeyHot, HotKeyCooled)
+	if h.Type != HotKeyHot && h.Type != HotKeyUpdate && h.Type != HotKeyCooled {
+		return nil, fmt.Errorf("decode hot-key event: type %q is not %q, %q or %q", h.Type, HotKeyHot, HotKeyUpdate, HotKeyCooled)
 	}
 	return &h, nil
 }
