@@ -130,75 +130,84 @@ func reportedKey(i int) string {
 	return "item:" + strconv.Itoa(i)
 }
 
+// reporterBrokers runs fn against an embedded kfake cluster and against
+// the real broker (KEYHEAT_TEST_KAFKA), as subtests named kfake and
+// real_kafka.
+func reporterBrokers(t *testing.T, fn func(t *testing.T, seeds []string)) {
+	t.Run("kfake", func(t *testing.T) { fn(t, testenv.KFake(t)) })
+	t.Run("real_kafka", func(t *testing.T) { fn(t, testenv.KafkaSeeds(t)) })
+}
+
 // TestReporterDeliversEveryEvent has goroutines record events over a set
 // of keys into buffers large enough that none can be dropped, and
 // requires the topic to hold exactly those events: each once, each
-// record keyed by its access key, decodable and accepted as detect reads
-// them, with the time of its Record call.
+// record keyed by its access key and every key on one partition,
+// decodable and accepted as detect reads them, with the time of its
+// Record call.
 func TestReporterDeliversEveryEvent(t *testing.T) {
-	verifyNoLeaks(t)
-	const goroutines, perGoroutine, keys = 8, 2500, 97
-	seeds := testenv.KFake(t)
-	topic := testenv.NewTopic(t, seeds, 4)
-	reg := prometheus.NewPedanticRegistry()
-	r := newTestReporter(t, seeds, topic, ReporterConfig{
-		Client: "host-1", Node: "cache-7", FlushInterval: 20 * time.Millisecond,
-		// 20,000 events of under 70 bytes: the buffers hold them all even
-		// if Kafka took none before the end.
-		BufferBytes: 8 << 20, Registerer: reg,
-	})
-
-	startMs := time.Now().UnixMilli()
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range perGoroutine {
-				seq := g*perGoroutine + i
-				// Bytes carries the event's sequence number, so that each
-				// event on the topic is known.
-				r.Record("shop", reportedKey(seq%keys), "GET", int64(seq))
-			}
+	reporterBrokers(t, func(t *testing.T, seeds []string) {
+		verifyNoLeaks(t)
+		const goroutines, perGoroutine, keys = 8, 2500, 97
+		topic := testenv.NewTopic(t, seeds, 4)
+		reg := prometheus.NewPedanticRegistry()
+		r := newTestReporter(t, seeds, topic, ReporterConfig{
+			Client: "host-1", Node: "cache-7", FlushInterval: 20 * time.Millisecond,
+			// 20,000 events of under 70 bytes: the buffers hold them all
+			// even if Kafka took none before the end.
+			BufferBytes: 8 << 20, Registerer: reg,
 		})
-	}
-	wg.Wait()
-	endMs := time.Now().UnixMilli()
-	closeReporter(t, r)
 
-	const total = goroutines * perGoroutine
-	st := r.Stats()
-	require.Equal(t, ReporterStats{Recorded: total, Sent: total}, st)
-
-	recs := testenv.ReadCommitted(t, seeds, topic)
-	require.Len(t, recs, total)
-	seen := make([]bool, total)
-	perKey := map[string]int{}
-	partOf := map[string]int32{}
-	for _, rec := range recs {
-		e := decodeAsDetect(t, rec)
-		seq := int(e.Bytes)
-		require.True(t, seq >= 0 && seq < total, "sequence %d", seq)
-		require.False(t, seen[seq], "event %d twice", seq)
-		seen[seq] = true
-		require.Equal(t, schemas.AccessEvent{TimeMs: e.TimeMs, Key: reportedKey(seq % keys), App: "shop", Op: "GET",
-			Bytes: int64(seq), Client: "host-1", Node: "cache-7"}, e)
-		require.True(t, e.TimeMs >= startMs && e.TimeMs <= endMs, "event time %d outside the Record calls' [%d, %d]", e.TimeMs, startMs, endMs)
-		perKey[e.Key]++
-		if p, ok := partOf[e.Key]; ok {
-			require.Equal(t, p, rec.Partition, "key %q on two partitions", e.Key)
+		startMs := time.Now().UnixMilli()
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := range perGoroutine {
+					seq := g*perGoroutine + i
+					// Bytes carries the event's sequence number, so that
+					// each event on the topic is known.
+					r.Record("shop", reportedKey(seq%keys), "GET", int64(seq))
+				}
+			})
 		}
-		partOf[e.Key] = rec.Partition
-	}
-	require.Len(t, perKey, keys)
-	for k := range keys {
-		want := total / keys
-		if k < total%keys {
-			want++
-		}
-		require.Equal(t, want, perKey[reportedKey(k)], "events of key %d", k)
-	}
+		wg.Wait()
+		endMs := time.Now().UnixMilli()
+		closeReporter(t, r)
 
-	// The metrics say what Stats says.
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(`
+		const total = goroutines * perGoroutine
+		require.Equal(t, ReporterStats{Recorded: total, Sent: total}, r.Stats())
+
+		recs := testenv.ReadCommitted(t, seeds, topic)
+		require.Len(t, recs, total)
+		seen := make([]bool, total)
+		perKey := map[string]int{}
+		partOf := map[string]int32{}
+		for _, rec := range recs {
+			e := decodeAsDetect(t, rec)
+			seq := int(e.Bytes)
+			require.True(t, seq >= 0 && seq < total, "sequence %d", seq)
+			require.False(t, seen[seq], "event %d twice", seq)
+			seen[seq] = true
+			require.Equal(t, schemas.AccessEvent{TimeMs: e.TimeMs, Key: reportedKey(seq % keys), App: "shop", Op: "GET",
+				Bytes: int64(seq), Client: "host-1", Node: "cache-7"}, e)
+			require.True(t, e.TimeMs >= startMs && e.TimeMs <= endMs,
+				"event time %d outside the Record calls' [%d, %d]", e.TimeMs, startMs, endMs)
+			perKey[e.Key]++
+			if p, ok := partOf[e.Key]; ok {
+				require.Equal(t, p, rec.Partition, "key %q on two partitions", e.Key)
+			}
+			partOf[e.Key] = rec.Partition
+		}
+		require.Len(t, perKey, keys)
+		for k := range keys {
+			want := total / keys
+			if k < total%keys {
+				want++
+			}
+			require.Equal(t, want, perKey[reportedKey(k)], "events of key %d", k)
+		}
+
+		// The metrics say what Stats says.
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(`
 # HELP keyheat_hotkeys_reporter_recorded_total Record calls: every access the application reported.
 # TYPE keyheat_hotkeys_reporter_recorded_total counter
 keyheat_hotkeys_reporter_recorded_total %[1]d
@@ -209,6 +218,7 @@ keyheat_hotkeys_reporter_sent_total %[1]d
 # TYPE keyheat_hotkeys_reporter_pending_events gauge
 keyheat_hotkeys_reporter_pending_events 0
 `, total)), "keyheat_hotkeys_reporter_recorded_total", "keyheat_hotkeys_reporter_sent_total", "keyheat_hotkeys_reporter_pending_events"))
+	})
 }
 
 // TestReporterDropsWhenFull fills a reporter's small buffers while its
@@ -221,9 +231,9 @@ func TestReporterDropsWhenFull(t *testing.T) {
 	topic := testenv.NewTopic(t, b.Seeds(), 2)
 	r := newTestReporter(t, b.Seeds(), topic, ReporterConfig{
 		Stripes: 1, MaxKeyBytes: 64, BufferBytes: 4 * 512, FlushInterval: 10 * time.Millisecond,
-		// Retry soon once the broker is back (franz-go's default backoff
-		// grows to seconds while it is down).
-		ClientOpts: []kgo.Opt{kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })},
+		// Look for the broker again soon once it is back (franz-go waits
+		// five seconds between metadata loads by default).
+		ClientOpts: []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })},
 	})
 	b.Stop(t)
 
