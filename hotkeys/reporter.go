@@ -20,9 +20,9 @@ import (
 // ReporterConfig configures a Reporter. Topic is required; every other
 // zero value means the default its field names.
 type ReporterConfig struct {
-	// ClientOpts connect to the brokers (seed brokers, TLS, SASL). The
-	// reporter's producer options come after them, except that options
-	// given here win where both set the same thing.
+	// ClientOpts connect to the brokers (seed brokers, TLS, SASL). They
+	// are applied after the reporter's own producer options, so one given
+	// here overrides the reporter's (kgo.ProducerBatchCompression, say).
 	ClientOpts []kgo.Opt
 	// Topic receives the events: the events topic detect reads
 	// (kafka.topics.events in keyheat's config, keyheat.events there by
@@ -40,11 +40,13 @@ type ReporterConfig struct {
 	// BufferBytes bounds the encoded events the reporter holds, in its
 	// buffers and in flight to Kafka, counting each event's record key and
 	// value; default 1 MiB. Beyond it Record drops events, and counts
-	// them. Bookkeeping adds at most ReporterOverheadBytes per event held.
+	// them. Each event held also takes some 200 bytes of bookkeeping (its
+	// franz-go record), besides franz-go's produce requests.
 	BufferBytes int
-	// Stripes is how many buffers take events at the same time; default
-	// GOMAXPROCS, fewer if BufferBytes cannot give each stripe buffers
-	// that hold an event with the longest key.
+	// Stripes is how many buffers take events at the same time, rounded
+	// down to a power of two; default GOMAXPROCS, fewer if BufferBytes
+	// cannot give each stripe buffers that hold an event with the longest
+	// key. Each stripe has four buffers of BufferBytes / (4 × stripes).
 	Stripes int
 	// MaxKeyBytes is the longest key reported; a longer key is dropped and
 	// counted, as detect dead-letters it (it is not truncated: two long
@@ -55,7 +57,9 @@ type ReporterConfig struct {
 	// most every few seconds) and franz-go's; nil discards.
 	Logger *slog.Logger
 	// Registerer receives the reporter's metrics
-	// (keyheat_hotkeys_reporter_*); nil registers none.
+	// (keyheat_hotkeys_reporter_*); nil registers none. Their names are
+	// fixed: give each reporter of a process its own registerer, or one
+	// wrapped with a label (prometheus.WrapRegistererWith).
 	Registerer prometheus.Registerer
 }
 
@@ -64,11 +68,6 @@ const (
 	DefaultReporterFlushInterval = 100 * time.Millisecond
 	DefaultReporterBufferBytes   = 1 << 20
 )
-
-// ReporterOverheadBytes bounds the memory a Reporter uses per event it
-// holds besides the event's encoding: its franz-go record and its place
-// in a buffer.
-const ReporterOverheadBytes = 256
 
 const (
 	// reporterBuffersPerStripe: one buffer takes events while the others
@@ -159,9 +158,9 @@ func (c ReporterConfig) fixedBytes() int {
 }
 
 // ReporterStats are a Reporter's counts since it was made. Every Record
-// call is in Recorded and, at any moment, in exactly one of the others:
+// call is counted in Recorded and in exactly one of the others, so that
 // Recorded = Sent + Failed + DroppedFull + DroppedInvalid +
-// DroppedClosed + Pending. After Close, Pending is 0.
+// DroppedClosed + Pending in every snapshot. After Close, Pending is 0.
 type ReporterStats struct {
 	// Recorded counts Record calls.
 	Recorded int64
@@ -302,7 +301,6 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	cfg = cfg.withDefaults()
 	r := newReporter(cfg)
 	opts := []kgo.Opt{
-		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // what the idempotent producer needs; stated for the reader
 		// franz-go's own bounds, twice the reporter's: those are what
 		// bind, and a buffer freed by its last promise may be produced
@@ -377,9 +375,13 @@ func newReporter(cfg ReporterConfig) *Reporter {
 // are a key; a key that is not UTF-8 is read by detect only with
 // events.allow_binary_keys.
 //
-// Record does not block on Kafka nor allocate. It drops the event, and
-// counts it in Stats, when key or app is empty, when key is longer than
-// MaxKeyBytes, when every buffer is full, and after Close.
+// Record never waits for Kafka: at most for another Record call on the
+// same stripe to finish encoding its event. It does not allocate, but
+// for a few bytes per CPU after garbage collections (stripeHint). It
+// drops the event, and counts it in Stats, when key or app is empty, when
+// key is longer than MaxKeyBytes, when the event does not fit in an
+// empty buffer (app and op of 256 bytes together always fit), when every
+// buffer is full, and after Close.
 func (r *Reporter) Record(app, key, op string, bytes int64) {
 	switch {
 	case len(key) == 0:
@@ -423,14 +425,15 @@ func (r *Reporter) Record(app, key, op string, bytes int64) {
 	s.mu.Unlock()
 }
 
-// nowMs is the wall-clock time in Unix milliseconds: time.Now's, for a
-// third to half of its cost. time.Now reads the system's clock twice, the
-// wall clock and the monotonic one, and a read is the larger part of
-// Record's cost where reading it is slow (in virtual machines, 40 to 100
-// ns). nowMs reads only the monotonic clock, time.Since's one read, and
-// adds the wall clock's offset from it as syncClock last saw it: the two
-// differ only by adjustments of the wall clock made since then (NTP
-// slews it by 0.5 ms a second at most; a step shows at the next sync).
+// nowMs is the wall-clock time in Unix milliseconds: time.Now's, for
+// about half its cost. time.Now reads the system's clock twice, the wall
+// clock and the monotonic one, and one read is the largest part of
+// Record's cost where reading is slow (40 to 100 ns on the virtual
+// machine Record was measured on). nowMs reads only the monotonic clock,
+// time.Since's one read, and adds the wall clock's offset from it as
+// syncClock last saw it, at most a second ago: the two differ only by
+// adjustments of the wall clock made since (NTP slews it by half a
+// millisecond a second at most; a step shows at the next sync).
 func (r *Reporter) nowMs() int64 {
 	return (r.wallOffNs.Load() + int64(time.Since(r.epoch))) / int64(time.Millisecond)
 }
@@ -491,11 +494,14 @@ func (r *Reporter) swap(s *reporterStripe) *reporterBuffer {
 }
 
 // flusher produces full buffers as they come, and every interval takes
-// the buffers that are not empty from the stripes and produces them.
+// the buffers that are not empty from the stripes and produces them. It
+// ticks at least every second, to sync nowMs's clock and warn.
 func (r *Reporter) flusher() {
 	defer close(r.flusherDone)
-	tick := time.NewTicker(r.interval)
+	period := min(r.interval, time.Second)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
+	lastFlush := time.Now()
 	for {
 		select {
 		case <-r.quit:
@@ -507,11 +513,17 @@ func (r *Reporter) flusher() {
 			return
 		case b := <-r.ready:
 			r.produce(b)
-		case now := <-tick.C:
-			r.syncClock(time.Now())
-			for i := range r.stripes {
-				if b := r.take(&r.stripes[i], false); b != nil {
-					r.produce(b)
+		case <-tick.C:
+			now := time.Now()
+			r.syncClock(now)
+			// Half a period early, so that an interval that is a whole
+			// number of periods is not missed by a tick a moment early.
+			if now.Sub(lastFlush) >= r.interval-period/2 {
+				lastFlush = now
+				for i := range r.stripes {
+					if b := r.take(&r.stripes[i], false); b != nil {
+						r.produce(b)
+					}
 				}
 			}
 			r.warned.warn(r, now, false)
@@ -536,7 +548,9 @@ func (r *Reporter) take(s *reporterStripe, closing bool) *reporterBuffer {
 		select {
 		case s.buf = <-r.free:
 		default:
-			return nil // still full when a buffer frees up, or at the next tick
+			// Every buffer is full or in flight: s keeps its own, which
+			// is taken when it fills and one is free, or at a later tick.
+			return nil
 		}
 	}
 	if len(b.slots) == 0 {
@@ -551,6 +565,10 @@ func (r *Reporter) take(s *reporterStripe, closing bool) *reporterBuffer {
 // becomes free again when Kafka answered them all (b.done).
 func (r *Reporter) produce(b *reporterBuffer) {
 	n := len(b.slots)
+	if n == 0 { // no promise would free it
+		r.free <- b
+		return
+	}
 	if cap(b.recs) < n {
 		// Grown to what the buffer held at most, not to what it could
 		// hold: small events need many more records than most buffers

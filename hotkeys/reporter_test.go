@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -189,7 +191,9 @@ func TestReporterDeliversEveryEvent(t *testing.T) {
 			seen[seq] = true
 			require.Equal(t, schemas.AccessEvent{TimeMs: e.TimeMs, Key: reportedKey(seq % keys), App: "shop", Op: "GET",
 				Bytes: int64(seq), Client: "host-1", Node: "cache-7"}, e)
-			require.True(t, e.TimeMs >= startMs && e.TimeMs <= endMs,
+			// A millisecond either way: Record's clock may differ from
+			// time.Now's by a slew of the wall clock since it synced.
+			require.True(t, e.TimeMs >= startMs-1 && e.TimeMs <= endMs+1,
 				"event time %d outside the Record calls' [%d, %d]", e.TimeMs, startMs, endMs)
 			perKey[e.Key]++
 			if p, ok := partOf[e.Key]; ok {
@@ -370,4 +374,77 @@ keyheat_hotkeys_reporter_dropped_total{reason="too_large"} 1
 	for _, rec := range recs {
 		decodeAsDetect(t, rec)
 	}
+}
+
+// TestReporterClock: Record's clock reads the wall clock, to the
+// millisecond (one either way for a slew since it synced).
+func TestReporterClock(t *testing.T) {
+	r := newReporter(ReporterConfig{Topic: "t"}.withDefaults())
+	for range 10_000 {
+		before := time.Now().UnixMilli()
+		got := r.nowMs()
+		after := time.Now().UnixMilli()
+		require.True(t, got >= before-1 && got <= after+1, "nowMs %d, time.Now %d then %d", got, before, after)
+	}
+}
+
+// TestReporterLayout: stripes are two cache lines each, and the stripe
+// count a power of two no larger than asked for, with buffers that hold
+// the largest event.
+func TestReporterLayout(t *testing.T) {
+	require.Equal(t, uintptr(128), unsafe.Sizeof(reporterStripe{}))
+	for _, stripes := range []int{1, 2, 3, 4, 5, 7, 8, 9, 64} {
+		cfg := ReporterConfig{Topic: "t", Stripes: stripes, BufferBytes: 64 << 20}.withDefaults()
+		require.NoError(t, cfg.Validate())
+		r := newReporter(cfg)
+		n := len(r.stripes)
+		require.LessOrEqual(t, n, stripes)
+		require.Greater(t, 2*n, stripes)
+		require.Zero(t, n&(n-1), "%d stripes", n)
+		require.Equal(t, uint32(n-1), r.mask)
+		require.Equal(t, n*reporterBuffersPerStripe, cap(r.free))
+		require.Equal(t, n*(reporterBuffersPerStripe-1), len(r.free))
+		require.GreaterOrEqual(t, r.bufBytes, cfg.largestEvent())
+		require.LessOrEqual(t, n*reporterBuffersPerStripe*r.bufBytes, cfg.BufferBytes)
+	}
+}
+
+// TestReporterCloseWhileRecording closes a reporter while goroutines
+// record, and they go on a while after: every call is counted once, the
+// topic holds exactly the events sent, and the calls after Close are
+// counted as such.
+func TestReporterCloseWhileRecording(t *testing.T) {
+	verifyNoLeaks(t)
+	seeds := testenv.KFake(t)
+	topic := testenv.NewTopic(t, seeds, 2)
+	r := newTestReporter(t, seeds, topic, ReporterConfig{FlushInterval: 5 * time.Millisecond})
+	const goroutines, afterClose = 4, 100
+	var closed atomic.Bool
+	var calls atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			n := 0
+			for i := 0; ; i++ {
+				if closed.Load() {
+					if n++; n > afterClose {
+						return
+					}
+				}
+				r.Record("shop", reportedKey(i%31), "GET", 0)
+				calls.Add(1)
+			}
+		})
+	}
+	// Close once the goroutines are under way.
+	require.Eventually(t, func() bool { return r.Stats().Recorded > 1000 }, time.Minute, time.Millisecond)
+	closeReporter(t, r)
+	closed.Store(true)
+	wg.Wait()
+	st := r.Stats()
+	require.Equal(t, calls.Load(), st.Recorded)
+	require.GreaterOrEqual(t, st.DroppedClosed, int64(goroutines*afterClose))
+	require.Equal(t, st.Recorded, st.Sent+st.DroppedFull+st.DroppedClosed, "%+v", st)
+	require.Zero(t, st.Pending+st.Failed+st.DroppedInvalid)
+	require.Len(t, testenv.ReadCommitted(t, seeds, topic), int(st.Sent))
 }
