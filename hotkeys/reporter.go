@@ -86,6 +86,8 @@ const (
 	reporterRoomForAppOp = 256
 	// reporterMaxStripes bounds Stripes.
 	reporterMaxStripes = 1 << 12
+	// reporterMaxBufferSize bounds one buffer: 1 GiB.
+	reporterMaxBufferSize = 1 << 30
 	// reporterLogEvery is how often at most the reporter warns.
 	reporterLogEvery = 10 * time.Second
 )
@@ -112,9 +114,13 @@ func (c ReporterConfig) Validate() error {
 	}
 	if len(errs) == 0 {
 		c = c.withDefaults()
-		if size, need := c.bufferSize(), c.largestEvent(); size < need {
+		switch size, need := c.bufferSize(), c.largestEvent(); {
+		case size < need:
 			bad("buffer bytes %d over %d stripes give buffers of %d bytes, less than the %d an event with a %d-byte key needs: raise buffer bytes or lower stripes",
 				c.BufferBytes, c.Stripes, size, need, c.MaxKeyBytes)
+		case size > reporterMaxBufferSize: // offsets in a buffer are uint32
+			bad("buffer bytes %d over %d stripes give buffers of %d bytes, over %d: lower buffer bytes or raise stripes",
+				c.BufferBytes, c.Stripes, size, reporterMaxBufferSize)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

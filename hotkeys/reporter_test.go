@@ -95,6 +95,8 @@ func TestReporterConfigValidate(t *testing.T) {
 		{"negative max key bytes", func(c *ReporterConfig) { c.MaxKeyBytes = -5 }, "max key bytes -5 is negative"},
 		{"buffers too small for the longest key", func(c *ReporterConfig) { c.BufferBytes, c.Stripes = 8<<10, 2 },
 			"give buffers of 1024 bytes, less than"},
+		{"buffers too large", func(c *ReporterConfig) { c.BufferBytes, c.Stripes = 8<<30, 1 },
+			"give buffers of 2147483648 bytes, over 1073741824"},
 		{"buffers too small for a long client", func(c *ReporterConfig) {
 			c.BufferBytes, c.Stripes, c.MaxKeyBytes, c.Client = 4<<10, 1, 64, strings.Repeat("c", 1000)
 		}, "less than the 1474 an event with a 64-byte key needs"},
