@@ -1,8 +1,10 @@
 package hotkeys
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -449,4 +451,49 @@ func TestReporterCloseWhileRecording(t *testing.T) {
 	require.Equal(t, st.Recorded, st.Sent+st.DroppedFull+st.DroppedClosed, "%+v", st)
 	require.Zero(t, st.Pending+st.Failed+st.DroppedInvalid)
 	require.Len(t, testenv.ReadCommitted(t, seeds, topic), int(st.Sent))
+}
+
+// TestReporterProduceErrors: events Kafka refuses (their topic does not
+// exist) are counted as failed, logged, and do not stop the reporter.
+func TestReporterProduceErrors(t *testing.T) {
+	verifyNoLeaks(t)
+	seeds := testenv.KFake(t)
+	var logs syncBuffer
+	r := newTestReporter(t, seeds, testenv.UniqueName(t, "missing"), ReporterConfig{
+		FlushInterval: 5 * time.Millisecond,
+		Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
+		// Give up on the missing topic at its first unknown answer, and
+		// ask again soon.
+		ClientOpts: []kgo.Opt{kgo.UnknownTopicRetries(0), kgo.MetadataMinAge(10 * time.Millisecond)},
+	})
+	for i := range 20 {
+		r.Record("shop", reportedKey(i), "GET", 0)
+	}
+	require.Eventually(t, func() bool { return r.Stats().Failed == 20 }, time.Minute, 5*time.Millisecond)
+	r.Record("shop", "after", "GET", 0) // still taken
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := r.Close(ctx)
+	require.ErrorContains(t, err, "21 of 21 events buffered did not reach kafka")
+	require.Equal(t, ReporterStats{Recorded: 21, Failed: 21}, r.Stats())
+	require.Contains(t, logs.String(), "hotkeys reporter: events did not reach kafka")
+	require.Contains(t, logs.String(), "UNKNOWN_TOPIC_OR_PARTITION")
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
