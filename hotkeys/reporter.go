@@ -381,8 +381,9 @@ func newReporter(cfg ReporterConfig) *Reporter {
 // are a key; a key that is not UTF-8 is read by detect only with
 // events.allow_binary_keys.
 //
-// Record never waits for Kafka: at most for another Record call on the
-// same stripe to finish encoding its event. It does not allocate, but
+// Record never waits for Kafka: at most for a stripe's lock, which
+// Record, Stats and the flusher each hold for a moment (one event's
+// encoding, a buffer's swap). It does not allocate, but
 // for a few bytes per CPU after garbage collections (stripeHint). It
 // drops the event, and counts it in Stats, when key or app is empty, when
 // key is longer than MaxKeyBytes, when the event does not fit in an
