@@ -93,9 +93,8 @@ type CacheConfig struct {
 	// Registerer receives the cache's metrics; nil registers none.
 	Registerer prometheus.Registerer
 
-	// now is the cache's clock in nanoseconds, for tests; nil is the
-	// monotonic clock.
-	now func() int64
+	// clock is the cache's time, for tests; nil is the monotonic clock.
+	clock cacheClock
 }
 
 func (c CacheConfig) withDefaults() CacheConfig {
@@ -169,7 +168,7 @@ func (c CacheConfig) Validate() error {
 // and then call Invalidate; see Invalidate for what a caller is promised.
 type Cache struct {
 	reg         Registry
-	now         func() int64
+	clock       cacheClock
 	localTTL    time.Duration
 	maxStaleAge time.Duration
 	maxWait     time.Duration
@@ -207,7 +206,7 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	cfg = cfg.withDefaults()
 	c := &Cache{
 		reg:         cfg.Registry,
-		now:         cfg.now,
+		clock:       cfg.clock,
 		localTTL:    cfg.LocalTTL,
 		maxStaleAge: cfg.MaxStaleAge,
 		maxWait:     cfg.MaxWait,
@@ -219,9 +218,8 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if c.now == nil {
-		start := time.Now()
-		c.now = func() int64 { return int64(time.Since(start)) }
+	if c.clock == nil {
+		c.clock = monoClock{start: time.Now()}
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if cfg.Registerer != nil {
@@ -316,7 +314,7 @@ func (c *Cache) Get(ctx context.Context, app, key string, load func(ctx context.
 		return load(ctx)
 	}
 	if ks != nil && e.Mitigation == MitigationLocalCache {
-		if v := ks.val.Load(); v != nil && c.now() < v.freshUntilNs {
+		if v := ks.val.Load(); v != nil && v.fresh.Load() {
 			if !ks.visited.Load() {
 				ks.visited.Store(true)
 			}
@@ -377,6 +375,9 @@ func (c *Cache) Close() {
 		if c.bc != nil {
 			c.bc.close()
 		}
+		c.tab.mu.Lock()
+		c.tab.dropValuesLocked() // stops the values' timers
+		c.tab.mu.Unlock()
 	})
 }
 

@@ -19,15 +19,59 @@ import (
 // hung test reaches, never a timing assertion.
 const hangGuard = 60 * time.Second
 
-// testClock is a clock the test moves by hand.
-type testClock struct{ ns atomic.Int64 }
+// testClock is a clock the test moves by hand; its timers fire, in the
+// goroutine that moves it, when it passes their time.
+type testClock struct {
+	ns     atomic.Int64
+	mu     sync.Mutex
+	timers map[int]testTimer
+	nextID int
+}
 
-func (c *testClock) now() int64              { return c.ns.Load() }
-func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+type testTimer struct {
+	atNs int64
+	f    func()
+}
 
-// withClock makes cfg's cache read clk instead of the monotonic clock.
+func (c *testClock) nowNs() int64 { return c.ns.Load() }
+
+func (c *testClock) afterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timers == nil {
+		c.timers = map[int]testTimer{}
+	}
+	id := c.nextID
+	c.nextID++
+	c.timers[id] = testTimer{atNs: c.ns.Load() + int64(d), f: f}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.timers[id]
+		delete(c.timers, id)
+		return ok
+	}
+}
+
+func (c *testClock) advance(d time.Duration) {
+	now := c.ns.Add(int64(d))
+	c.mu.Lock()
+	var due []func()
+	for id, tm := range c.timers {
+		if tm.atNs <= now {
+			due = append(due, tm.f)
+			delete(c.timers, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
+
+// withClock makes cfg's cache run on clk instead of the monotonic clock.
 func withClock(cfg CacheConfig, clk *testClock) CacheConfig {
-	cfg.now = clk.now
+	cfg.clock = clk
 	return cfg
 }
 

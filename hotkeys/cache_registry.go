@@ -1,6 +1,7 @@
 package hotkeys
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -21,10 +22,10 @@ type Registry interface {
 // set that changes rarely. The zero value is an empty registry.
 type StaticRegistry struct {
 	mu sync.Mutex // serializes writers
-	m  atomic.Pointer[map[registryKey]Entry]
+	// m maps a key to its entries, one per app holding the key (most
+	// often one): one string to hash per Get instead of two.
+	m atomic.Pointer[map[string][]Entry]
 }
-
-type registryKey struct{ app, key string }
 
 var _ Registry = (*StaticRegistry)(nil)
 
@@ -34,8 +35,12 @@ func (r *StaticRegistry) Get(app, key string) (Entry, bool) {
 	if m == nil {
 		return Entry{}, false
 	}
-	e, ok := (*m)[registryKey{app, key}]
-	return e, ok
+	for _, e := range (*m)[key] {
+		if e.App == app {
+			return e, true
+		}
+	}
+	return Entry{}, false
 }
 
 // Set adds or replaces the entry of (e.App, e.Key). It stores e with
@@ -45,23 +50,31 @@ func (r *StaticRegistry) Set(e Entry) {
 	if e.KeyHash == 0 {
 		e.KeyHash = xxh3.HashString(e.Key)
 	}
-	r.update(func(m map[registryKey]Entry) { m[registryKey{e.App, e.Key}] = e })
+	r.update(e.App, e.Key, &e)
 }
 
 // Delete removes the entry of (app, key), if any.
-func (r *StaticRegistry) Delete(app, key string) {
-	r.update(func(m map[registryKey]Entry) { delete(m, registryKey{app, key}) })
-}
+func (r *StaticRegistry) Delete(app, key string) { r.update(app, key, nil) }
 
-func (r *StaticRegistry) update(f func(map[registryKey]Entry)) {
+// update replaces (app, key)'s entry by e, or removes it when e is nil,
+// in a copy of the set that it then publishes.
+func (r *StaticRegistry) update(app, key string, e *Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := map[registryKey]Entry{}
+	next := map[string][]Entry{}
 	if old := r.m.Load(); old != nil {
-		for k, e := range *old {
-			next[k] = e
+		for k, es := range *old {
+			next[k] = es
 		}
 	}
-	f(next)
+	es := slices.DeleteFunc(slices.Clone(next[key]), func(x Entry) bool { return x.App == app })
+	if e != nil {
+		es = append(es, *e)
+	}
+	if len(es) == 0 {
+		delete(next, key)
+	} else {
+		next[key] = es
+	}
 	r.m.Store(&next)
 }

@@ -3,9 +3,9 @@ package hotkeys
 import (
 	"hash/maphash"
 	"math/bits"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // The cache's table is written by hand rather than taken from an LRU
@@ -43,10 +43,19 @@ type paddedCounter struct {
 }
 
 // stripedCounter is a counter that many cores add to at once: each add
-// goes to a stripe picked at random, and the total is their sum.
+// goes to one of its stripes, and the total is their sum.
 type stripedCounter [hitStripes]paddedCounter
 
-func (s *stripedCounter) add() { s[rand.Uint32()&(hitStripes-1)].n.Add(1) }
+// add picks the stripe from the address of a variable on the calling
+// goroutine's stack: goroutines running at once on different cores have
+// different stacks, so mostly different stripes, and reading a stack
+// address costs nothing, where a random number costs more than the rest
+// of a hit. Any stripe is correct; this only spreads the contention.
+func (s *stripedCounter) add() {
+	var here byte
+	a := uintptr(unsafe.Pointer(&here)) >> 11 // stacks are 2 KiB at least
+	s[(a^a>>3^a>>6)&(hitStripes-1)].n.Add(1)
+}
 
 func (s *stripedCounter) load() uint64 {
 	var n uint64
@@ -63,9 +72,20 @@ type cachedValue struct {
 	// loadedNs is when the load that returned data was started (the
 	// cache's clock): data is at least as new as the store was then.
 	loadedNs int64
-	// freshUntilNs ends the value's time to live; staleUntilNs ends the
-	// time it may still be served stale (see CacheConfig.MaxStaleAge).
-	freshUntilNs, staleUntilNs int64
+	// staleUntilNs ends the time it may still be served stale (see
+	// CacheConfig.MaxStaleAge).
+	staleUntilNs int64
+	// fresh is true until the value's time to live ends: a timer clears
+	// it, stop stops that timer (nil when there is none).
+	fresh atomic.Bool
+	stop  func() bool
+}
+
+// release stops v's timer, if any: v left the table.
+func (v *cachedValue) release() {
+	if v != nil && v.stop != nil {
+		v.stop()
+	}
 }
 
 // keyState is one key the table holds: its value (if any), its load in
@@ -213,7 +233,7 @@ func (t *table) removeLocked(ks *keyState) {
 	ks.prev, ks.next = nil, nil
 	ks.inTable = false
 	ks.flight = nil
-	ks.val.Store(nil)
+	ks.val.Swap(nil).release()
 	t.count--
 	t.bytes -= ks.bytes
 	ks.bytes = 0
@@ -252,22 +272,25 @@ func (t *table) evictLocked(protect *keyState) bool {
 // fit even alone.
 func (t *table) setValueLocked(ks *keyState, v *cachedValue) bool {
 	if !ks.inTable {
+		v.release()
 		return false
 	}
 	kb := keyBytes(ks.app, ks.key)
 	// Drop the old value first, so that its bytes count as room.
 	t.bytes -= ks.bytes - kb
 	ks.bytes = kb
-	ks.val.Store(nil)
+	ks.val.Swap(nil).release()
 	if v == nil {
 		return true
 	}
 	need := int64(len(v.data))
 	if kb+need > t.maxBytes {
+		v.release()
 		return false
 	}
 	for t.bytes+need > t.maxBytes {
 		if !t.evictLocked(ks) {
+			v.release()
 			return false
 		}
 	}
@@ -275,4 +298,15 @@ func (t *table) setValueLocked(ks *keyState, v *cachedValue) bool {
 	ks.bytes += need
 	ks.val.Store(v)
 	return true
+}
+
+// dropValuesLocked drops every value (stopping its timer) and detaches
+// every flight.
+func (t *table) dropValuesLocked() {
+	ks := t.hand
+	for range t.count {
+		t.setValueLocked(ks, nil)
+		ks.flight = nil
+		ks = ks.next
+	}
 }

@@ -50,13 +50,13 @@ func (c *Cache) miss(ctx context.Context, e *Entry, h uint64, load func(context.
 		c.st.coldLoads.Add(1)
 		return load(ctx)
 	}
-	now := c.now()
+	now := c.clock.nowNs()
 	cache := e.Mitigation == MitigationLocalCache
 	if v := ks.val.Load(); v != nil {
 		switch {
 		case !cache || now >= v.staleUntilNs:
 			t.setValueLocked(ks, nil)
-		case now < v.freshUntilNs:
+		case v.fresh.Load():
 			// A load stored it since Get looked.
 			t.mu.Unlock()
 			ks.hits.add()
@@ -110,12 +110,7 @@ func (c *Cache) runLoad(vctx context.Context, ks *keyState, fl *flight, load fun
 	if ks.flight == fl {
 		ks.flight = nil
 		if err == nil && fl.store {
-			ttl := fl.ttl.Nanoseconds()
-			v := &cachedValue{data: data, loadedNs: fl.startNs, freshUntilNs: fl.startNs + ttl, staleUntilNs: fl.startNs + ttl}
-			if c.maxStaleAge > fl.ttl {
-				v.staleUntilNs = fl.startNs + c.maxStaleAge.Nanoseconds()
-			}
-			t.setValueLocked(ks, v)
+			t.setValueLocked(ks, c.newValue(data, fl.startNs, fl.ttl))
 		}
 	}
 	t.mu.Unlock()
@@ -124,6 +119,18 @@ func (c *Cache) runLoad(vctx context.Context, ks *keyState, fl *flight, load fun
 	}
 	fl.data, fl.err = data, err
 	close(fl.done)
+}
+
+// newValue returns data as a value loaded from startNs on, fresh for ttl
+// from then and kept to be served stale until MaxStaleAge from then.
+// Called with tab.mu held.
+func (c *Cache) newValue(data []byte, startNs int64, ttl time.Duration) *cachedValue {
+	v := &cachedValue{data: data, loadedNs: startNs, staleUntilNs: startNs + max(ttl, c.maxStaleAge).Nanoseconds()}
+	if left := time.Duration(startNs + ttl.Nanoseconds() - c.clock.nowNs()); left > 0 {
+		v.fresh.Store(true)
+		v.stop = c.clock.afterFunc(left, func() { v.fresh.Store(false) })
+	}
+	return v
 }
 
 // callLoad calls load, turning a panic into an error: the load runs in the
@@ -157,7 +164,7 @@ func (c *Cache) wait(ctx context.Context, ks *keyState, fl *flight) ([]byte, err
 	}
 	// The value held, if any, is one the flight would replace: loaded
 	// before it, and not invalidated since (an invalidation drops it).
-	if v := ks.val.Load(); v != nil && c.now() < v.staleUntilNs {
+	if v := ks.val.Load(); v != nil && c.clock.nowNs() < v.staleUntilNs {
 		ks.counters.stale.Add(1)
 		c.st.stale.Add(1)
 		return v.data, nil

@@ -134,12 +134,7 @@ func (c *Cache) invalidateLocal(app, key string) {
 func (c *Cache) purge() {
 	c.tab.mu.Lock()
 	defer c.tab.mu.Unlock()
-	ks := c.tab.hand
-	for range c.tab.count {
-		c.tab.setValueLocked(ks, nil)
-		ks.flight = nil
-		ks = ks.next
-	}
+	c.tab.dropValuesLocked()
 	c.st.purges.Add(1)
 }
 
