@@ -65,7 +65,9 @@ type CacheConfig struct {
 	// MaxEntries bounds the keys held. 0 means DefaultCacheMaxEntries.
 	MaxEntries int
 	// MaxBytes bounds the bytes of the keys (app and key) and values held.
-	// 0 means DefaultCacheMaxBytes.
+	// 0 means DefaultCacheMaxBytes. A value larger than what is left once
+	// every other key is evicted is returned and not kept; a key whose app
+	// and key alone exceed MaxBytes is served as if it were not hot.
 	MaxBytes int64
 
 	// MaxWait is how long a Get of a hot key waits for a load before it
@@ -272,8 +274,9 @@ func (c *Cache) WaitFollowing(ctx context.Context) error {
 
 // Get returns the value of (app, key): from this process when the key is
 // hot and its entry asks for the local cache and a loaded value is still
-// fresh, else from load. The returned slice may be shared with other
-// callers: do not modify it.
+// fresh, else from load. The cache keeps the slice load returns, and the
+// slice Get returns may be shared with other callers: neither load nor
+// callers may modify it afterwards.
 //
 // Which path a Get takes follows the key's registry entry at the moment:
 //
