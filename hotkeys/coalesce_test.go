@@ -182,3 +182,22 @@ func TestCoalesceWaiterLeavesWithoutCancellingLoad(t *testing.T) {
 	close(release)
 	require.Equal(t, "v", string(<-other))
 }
+
+// A negative MaxStaleAge serves nothing stale: a waiter past MaxWait times
+// out though an expired value is held.
+func TestCoalesceNoStaleWhenDisabled(t *testing.T) {
+	noLeaks(t)
+	clk := &testClock{}
+	c := newTestCache(t, withClock(CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: 10 * time.Second,
+		MaxStaleAge: -1, MaxWait: time.Millisecond}, clk))
+	s := &versionedStore{}
+	s.write()
+	_, err := c.Get(t.Context(), "a", "k", s.load)
+	require.NoError(t, err)
+	clk.advance(2 * time.Second)
+	release := make(chan struct{})
+	defer close(release)
+	_, err = c.Get(t.Context(), "a", "k", func(context.Context) ([]byte, error) { <-release; return s.read(), nil })
+	require.ErrorIs(t, err, ErrWaitTimeout)
+	require.Zero(t, c.Stats().StaleServed)
+}
