@@ -1,0 +1,175 @@
+package hotkeys
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// flight is one load of a hot key shared by the Gets that missed while it
+// ran: the "fetch in progress" placeholder. It is published in its
+// keyState (keyState.flight) before load is called, under the table's
+// lock; an invalidation of the key, under the same lock, detaches it
+// (keyState.flight = nil). When the load returns, its result is stored only
+// if the flight is still the keyState's: so a value loaded while an
+// invalidation landed is handed to the Gets that waited for it and then
+// forgotten.
+//
+// The sequence that makes a write safe: the writer updates the store, then
+// Invalidate takes the table's lock. Either the flight was published before
+// that (so Invalidate detaches it, and its possibly old value is not
+// stored), or after (so load was called after the write, and reads it).
+// Gets that start after Invalidate returns find no flight and start one of
+// their own.
+type flight struct {
+	done chan struct{} // closed when data and err are set
+	data []byte
+	err  error
+
+	// Guarded by table.mu.
+	store   bool  // keep the result (MitigationLocalCache, and the cache followed invalidations when the load started)
+	startNs int64 // when the flight was published: the value is at least this new
+	ttl     time.Duration
+	waiters int // Gets sharing the load, its starter included
+}
+
+// miss serves a Get of a hot key that found no fresh value: it joins the
+// key's flight or starts one, and waits.
+func (c *Cache) miss(ctx context.Context, e *Entry, h uint64, load func(context.Context) ([]byte, error)) ([]byte, error) {
+	t := c.tab
+	t.mu.Lock()
+	if c.closed.Load() {
+		t.mu.Unlock()
+		return nil, ErrCacheClosed
+	}
+	ks := c.keyStateLocked(h, e.App, e.Key)
+	if ks == nil {
+		// The key alone is larger than MaxBytes: nothing to track it by.
+		t.mu.Unlock()
+		c.st.coldLoads.Add(1)
+		return load(ctx)
+	}
+	now := c.clock.nowNs()
+	cache := e.Mitigation == MitigationLocalCache
+	if v := ks.val.Load(); v != nil {
+		switch {
+		case !cache || now >= v.staleUntilNs:
+			t.setValueLocked(ks, nil)
+		case v.fresh.Load():
+			// A load stored it since Get looked.
+			t.mu.Unlock()
+			ks.hits.add()
+			return v.data, nil
+		}
+	}
+	if cache {
+		ks.counters.misses.Add(1)
+		c.st.misses.Add(1)
+	}
+	fl := ks.flight
+	if fl != nil {
+		fl.waiters++
+		ks.counters.coalesced.Add(1)
+		c.st.coalesced.Add(1)
+		t.mu.Unlock()
+		return c.wait(ctx, ks, fl)
+	}
+	ttl := c.localTTL
+	if e.LocalTTL > 0 {
+		ttl = e.LocalTTL
+	}
+	fl = &flight{
+		done:    make(chan struct{}),
+		store:   cache && c.following.Load(),
+		startNs: now,
+		ttl:     ttl,
+		waiters: 1,
+	}
+	ks.flight = fl
+	ks.counters.loads.Add(1)
+	c.st.loads.Add(1)
+	c.wg.Add(1)
+	t.mu.Unlock()
+	go c.runLoad(context.WithoutCancel(ctx), ks, fl, load)
+	return c.wait(ctx, ks, fl)
+}
+
+// runLoad calls load for fl and stores its result if fl is still its
+// keyState's flight.
+func (c *Cache) runLoad(vctx context.Context, ks *keyState, fl *flight, load func(context.Context) ([]byte, error)) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(vctx, c.loadTimeout)
+	stop := context.AfterFunc(c.ctx, cancel)
+	data, err := c.callLoad(ctx, ks, load)
+	stop()
+	cancel()
+
+	t := c.tab
+	t.mu.Lock()
+	if ks.flight == fl {
+		ks.flight = nil
+		if err == nil && fl.store {
+			t.setValueLocked(ks, c.newValue(data, fl.startNs, fl.ttl))
+		}
+	}
+	t.mu.Unlock()
+	if err != nil {
+		c.st.loadErrors.Add(1)
+	}
+	fl.data, fl.err = data, err
+	close(fl.done)
+}
+
+// newValue returns data as a value loaded from startNs on, fresh for ttl
+// from then and kept to be served stale until MaxStaleAge from then.
+// Called with tab.mu held.
+func (c *Cache) newValue(data []byte, startNs int64, ttl time.Duration) *cachedValue {
+	v := &cachedValue{data: data, loadedNs: startNs, staleUntilNs: startNs + max(ttl, c.maxStaleAge).Nanoseconds()}
+	if left := time.Duration(startNs + ttl.Nanoseconds() - c.clock.nowNs()); left > 0 {
+		v.fresh.Store(true)
+		v.stop = c.clock.afterFunc(left, func() { v.fresh.Store(false) })
+	}
+	return v
+}
+
+// callLoad calls load, turning a panic into an error: the load runs in the
+// cache's goroutine, where a panic would end the process rather than the
+// caller's request.
+func (c *Cache) callLoad(ctx context.Context, ks *keyState, load func(context.Context) ([]byte, error)) (data []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("hot key load panicked", "app", ks.app, "key_hash", fmt.Sprintf("%016x", ks.keyHash),
+				"panic", r, "stack", string(debug.Stack()))
+			data, err = nil, fmt.Errorf("hotkeys: load of a hot key panicked: %v", r)
+		}
+	}()
+	return load(ctx)
+}
+
+// wait waits for fl, for ctx, or for MaxWait, whichever ends first.
+func (c *Cache) wait(ctx context.Context, ks *keyState, fl *flight) ([]byte, error) {
+	var timeout <-chan time.Time
+	if c.maxWait > 0 {
+		tm := time.NewTimer(c.maxWait)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case <-fl.done:
+		return fl.data, fl.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timeout:
+	}
+	// The value held, if any, is one the flight would replace: loaded
+	// before it, and not invalidated since (an invalidation drops it).
+	if v := ks.val.Load(); v != nil && c.clock.nowNs() < v.staleUntilNs {
+		ks.counters.stale.Add(1)
+		c.st.stale.Add(1)
+		return v.data, nil
+	}
+	ks.counters.timeouts.Add(1)
+	c.st.timeouts.Add(1)
+	return nil, fmt.Errorf("%w (%v) for app %q key %016x", ErrWaitTimeout, c.maxWait, ks.app, ks.keyHash)
+}

@@ -1,0 +1,266 @@
+package hotkeys
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+func TestParseRecordKey(t *testing.T) {
+	for _, tc := range []struct{ app, key string }{
+		{"shop", "product:42"}, {"", "k"}, {"a", ""}, {"", ""}, {"1:2", "3:4"}, {"\xff\x00", "\x00\xfe"},
+	} {
+		app, key, err := parseRecordKey(schemas.HotKeyRecordKey(tc.app, tc.key))
+		require.NoError(t, err)
+		require.Equal(t, tc.app, app)
+		require.Equal(t, tc.key, key)
+	}
+	for _, bad := range []string{"", ":", "x:", "4:abc", "01:ab", "-1:a", "12345678901:a", "3"} {
+		_, _, err := parseRecordKey([]byte(bad))
+		require.Error(t, err, "%q", bad)
+	}
+}
+
+func FuzzParseRecordKey(f *testing.F) {
+	f.Add([]byte("4:shopproduct:42"))
+	f.Add([]byte("0:"))
+	f.Add([]byte("99999:x"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		app, key, err := parseRecordKey(b)
+		if err != nil {
+			return
+		}
+		require.Equal(t, string(b), string(schemas.HotKeyRecordKey(app, key)), "what parses is what HotKeyRecordKey writes")
+	})
+}
+
+// A write racing a fetch: the fetch read the old value, the write and its
+// invalidation land while it is in flight. The fetched value goes to the
+// Get that waited for it and is not kept; a Get started after Invalidate
+// returned does not join the old fetch.
+func TestInvalidateRacingFetchIsNotKept(t *testing.T) {
+	noLeaks(t)
+	seeds, topic := kfakeTopic(t)
+	for _, tc := range []struct {
+		name   string
+		remote bool // the write and its Invalidate happen in another process
+	}{{"local", false}, {"remote", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour}
+			c := newFollowingCache(t, seeds, topic, cfg)
+			writer := c
+			if tc.remote {
+				writer = newFollowingCache(t, seeds, topic, cfg)
+			}
+			s := &versionedStore{}
+			s.write()
+
+			entered, release := make(chan struct{}), make(chan struct{})
+			slow := func(context.Context) ([]byte, error) {
+				v := s.read() // the old value
+				close(entered)
+				<-release
+				return v, nil
+			}
+			got := make(chan []byte, 1)
+			go func() {
+				v, err := c.Get(t.Context(), "a", "k", slow)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- v
+			}()
+			<-entered
+			s.write()
+			ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+			defer cancel()
+			require.NoError(t, writer.Invalidate(ctx, "a", "k"))
+			if tc.remote {
+				waitFor(t, "the invalidation to reach the other process", func() bool { return c.Stats().InvalidationsReceived == 1 })
+			}
+
+			// The fetch is still blocked: a Get now starts its own load
+			// (joining the old one would hang until the guard).
+			v, err := c.Get(ctx, "a", "k", s.load)
+			require.NoError(t, err)
+			require.EqualValues(t, 2, version(t, v), "a Get after the invalidation does not join the older fetch")
+
+			close(release)
+			require.EqualValues(t, 1, version(t, <-got), "the raced fetch's value goes to its caller")
+			// got is sent after the raced load decided not to keep its value.
+			for range 3 {
+				v, err = c.Get(t.Context(), "a", "k", s.load)
+				require.NoError(t, err)
+				require.EqualValues(t, 2, version(t, v), "the raced fetch's old value was not kept")
+			}
+			require.EqualValues(t, 1, s.loads.Load(), "the new value is kept")
+		})
+	}
+}
+
+// An invalidation reaches another process following the topic; a process
+// skips its own.
+func TestInvalidateReachesOtherProcesses(t *testing.T) {
+	noLeaks(t)
+	seeds, topic := kfakeTopic(t)
+	cfg := CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour}
+	a := newFollowingCache(t, seeds, topic, cfg)
+	b := newFollowingCache(t, seeds, topic, cfg)
+	s := &versionedStore{}
+	s.write()
+	for _, c := range []*Cache{a, b} {
+		_, err := c.Get(t.Context(), "a", "k", s.load)
+		require.NoError(t, err)
+	}
+	s.write()
+	require.NoError(t, a.Invalidate(t.Context(), "a", "k"))
+	waitFor(t, "b to receive a's invalidation", func() bool { return b.Stats().InvalidationsReceived == 1 })
+	for _, c := range []*Cache{a, b} {
+		v, err := c.Get(t.Context(), "a", "k", s.load)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, version(t, v))
+	}
+	require.EqualValues(t, 4, s.loads.Load())
+
+	// b's invalidation of the same key lands on the same partition after
+	// a's own: once a read b's, it has read (and skipped) its own.
+	require.NoError(t, b.Invalidate(t.Context(), "a", "k"))
+	waitFor(t, "a to receive b's invalidation", func() bool { return a.Stats().InvalidationsReceived > 0 })
+	require.EqualValues(t, 1, a.Stats().InvalidationsReceived, "a skipped its own invalidation")
+	require.EqualValues(t, 1, a.Stats().InvalidationsSent)
+	require.EqualValues(t, 1, b.Stats().InvalidationsSent)
+}
+
+// Until the cache follows the topic, an invalidation sent meanwhile could
+// be missed: it keeps no value then, and starts keeping once it follows.
+func TestCacheKeepsNothingUntilFollowing(t *testing.T) {
+	noLeaks(t)
+	seeds := testenv.KFake(t)
+	topic := testenv.UniqueName(t, "inv")
+	c := newTestCache(t, CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour,
+		Kafka: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: topic})
+	s := &versionedStore{}
+	for range 3 {
+		_, err := c.Get(t.Context(), "a", "k", s.load)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 3, s.loads.Load(), "no value kept while the topic is missing")
+	require.False(t, c.Stats().Following)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	_, err = kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, topic)
+	require.NoError(t, err)
+	require.NoError(t, c.WaitFollowing(ctx))
+	for range 3 {
+		_, err := c.Get(t.Context(), "a", "k", s.load)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 4, s.loads.Load(), "kept once following")
+}
+
+// 64 goroutines read, write (update the store, then Invalidate) and
+// invalidate one hot key, checked against a model: a Get started after an
+// Invalidate returned never returns a version older than the store's when
+// that Invalidate was called. A second process following the topic ends
+// with the last version once it read every invalidation.
+func TestInvalidateConcurrentModel(t *testing.T) {
+	noLeaks(t)
+	seeds, topic := kfakeTopic(t)
+	cfg := CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour}
+	a := newFollowingCache(t, seeds, topic, cfg)
+	b := newFollowingCache(t, seeds, topic, cfg)
+	s := &versionedStore{}
+	s.write()
+	load := func(context.Context) ([]byte, error) {
+		v := s.read()
+		for range 3 {
+			runtime.Gosched() // widen the window for a write to race the fetch
+		}
+		return v, nil
+	}
+	current := func() uint64 { return version(t, s.read()) }
+
+	// floor is the highest version an Invalidate that returned covers.
+	var floor atomic.Uint64
+	raise := func(v uint64) {
+		for f := floor.Load(); f < v && !floor.CompareAndSwap(f, v); f = floor.Load() {
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	// Readers read until the writers and invalidators are done.
+	var writers, wg sync.WaitGroup
+	var done atomic.Bool
+	writers.Add(16)
+	go func() { writers.Wait(); done.Store(true) }()
+	reads := func(c *Cache, check bool) {
+		for n := 0; n < 100 || !done.Load(); n++ {
+			f := floor.Load()
+			got, err := c.Get(ctx, "a", "k", load)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if v := version(t, got); check && v < f {
+				t.Errorf("a Get started after the Invalidate of version %d returned version %d", f, v)
+				return
+			}
+		}
+	}
+	for g := range 64 {
+		wg.Go(func() {
+			switch {
+			case g < 8: // writers
+				defer writers.Done()
+				for range 50 {
+					v := s.write()
+					if err := a.Invalidate(ctx, "a", "k"); err != nil {
+						t.Error(err)
+						return
+					}
+					raise(v)
+				}
+			case g < 16: // invalidators
+				defer writers.Done()
+				for range 50 {
+					v := current()
+					if err := a.Invalidate(ctx, "a", "k"); err != nil {
+						t.Error(err)
+						return
+					}
+					raise(v)
+				}
+			case g < 56: // readers of a, checked against the model
+				reads(a, true)
+			default: // readers of b: no promise before b reads an invalidation
+				reads(b, false)
+			}
+		})
+	}
+	wg.Wait()
+	last := current()
+	require.EqualValues(t, 401, last)
+	sa := a.Stats()
+	require.EqualValues(t, 800, sa.InvalidationsSent)
+	waitFor(t, "b to read every invalidation", func() bool { return b.Stats().InvalidationsReceived == sa.InvalidationsSent })
+	for _, c := range []*Cache{a, b} {
+		v, err := c.Get(ctx, "a", "k", load)
+		require.NoError(t, err)
+		require.Equal(t, last, version(t, v), "no stale value survived a write")
+	}
+	t.Logf("a: %d hits, %d misses, %d loads, %d coalesced; b: %+v", sa.Hits, sa.Misses, sa.Loads, sa.Coalesced, b.Stats().InvalidationsReceived)
+}
