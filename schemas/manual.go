@@ -63,14 +63,15 @@ func IsManualRecordKey(recordKey []byte) bool {
 // ParseHotKeyRecordKey returns the app and key of a detector record key,
 // the inverse of HotKeyRecordKey. It rejects a key HotKeyRecordKey does not
 // produce: no length prefix, a length with a leading zero or sign, or a
-// length longer than what follows.
+// length longer than what follows. Its errors do not quote the key, which
+// logs must not carry.
 //
 // A reader needs it for tombstones, whose value is empty: the record key
 // alone says which key left the registry.
 func ParseHotKeyRecordKey(recordKey []byte) (app, key string, err error) {
 	n, rest, ok := parseRecordKeyLen(recordKey)
 	if !ok {
-		return "", "", fmt.Errorf("parse hot-key record key %q: want <len(app)>:<app><key>", recordKey)
+		return "", "", errors.New("parse hot-key record key: want <len(app)>:<app><key>")
 	}
 	return string(rest[:n]), string(rest[n:]), nil
 }
@@ -84,7 +85,7 @@ func ParseManualRecordKey(recordKey []byte) (app, key string, err error) {
 			return string(rest[:n]), string(rest[n:]), nil
 		}
 	}
-	return "", "", fmt.Errorf("parse manual record key %q: want m:<len(app)>:<app><key>", recordKey)
+	return "", "", errors.New("parse manual record key: want m:<len(app)>:<app><key>")
 }
 
 // parseRecordKeyLen splits "<n>:<rest>" where n is a canonical decimal (no

@@ -1,0 +1,198 @@
+package hotkeys
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
+
+// The follower's published set, which IsHot and Get read on every access
+// an application makes, so it is built for lookups: no lock, no
+// allocation, one hash.
+//
+// Keys are spread over setShards shards by the top byte of a seeded hash of
+// the key. Each shard is an immutable table behind an atomic pointer: a
+// reader loads the pointer and probes a table nobody writes to any more,
+// and the one writer (the follower, under its mutex) builds a new table
+// for each shard a batch of records changed and swaps it in. An update
+// thus copies one shard's table, about 1/256 of the set, and a bootstrap
+// batch rebuilds each shard once, whatever number of the batch's records
+// fell in it.
+//
+// A table is open addressing with linear probing at most half full; a slot
+// holds the key's hash and its entry. The hash covers the key only, not the
+// app: apps are few and a key hot in two apps is rare, so the probe
+// compares the app with the key, and a lookup hashes one string. Before
+// probing, a lookup tests one bit of the table's filter (8 bits per slot,
+// one set per entry): most keys an application asks about are not hot, and
+// the filter answers them from a bitmap 1/8 the size of the slots, which
+// stays in cache when the slots of a large set do not.
+//
+// The hash is maphash with a seed of the follower's own, so which keys
+// collide differs per process and cannot be chosen by whoever makes keys
+// hot.
+
+// setShards is the number of shards; a shard is chosen by the hash's top
+// byte.
+const setShards = 256
+
+type setSlot struct {
+	hash uint64
+	e    *Entry // nil: empty slot
+}
+
+// setTable is one shard's immutable table.
+type setTable struct {
+	mask   uint64 // len(slots) - 1; len(slots) is a power of two
+	fmask  uint64 // number of filter bits - 1
+	filter []uint64
+	slots  []setSlot
+	// entries holds the entries the slots point to; their keys share one
+	// string.
+	entries []Entry
+}
+
+// emptyTable is the table of a shard without entries: its filter rejects
+// every key.
+var emptyTable = &setTable{filter: make([]uint64, 1), slots: make([]setSlot, 1)}
+
+// filterBit is the filter bit of hash h: bits other than the shard's (top
+// 8) and the slot index's (low bits), so the three are independent.
+func (t *setTable) filterBit(h uint64) uint64 { return (h >> 24) & t.fmask }
+
+// entrySet is the published set.
+type entrySet struct {
+	seed   maphash.Seed
+	shards [setShards]atomic.Pointer[setTable]
+}
+
+func newEntrySet() *entrySet {
+	s := &entrySet{seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].Store(emptyTable)
+	}
+	return s
+}
+
+func (s *entrySet) hash(key string) uint64 { return maphash.String(s.seed, key) }
+
+// lookup returns the entry of (app, key), nil when there is none. It is
+// safe for concurrent use with publish, and does not allocate.
+func (s *entrySet) lookup(app, key string) *Entry {
+	h := maphash.String(s.seed, key)
+	t := s.shards[h>>56].Load()
+	if b := t.filterBit(h); t.filter[b>>6]&(1<<(b&63)) == 0 {
+		return nil
+	}
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		sl := &t.slots[i]
+		if sl.e == nil {
+			return nil
+		}
+		if sl.hash == h && sl.e.Key == key && sl.e.App == app {
+			return sl.e
+		}
+	}
+}
+
+// setKey identifies a key in the writer's maps.
+type setKey struct{ app, key string }
+
+// setWriter is the writer's side of an entrySet: the entries of each shard
+// in a map it alone touches, and which shards changed since the last
+// publish. It is not safe for concurrent use.
+type setWriter struct {
+	set    *entrySet
+	shards [setShards]map[setKey]setSlot
+	dirty  [setShards]bool
+	list   []uint8 // dirty shards, in the order they became dirty
+}
+
+func newSetWriter(s *entrySet) *setWriter {
+	w := &setWriter{set: s}
+	for i := range w.shards {
+		w.shards[i] = map[setKey]setSlot{}
+	}
+	return w
+}
+
+// put makes e the entry of (e.App, e.Key) at the next publish.
+func (w *setWriter) put(e *Entry) {
+	h := w.set.hash(e.Key)
+	i := uint8(h >> 56)
+	w.shards[i][setKey{e.App, e.Key}] = setSlot{hash: h, e: e}
+	w.markDirty(i)
+}
+
+// del removes the entry of (app, key) at the next publish.
+func (w *setWriter) del(app, key string) {
+	i := uint8(w.set.hash(key) >> 56)
+	k := setKey{app, key}
+	if _, ok := w.shards[i][k]; ok {
+		delete(w.shards[i], k)
+		w.markDirty(i)
+	}
+}
+
+func (w *setWriter) markDirty(i uint8) {
+	if !w.dirty[i] {
+		w.dirty[i] = true
+		w.list = append(w.list, i)
+	}
+}
+
+// publish builds a new table for every shard changed since the last
+// publish and swaps it in. Readers see each shard's changes at once, and
+// shards one after the other.
+func (w *setWriter) publish() {
+	for _, i := range w.list {
+		w.set.shards[i].Store(buildTable(w.shards[i]))
+		w.dirty[i] = false
+	}
+	w.list = w.list[:0]
+}
+
+// buildTable returns the table of a shard's entries. The table holds
+// copies of the entries in one array and their keys in one string, so the
+// memory a lookup touches is the shard's few contiguous blocks, not
+// entries and keys strewn over the heap between the garbage of decoding
+// them: a set of 100k keys is a few thousand pages, not hundreds of
+// thousands of scattered lines.
+func buildTable(m map[setKey]setSlot) *setTable {
+	if len(m) == 0 {
+		return emptyTable
+	}
+	n := 8
+	for n < 2*len(m) {
+		n *= 2
+	}
+	// 8 filter bits per slot, 16 or more per entry: about one miss in 16
+	// gets past the filter to probe.
+	t := &setTable{mask: uint64(n - 1), fmask: uint64(8*n - 1), filter: make([]uint64, n/8), slots: make([]setSlot, n),
+		entries: make([]Entry, 0, len(m))}
+	items := make([]setSlot, 0, len(m))
+	size := 0
+	for _, sl := range m {
+		items = append(items, sl)
+		size += len(sl.e.Key)
+	}
+	arena := make([]byte, 0, size)
+	for _, sl := range items {
+		arena = append(arena, sl.e.Key...)
+	}
+	keys := string(arena)
+	off := 0
+	for _, sl := range items {
+		t.entries = append(t.entries, *sl.e)
+		e := &t.entries[len(t.entries)-1]
+		e.Key = keys[off : off+len(e.Key)]
+		off += len(e.Key)
+		i := sl.hash & t.mask
+		for t.slots[i].e != nil {
+			i = (i + 1) & t.mask
+		}
+		t.slots[i] = setSlot{hash: sl.hash, e: e}
+		b := t.filterBit(sl.hash)
+		t.filter[b>>6] |= 1 << (b & 63)
+	}
+	return t
+}
