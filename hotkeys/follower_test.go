@@ -575,7 +575,7 @@ func TestFollowerSkipsBadRecords(t *testing.T) {
 		{Key: schemas.HotKeyRecordKey("shop", "x"), Value: []byte(`{"v":1,"type":"hot","app":"shop","key":"x","mitigation":{"kind":"split","split":3}}`)},
 		{Key: schemas.HotKeyRecordKey("shop", "x"), Value: []byte(`{"v":1,"type":"hot","app":"shop","key":"x","mitigation":{"kind":"teleport"}}`)},
 		{Key: schemas.HotKeyRecordKey("shop", "x"), Value: good.Value}, // the value is another key's
-		{Key: []byte("shopx"), Value: good.Value},                       // no length prefix
+		{Key: []byte("shopx"), Value: good.Value},                      // no length prefix
 		{Key: nil, Value: good.Value},
 		{Key: []byte("m:zz"), Value: nil},
 		{Key: schemas.ManualRecordKey("shop", "x"), Value: []byte(`{"v":1,"action":"promote","app":"shop","key":"x","ttl_ms":0,"created_ms":1}`)},
