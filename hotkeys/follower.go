@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"sync"
@@ -254,10 +255,26 @@ func (f *Follower) Get(app, key string) (Entry, bool) {
 	return Entry{}, false
 }
 
+// All iterates over the entries in the set, in no particular order. It
+// reads the set shard by shard (1/256 of the keys each), so a change
+// applied meanwhile may show or not; each entry is one the set held.
+func (f *Follower) All() iter.Seq[Entry] {
+	return func(yield func(Entry) bool) {
+		for i := range f.set.shards {
+			t := f.set.shards[i].Load()
+			for j := range t.entries {
+				if !yield(t.entries[j]) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // OnChange registers fn to be called with each change of the set applied
 // after OnChange returns, once the follower is ready (the bootstrap loads
 // the set without calling anyone: register before WaitReady, then read the
-// set, to miss nothing). A change is one key whose Get answer changed:
+// set with All, to miss nothing; a change may then be seen twice). A change is one key whose Get answer changed:
 //
 //   - StatusHot with the new entry: the key entered the set or its entry
 //     was replaced (a refresh, a promote, or a detector entry shown again

@@ -35,7 +35,7 @@ func benchRegistry(b *testing.B, n int) *registry {
 		recs = recs[:0]
 	}
 	for i := range n {
-		recs = append(recs, hotRecord("shop", "product:"+strconv.Itoa(i), float64(i)))
+		recs = append(recs, bulkHotRecord("shop", "product:"+strconv.Itoa(i), float64(i)))
 		if len(recs) == cap(recs) {
 			flush()
 		}
