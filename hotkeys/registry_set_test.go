@@ -3,6 +3,7 @@ package hotkeys
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,14 +21,20 @@ func TestEntrySetAgreesWithMap(t *testing.T) {
 	model := map[setKey]*Entry{}
 	published := map[setKey]Entry{}
 	apps := []string{"shop", "api", ""}
+	long := strings.Repeat("x", inlineKey)
 	keyOf := func(i int) string {
-		switch i % 4 {
+		switch i % 6 {
 		case 0:
 			return "k" + strconv.Itoa(i)
 		case 1:
 			return "bin\xff" + strconv.Itoa(i)
 		case 2:
 			return strconv.Itoa(i) // the same key in several apps
+		case 3:
+			// Longer than a slot holds, alike in what it holds.
+			return long + strconv.Itoa(i)
+		case 4:
+			return long[:inlineKey-len(strconv.Itoa(i))] + strconv.Itoa(i) // exactly what a slot holds
 		}
 		return ""
 	}
@@ -71,6 +78,25 @@ func TestEntrySetAgreesWithMap(t *testing.T) {
 		check()
 	}
 	require.NotEmpty(t, published)
+}
+
+// TestEntrySetPastAppIndex: apps past the 65535 a slot can name are
+// compared through the entry.
+func TestEntrySetPastAppIndex(t *testing.T) {
+	s := newEntrySet()
+	w := newSetWriter(s)
+	for i := range noApp {
+		name := "app" + strconv.Itoa(i)
+		w.apps = append(w.apps, name)
+		w.appIdx[name] = uint16(i)
+	}
+	w.put(&Entry{App: "shop", Key: "k"})
+	w.put(&Entry{App: "app7", Key: "k"})
+	w.publish()
+	require.NotNil(t, s.lookup("shop", "k"))
+	require.NotNil(t, s.lookup("app7", "k"))
+	require.Nil(t, s.lookup("app8", "k"))
+	require.Nil(t, s.lookup("shoq", "k"))
 }
 
 // TestEntrySetConcurrentReaders: readers looking up while the writer
