@@ -143,21 +143,27 @@ type setItem struct {
 }
 
 // setWriter is the writer's side of an entrySet: the entries of each shard
-// in a map it alone touches, and which shards changed since the last
-// publish. It is not safe for concurrent use.
+// in a dense slice it alone touches (indexed by key), and which shards
+// changed since the last publish. It is not safe for concurrent use.
 type setWriter struct {
 	set    *entrySet
 	apps   []string
 	appIdx map[string]uint16
-	shards [setShards]map[setKey]setItem
+	shards [setShards]shardItems
 	dirty  [setShards]bool
 	list   []uint8 // dirty shards, in the order they became dirty
+}
+
+// shardItems are a shard's entries, dense so that a rebuild walks a slice.
+type shardItems struct {
+	items []setItem
+	index map[setKey]int
 }
 
 func newSetWriter(s *entrySet) *setWriter {
 	w := &setWriter{set: s, appIdx: map[string]uint16{}}
 	for i := range w.shards {
-		w.shards[i] = map[setKey]setItem{}
+		w.shards[i].index = map[setKey]int{}
 	}
 	return w
 }
@@ -166,18 +172,34 @@ func newSetWriter(s *entrySet) *setWriter {
 func (w *setWriter) put(e *Entry) {
 	h := w.set.hash(e.Key)
 	i := uint8(h >> 56)
-	w.shards[i][setKey{e.App, e.Key}] = setItem{hash: h, e: e}
+	s, k := &w.shards[i], setKey{e.App, e.Key}
+	if j, ok := s.index[k]; ok {
+		s.items[j] = setItem{hash: h, e: e}
+	} else {
+		s.index[k] = len(s.items)
+		s.items = append(s.items, setItem{hash: h, e: e})
+	}
 	w.markDirty(i)
 }
 
 // del removes the entry of (app, key) at the next publish.
 func (w *setWriter) del(app, key string) {
 	i := uint8(w.set.hash(key) >> 56)
-	k := setKey{app, key}
-	if _, ok := w.shards[i][k]; ok {
-		delete(w.shards[i], k)
-		w.markDirty(i)
+	s, k := &w.shards[i], setKey{app, key}
+	j, ok := s.index[k]
+	if !ok {
+		return
 	}
+	last := len(s.items) - 1
+	if j != last {
+		moved := s.items[last]
+		s.items[j] = moved
+		s.index[setKey{moved.e.App, moved.e.Key}] = j
+	}
+	s.items[last] = setItem{}
+	s.items = s.items[:last]
+	delete(s.index, k)
+	w.markDirty(i)
 }
 
 func (w *setWriter) markDirty(i uint8) {
@@ -192,61 +214,71 @@ func (w *setWriter) markDirty(i uint8) {
 // shards one after the other.
 func (w *setWriter) publish() {
 	for _, i := range w.list {
-		w.set.shards[i].Store(w.buildTable(w.shards[i]))
+		w.set.shards[i].Store(w.buildTable(w.shards[i].items))
 		w.dirty[i] = false
 	}
 	w.list = w.list[:0]
 }
 
+// appIndex is app's index in the list slots name apps by, noApp when the
+// list is full.
+func (w *setWriter) appIndex(app string) uint16 {
+	if a, ok := w.appIdx[app]; ok {
+		return a
+	}
+	if len(w.apps) == noApp {
+		return noApp
+	}
+	a := uint16(len(w.apps))
+	w.appIdx[app] = a
+	w.apps = append(w.apps, app)
+	return a
+}
+
 // buildTable returns the table of a shard's entries: their copies in one
 // array, their keys in one string.
-func (w *setWriter) buildTable(m map[setKey]setItem) *setTable {
-	if len(m) == 0 {
+func (w *setWriter) buildTable(items []setItem) *setTable {
+	if len(items) == 0 {
 		return emptyTable
 	}
 	n := 8
-	for n < 2*len(m) {
+	for n < 2*len(items) {
 		n *= 2
 	}
-	// 8 filter bits per slot, 16 or more per entry: about one miss in 16
-	// gets past the filter to probe.
-	t := &setTable{mask: uint64(n - 1), fmask: uint64(8*n - 1), filter: make([]uint64, n/8), slots: make([]setSlot, n),
-		entries: make([]Entry, 0, len(m))}
-	items := make([]setItem, 0, len(m))
 	size := 0
-	for _, it := range m {
-		items = append(items, it)
+	for _, it := range items {
 		size += len(it.e.Key)
-		if _, ok := w.appIdx[it.e.App]; !ok && len(w.apps) < noApp {
-			w.appIdx[it.e.App] = uint16(len(w.apps))
-			w.apps = append(w.apps, it.e.App)
-		}
 	}
-	t.apps = w.apps
 	arena := make([]byte, 0, size)
 	for _, it := range items {
 		arena = append(arena, it.e.Key...)
 	}
 	keys := string(arena)
+	// 8 filter bits per slot, 16 or more per entry: about one miss in 16
+	// gets past the filter to probe.
+	t := &setTable{mask: uint64(n - 1), fmask: uint64(8*n - 1), filter: make([]uint64, n/8), slots: make([]setSlot, n),
+		entries: make([]Entry, len(items))}
+	lastApp, lastIdx := "", uint16(0) // apps are few: most entries have the last one's
 	off := 0
-	for _, it := range items {
-		t.entries = append(t.entries, *it.e)
-		e := &t.entries[len(t.entries)-1]
+	for j, it := range items {
+		e := &t.entries[j]
+		*e = *it.e
 		e.Key = keys[off : off+len(e.Key)]
 		off += len(e.Key)
+		if j == 0 || e.App != lastApp {
+			lastApp, lastIdx = e.App, w.appIndex(e.App)
+		}
 		i := it.hash & t.mask
 		for t.slots[i].e != nil {
 			i = (i + 1) & t.mask
 		}
 		sl := &t.slots[i]
-		sl.hash, sl.e, sl.klen = it.hash, e, uint32(len(e.Key))
-		sl.app = noApp
-		if a, ok := w.appIdx[e.App]; ok {
-			sl.app = a
-		}
+		sl.hash, sl.e, sl.klen, sl.app = it.hash, e, uint32(len(e.Key)), lastIdx
 		copy(sl.key[:], e.Key) // all of a short key, a prefix of a long one
 		b := t.filterBit(it.hash)
 		t.filter[b>>6] |= 1 << (b & 63)
 	}
+	// After the loop: appIndex may have grown the list.
+	t.apps = w.apps
 	return t
 }
