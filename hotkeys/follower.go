@@ -138,8 +138,9 @@ type FollowerStats struct {
 // never stops on one. Keys may hold any bytes.
 //
 // The follower is ready (Ready, WaitReady) once it has read every partition
-// up to the last stable offset it listed when it started, so a set read
-// right after WaitReady returns holds every key the registry held then. A
+// up to the last stable offset it listed when it started (read_committed
+// reads no further), so the set WaitReady returns to reflects every record
+// committed to the registry before the follower started. A
 // partition counts as read when the follower's position passed that offset,
 // transaction markers included, not when a record at the offset before it
 // arrived. A topic that does not exist yet makes the follower ready at once
@@ -272,20 +273,23 @@ func (f *Follower) All() iter.Seq[Entry] {
 }
 
 // OnChange registers fn to be called with each change of the set applied
-// after OnChange returns, once the follower is ready (the bootstrap loads
-// the set without calling anyone: register before WaitReady, then read the
-// set with All, to miss nothing; a change may then be seen twice). A change is one key whose Get answer changed:
+// after OnChange returns, once the follower is ready. The bootstrap loads
+// the set without calling anyone: to miss nothing, register before
+// WaitReady, then read the set with All (a change may then be seen twice).
+// A change is one key whose Get answer changed:
 //
 //   - StatusHot with the new entry: the key entered the set or its entry
 //     was replaced (a refresh, a promote, or a detector entry shown again
 //     when a manual override ended);
 //   - StatusCooled with the entry it had: a record took the key out (the
-//     detector's cooled or tombstone, a demote, a manual tombstone);
+//     detector's cooled or tombstone, a demote, a manual tombstone, a
+//     manual record read after its end);
 //   - StatusExpired with the entry it had: a promote's TTL ended and the
 //     detector has no entry for the key.
 //
-// The records of one fetch are applied together, so a key that went in
-// and out within one is not reported. Callbacks run one at a time, in
+// The records of one fetch are applied together, and a change is reported
+// once per key with the key's state after them: a key that went in and
+// out within one fetch is not reported. Callbacks run one at a time, in
 // registration order, on a goroutine of the follower's, in the order the
 // changes were applied; reading never waits for them: when OnChangeQueue
 // changes are waiting, further ones are dropped and counted

@@ -667,7 +667,8 @@ func TestFollowerSkipsBadRecords(t *testing.T) {
 func TestFollowerSlowCallbacks(t *testing.T) {
 	noLeaks(t)
 	r := newRegistry(t, 2)
-	f := r.follower(hotkeys.FollowerConfig{OnChangeQueue: 4}, nil)
+	reg := prometheus.NewRegistry()
+	f := r.follower(hotkeys.FollowerConfig{OnChangeQueue: 4, Registerer: reg}, nil)
 	release := make(chan struct{})
 	var calls atomic.Int64
 	f.OnChange(func(hotkeys.Entry) {
@@ -687,6 +688,7 @@ func TestFollowerSlowCallbacks(t *testing.T) {
 	// One change is in the blocked callback, at most 4 wait: the rest
 	// were dropped.
 	require.GreaterOrEqual(t, dropped, uint64(n-5))
+	require.Equal(t, float64(dropped), gauge(t, reg, "keyheat_hotkeys_follower_onchange_dropped_total"))
 	close(release)
 	eventually(t, "the changes not dropped delivered", func() bool { return calls.Load() == int64(n)-int64(dropped) })
 	require.Equal(t, dropped, f.Stats().OnChangeDropped)
