@@ -186,6 +186,9 @@ type Follower struct {
 	fetchLog logLimit
 }
 
+// The cache asks the follower whether a key is hot.
+var _ Registry = (*Follower)(nil)
+
 // NewFollower validates cfg, creates the follower's Kafka client and starts
 // reading the registry in the background; it does not wait for the brokers
 // (see WaitReady). Close it when done.

@@ -18,7 +18,7 @@ import (
 //
 // The state of each key the registry mentions is its detector entry (nil
 // when the detector has none) and its manual override (nil when none is in
-// force). What readers see follows from the two (keyState.visible), and the
+// force). What readers see follows from the two (followedKey.visible), and the
 // set holds exactly the keys whose visible entry is not nil. Two writers
 // change the state, one at a time under Follower.mu: the fetch loop, one
 // batch of records at a time, and the expiry loop, which ends overrides
@@ -26,8 +26,8 @@ import (
 // changed and, once the follower is ready, by reporting every key whose
 // visible entry differs from before the batch.
 
-// keyState is what the registry says about one key.
-type keyState struct {
+// followedKey is what the registry says about one key.
+type followedKey struct {
 	det *Entry    // the detector's entry; nil: not hot by the detector
 	man *override // the manual override in force; nil: none
 	vis *Entry    // what readers see: visible() when last settled
@@ -41,18 +41,18 @@ type override struct {
 
 // visible is what readers see of the key: an override wins over the
 // detector while it lasts.
-func (s *keyState) visible() *Entry {
+func (s *followedKey) visible() *Entry {
 	if s.man != nil {
 		return s.man.entry
 	}
 	return s.det
 }
 
-func (s *keyState) demoted() bool { return s.man != nil && s.man.entry == nil }
+func (s *followedKey) demoted() bool { return s.man != nil && s.man.entry == nil }
 
 // registryState is the writers' state; Follower.mu guards it.
 type registryState struct {
-	keys   map[setKey]*keyState
+	keys   map[setKey]*followedKey
 	w      *setWriter
 	expiry expiryHeap
 	live   int // overrides in force, to bound the heap's stale items
@@ -78,7 +78,7 @@ type touched struct {
 }
 
 func (s *registryState) init(set *entrySet) {
-	s.keys = map[setKey]*keyState{}
+	s.keys = map[setKey]*followedKey{}
 	s.w = newSetWriter(set)
 	s.seen = map[setKey]struct{}{}
 	s.apps = map[string]string{}
@@ -332,7 +332,7 @@ func (f *Follower) sweepLocked(now time.Time) {
 	f.finishLocked(StatusExpired)
 }
 
-func (f *Follower) endOverrideLocked(st *keyState) {
+func (f *Follower) endOverrideLocked(st *followedKey) {
 	if st.man != nil {
 		st.man = nil
 		f.st.live--
@@ -348,10 +348,10 @@ func (f *Follower) beginLocked() {
 // touchLocked returns k's state (new if the registry did not know k) and
 // what readers and the demote count saw of it before the change the
 // caller is about to make, and notes k as changed in the batch.
-func (f *Follower) touchLocked(k setKey) (st *keyState, prevVis *Entry, prevDemoted bool) {
+func (f *Follower) touchLocked(k setKey) (st *followedKey, prevVis *Entry, prevDemoted bool) {
 	st = f.st.keys[k]
 	if st == nil {
-		st = &keyState{}
+		st = &followedKey{}
 		f.st.keys[k] = st
 	}
 	if f.st.track {
@@ -365,7 +365,7 @@ func (f *Follower) touchLocked(k setKey) (st *keyState, prevVis *Entry, prevDemo
 
 // settleLocked brings k's visible entry, the set's writer and the counts in
 // line with st after a change.
-func (f *Follower) settleLocked(k setKey, st *keyState, prevVis *Entry, prevDemoted bool) {
+func (f *Follower) settleLocked(k setKey, st *followedKey, prevVis *Entry, prevDemoted bool) {
 	if vis := st.visible(); vis != prevVis {
 		if vis != nil {
 			f.st.w.put(vis)
