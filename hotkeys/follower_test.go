@@ -775,3 +775,37 @@ func TestFollowerRealBroker(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 999.0, e.Rate)
 }
+
+// TestFollowerFeedsCache: the follower is the cache's registry and its
+// changes are the cache's Forget: a promoted key is served from the cache,
+// and once the promote is removed every Get loads again.
+func TestFollowerFeedsCache(t *testing.T) {
+	noLeaks(t)
+	r := newRegistry(t, 1)
+	clk := hotkeys.NewFakeClock(t0)
+	r.produce(promote("shop", "k", t0.UnixMilli(), time.Hour.Milliseconds(), schemas.Mitigation{Kind: schemas.MitigationLocalCache}))
+	f := r.follower(hotkeys.FollowerConfig{}, clk)
+	cache, err := hotkeys.NewCache(hotkeys.CacheConfig{Registry: f, SharedTTL: time.Hour, LocalOnly: true})
+	require.NoError(t, err)
+	t.Cleanup(cache.Close)
+	f.OnChange(cache.Forget)
+	c := watch(t, f)
+	waitReady(t, f)
+
+	var loads atomic.Int64
+	load := func(context.Context) ([]byte, error) { return []byte("v" + strconv.Itoa(int(loads.Add(1)))), nil }
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	for range 3 {
+		v, err := cache.Get(ctx, "shop", "k", load)
+		require.NoError(t, err)
+		require.Equal(t, "v1", string(v), "a hot key is loaded once")
+	}
+	r.produce(&kgo.Record{Key: schemas.ManualRecordKey("shop", "k")})
+	c.expect("k", hotkeys.StatusCooled)
+	for i := range 2 {
+		v, err := cache.Get(ctx, "shop", "k", load)
+		require.NoError(t, err)
+		require.Equal(t, "v"+strconv.Itoa(i+2), string(v), "a key no longer hot is loaded every time")
+	}
+}
