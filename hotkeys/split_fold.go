@@ -1,0 +1,394 @@
+package hotkeys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// splitFoldMemory is how long a cluster remembers that a fold's amount
+// reached the key (see Fold).
+const splitFoldMemory = 24 * time.Hour
+
+// Fold moves what the shards of key hold back into the key itself and
+// deletes them, so that plain commands on the key see everything again:
+// counters are added to the key, sets joined to it, and sorted-set members
+// put in it with their shard's score, unless the key has the member
+// already (only a plain ZADD after the key stopped being split puts a
+// member there while a shard has it, so the key's score is the newer). It folds the first factor shards, or
+// as many as this Splitter has used for the key since its last fold if
+// that is more; pass the largest factor the key had (the cooled entry's
+// SplitFactor, or MaxSplitFactor to be sure). Callers keep using the key
+// throughout: a Fold may run while the key is still split and written.
+// Folding twice, or from several processes at once, is harmless.
+//
+// What Fold guarantees depends on the client:
+//
+// One node (a *redis.Client, a failover client): the fold is one Lua
+// script over the key and all its shards, so it is atomic. No increment,
+// member or score is lost or counted twice, and every read (an MGET, SUNION
+// or MULTI/EXEC) sees the fold wholly done or not begun: a read concurrent
+// with a fold returns exactly what it would have without it.
+//
+// A cluster (*redis.ClusterClient): the key and its shards are on
+// different slots, and a script may touch one slot only, so each shard is
+// folded in steps. A counter shard's amount is first moved, in one script
+// on the shard's slot, into a pending record "<fold id>:<amount>" beside
+// it; then added to the key by a script on the key's slot that also notes
+// the fold id in a set there ("{<key's tag>}hk:folds:<key>"), adding only
+// if the id is not noted yet; then the pending record is deleted. A fold
+// that stopped half way (a crash, a timeout) leaves the pending record,
+// which reads count and the next Fold of the key completes. So a counter's
+// amount is never lost and reaches the key exactly once, provided the next
+// Fold comes within a day (the set of noted ids expires a day after the
+// key's last fold); past that, an amount whose pending record outlived its
+// note would be added again. Set members are added to the key before they
+// are removed from the shard, and sorted-set members too (removed from the
+// shard only if their score did not change meanwhile): nothing is lost,
+// and an SRem or ZRem of a member that runs between those two steps may be
+// undone by the fold. Reads in a cluster are not at one instant: while a
+// fold is between adding a counter's amount to the key and deleting its
+// pending record (one round trip), a Get may count that amount twice, or
+// miss it if it reads the key first and the shard's slot after both steps.
+// Reads before a fold begins and after it returns are exact.
+func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error {
+	n := min(max(factor, 0), MaxSplitFactor)
+	s.mu.RLock()
+	st := s.keys[splitKey{app, key}]
+	s.mu.RUnlock()
+	if st != nil {
+		n = max(n, st.factor)
+	}
+	if n == 0 {
+		return nil
+	}
+	names := newSplitNames(key)
+	names.grow(n)
+	var (
+		moved int
+		err   error
+	)
+	if s.cluster {
+		moved, err = s.foldCluster(ctx, key, names, n)
+	} else {
+		moved, err = s.foldNode(ctx, key, names, n)
+	}
+	if err != nil {
+		s.m.folds.WithLabelValues("error").Inc()
+		return fmt.Errorf("split fold of %s key %016x: %w", app, names.keyHash(), err)
+	}
+	s.m.folds.WithLabelValues("ok").Inc()
+	s.m.foldedShards.Add(float64(moved))
+	s.log.Info("folded a split key", "app", app, "key_hash", fmt.Sprintf("%016x", names.keyHash()), "factor", n, "shards_folded", moved)
+	s.forget(app, key, n)
+	return nil
+}
+
+// forget updates what the Splitter remembers of key after a fold of its
+// first n shards: the factor in force now, or nothing when the key is not
+// split.
+func (s *Splitter) forget(app, key string, n int) {
+	w := 0
+	if e, ok := s.lookup(app, key); ok && e.Mitigation == MitigationSplit && e.SplitFactor >= 2 {
+		w = min(e.SplitFactor, MaxSplitFactor)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := splitKey{app, key}
+	st := s.keys[k]
+	// A state larger than what was folded stays: its writes may sit in
+	// shards this fold did not touch.
+	if st == nil || st.factor > n || st.factor == w {
+		return
+	}
+	if w == 0 {
+		delete(s.keys, k)
+		return
+	}
+	names := newSplitNames(key)
+	names.grow(w)
+	s.keys[k] = &splitState{factor: w, names: names}
+}
+
+// Reconcile folds every key this Splitter split whose registry entry no
+// longer asks for the factor it used: the key cooled, or its factor fell.
+// Call it periodically, or from the follower's OnChange, so that nothing
+// stays in shards that reads no longer look at. It returns the folds'
+// errors, joined; the keys that failed are tried again next time.
+func (s *Splitter) Reconcile(ctx context.Context) error {
+	type todo struct {
+		k      splitKey
+		factor int
+	}
+	var list []todo
+	s.mu.RLock()
+	for k, st := range s.keys {
+		list = append(list, todo{k, st.factor})
+	}
+	s.mu.RUnlock()
+	var errs []error
+	for _, t := range list {
+		if e, ok := s.lookup(t.k.app, t.k.key); ok && e.Mitigation == MitigationSplit && min(e.SplitFactor, MaxSplitFactor) >= t.factor {
+			continue
+		}
+		if err := s.Fold(ctx, t.k.app, t.k.key, t.factor); err != nil {
+			errs = append(errs, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// foldNode folds on one node: one script, atomic.
+func (s *Splitter) foldNode(ctx context.Context, key string, names *splitNames, n int) (int, error) {
+	keys := make([]string, 0, 1+n)
+	keys = append(keys, key)
+	for i := range n {
+		keys = append(keys, names.shard(i))
+	}
+	return splitFoldScript.Run(ctx, s.rdb, keys).Int()
+}
+
+// foldCluster folds shard by shard as Fold describes.
+func (s *Splitter) foldCluster(ctx context.Context, key string, names *splitNames, n int) (int, error) {
+	types := make([]*redis.StatusCmd, n)
+	pend := make([]*redis.IntCmd, n)
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			types[i] = p.Type(ctx, names.shard(i))
+			pend[i] = p.Exists(ctx, names.pending(i))
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	moved := 0
+	for i := range n {
+		var err error
+		switch t := types[i].Val(); {
+		case t == "string" || pend[i].Val() > 0:
+			err = s.foldClusterCounter(ctx, key, names, i)
+		case t == "set":
+			err = s.foldClusterSet(ctx, key, names.shard(i))
+		case t == "zset":
+			err = s.foldClusterZSet(ctx, key, names.shard(i))
+		case t == "none":
+			continue
+		default:
+			err = fmt.Errorf("shard %d is a %s, not a counter, set or sorted set", i, t)
+		}
+		if err != nil {
+			return moved, fmt.Errorf("shard %d: %w", i, err)
+		}
+		moved++
+	}
+	return moved, nil
+}
+
+func (s *Splitter) foldClusterCounter(ctx context.Context, key string, names *splitNames, i int) error {
+	shard, pending, noted := names.shard(i), names.pending(i), splitFoldsKey(key)
+	// The first round may complete an earlier fold's pending record; the
+	// second then moves what the shard holds. More rounds mean others keep
+	// folding the same shard, and they will finish it.
+	for range 2 {
+		id := strconv.FormatUint(rand.Uint64(), 16)
+		rec, err := splitClaimScript.Run(ctx, s.rdb, []string{shard, pending}, id).Text()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("claim: %w", err)
+		}
+		sep := strings.LastIndexByte(rec, ':')
+		if sep < 0 {
+			return fmt.Errorf("pending record %q is not <id>:<amount>", rec)
+		}
+		if err := splitApplyScript.Run(ctx, s.rdb, []string{key, noted}, rec[:sep], rec[sep+1:], int(splitFoldMemory/time.Second)).Err(); err != nil {
+			return fmt.Errorf("add to the key: %w", err)
+		}
+		if err := splitClearScript.Run(ctx, s.rdb, []string{pending}, rec).Err(); err != nil {
+			return fmt.Errorf("clear the pending record: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *Splitter) foldClusterSet(ctx context.Context, key, shard string) error {
+	members, err := s.rdb.SMembers(ctx, shard).Result()
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	if err := s.rdb.SAdd(ctx, key, toAny(members)...).Err(); err != nil {
+		return err
+	}
+	return s.rdb.SRem(ctx, shard, toAny(members)...).Err()
+}
+
+func (s *Splitter) foldClusterZSet(ctx context.Context, key, shard string) error {
+	zs, err := s.rdb.ZRangeWithScores(ctx, shard, 0, -1).Result()
+	if err != nil || len(zs) == 0 {
+		return err
+	}
+	if err := s.rdb.ZAddNX(ctx, key, zs...).Err(); err != nil {
+		return err
+	}
+	args := make([]any, 0, 2*len(zs))
+	for _, z := range zs {
+		args = append(args, z.Member, formatScore(z.Score))
+	}
+	return splitZRemIfScript.Run(ctx, s.rdb, []string{shard}, args...).Err()
+}
+
+// formatScore writes a score as Redis reads it back.
+func formatScore(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// splitFoldsKey names the set, on key's slot, of the cluster folds whose
+// amount reached key. A name on key's slot is "{<key's tag>}…" when key
+// has a tag, "{<key>}…" when key has no "}" to end the tag early, and
+// otherwise "{hkc:<n>}…" with the first n whose slot is key's.
+func splitFoldsKey(key string) string {
+	const mark = "}hk:folds:"
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			return "{" + key[s+1:s+1+e] + mark + key
+		}
+	}
+	if key != "" && strings.IndexByte(key, '}') < 0 {
+		return "{" + key + mark + key
+	}
+	want := uint16(Slot(key))
+	base := crc16Update(0, "hkc:")
+	for n := 0; ; n++ {
+		d := strconv.Itoa(n)
+		if crc16Update(base, d)&(redisSlots-1) == want {
+			return "{hkc:" + d + mark + key
+		}
+	}
+}
+
+// Scripts. Each touches only the keys it is given, as a cluster requires;
+// the one-node scripts are given keys on many slots, which one node allows.
+var (
+	// splitFoldScript folds KEYS[2..] into KEYS[1] by each shard's type.
+	// A shard is deleted only after its content reached the key, so an
+	// error (say the key holds another type) leaves it whole.
+	splitFoldScript = redis.NewScript(`
+local moved = 0
+for i = 2, #KEYS do
+  local k = KEYS[i]
+  local t = redis.call('TYPE', k).ok
+  if t == 'string' then
+    redis.call('INCRBY', KEYS[1], redis.call('GET', k))
+  elseif t == 'set' then
+    redis.call('SUNIONSTORE', KEYS[1], KEYS[1], k)
+  elseif t == 'zset' then
+    local n = redis.call('ZCARD', k)
+    for from = 0, n - 1, 1000 do
+      local zs = redis.call('ZRANGE', k, from, from + 999, 'WITHSCORES')
+      local args = {}
+      for j = 1, #zs, 2 do
+        args[#args + 1] = zs[j + 1]
+        args[#args + 1] = zs[j]
+      end
+      redis.call('ZADD', KEYS[1], 'NX', unpack(args))
+    end
+  elseif t ~= 'none' then
+    return redis.error_reply('shard ' .. (i - 2) .. ' is a ' .. t .. ', not a counter, set or sorted set')
+  end
+  if t ~= 'none' then
+    redis.call('DEL', k)
+    moved = moved + 1
+  end
+end
+return moved`)
+
+	// splitRemScript removes set members (ARGV[1] "srem": ARGV[2..] from
+	// every key) or moves sorted-set members (ARGV[1] "zmove": per member
+	// its name, score, the 1-based key to add it to or 0, the count of
+	// keys to remove it from, and those keys).
+	splitRemScript = redis.NewScript(`
+if ARGV[1] == 'srem' then
+  for i = 1, #KEYS do
+    for j = 2, #ARGV, 1000 do
+      redis.call('SREM', KEYS[i], unpack(ARGV, j, math.min(j + 999, #ARGV)))
+    end
+  end
+  return 1
+end
+local j = 2
+while j <= #ARGV do
+  local m, score, add, nfrom = ARGV[j], ARGV[j + 1], tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
+  for f = 1, nfrom do
+    local k = tonumber(ARGV[j + 3 + f])
+    if k ~= add then
+      redis.call('ZREM', KEYS[k], m)
+    end
+  end
+  if add > 0 then
+    redis.call('ZADD', KEYS[add], score, m)
+  end
+  j = j + 4 + nfrom
+end
+return 1`)
+
+	// splitClaimScript returns KEYS[2], the pending record of shard
+	// KEYS[1], when there is one; otherwise it moves the shard's amount
+	// into a new record "<ARGV[1]>:<amount>" and returns that, or nil when
+	// the shard holds nothing.
+	splitClaimScript = redis.NewScript(`
+local p = redis.call('GET', KEYS[2])
+if p then return p end
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+redis.call('DEL', KEYS[1])
+if v == '0' then return false end
+local rec = ARGV[1] .. ':' .. v
+redis.call('SET', KEYS[2], rec)
+return rec`)
+
+	// splitApplyScript adds ARGV[2] to KEYS[1] unless fold ARGV[1] is
+	// noted in KEYS[2] already, and notes it (for ARGV[3] seconds).
+	splitApplyScript = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
+  redis.call('INCRBY', KEYS[1], ARGV[2])
+  redis.call('SADD', KEYS[2], ARGV[1])
+end
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return 1`)
+
+	// splitClearScript deletes the pending record KEYS[1] if it is still
+	// ARGV[1].
+	splitClearScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`)
+
+	// splitZRemIfScript removes from KEYS[1] each member ARGV[i] whose
+	// score is still ARGV[i+1].
+	splitZRemIfScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and (s == ARGV[i + 1] or tonumber(s) == tonumber(ARGV[i + 1])) then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+end
+return 1`)
+)
