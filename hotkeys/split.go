@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -78,10 +79,15 @@ type splitKey struct{ app, key string }
 
 // splitState is what a Splitter remembers of a key it split: the largest
 // factor since the key's last fold, and its shard names. A state is not
-// changed once published; a larger one replaces it.
+// changed once published, but for its count of writes; a larger one
+// replaces it.
 type splitState struct {
 	factor int
 	names  *splitNames
+	// writes counts the split writes acknowledged under this state, so
+	// that a fold knows whether one may have landed behind it (see
+	// forget).
+	writes atomic.Uint64
 }
 
 // NewSplitter returns a Splitter over rdb.
@@ -154,6 +160,21 @@ func (s *Splitter) remember(app, key string, factor int) *splitState {
 	return st
 }
 
+// written is called after a write with factor n succeeded: a fold may
+// have lowered or dropped what this Splitter remembers of the key while
+// the write was on its way, and the write's shard must stay among those
+// read. A read that ran in between did not see the write, which had not
+// returned yet.
+func (s *Splitter) written(app, key string, n int) {
+	s.mu.RLock()
+	st := s.keys[splitKey{app, key}]
+	s.mu.RUnlock()
+	if st == nil || st.factor < n {
+		st = s.remember(app, key, n)
+	}
+	st.writes.Add(1)
+}
+
 // shardsOf lists the first n shard names of st.
 func shardsOf(st *splitState, n int) []string {
 	out := make([]string, n)
@@ -174,16 +195,20 @@ func (s *Splitter) Incr(ctx context.Context, app, key string, delta int64) error
 	if n == 0 {
 		return s.rdb.IncrBy(ctx, key, delta).Err()
 	}
-	return s.rdb.IncrBy(ctx, st.names.shard(rand.IntN(n)), delta).Err()
+	if err := s.rdb.IncrBy(ctx, st.names.shard(rand.IntN(n)), delta).Err(); err != nil {
+		return err
+	}
+	s.written(app, key, n)
+	return nil
 }
 
 // Get returns the counter key's value: the key itself plus every shard it
 // may have (0 when none exists). On one node the keys are read with one
-// MGET, so a Get sees every Incr and Fold either wholly or not at all. In a
-// cluster the keys are read by one pipeline per node, not at one instant;
-// see Fold for what a read concurrent with a fold may see there. On one
-// node a shard holding something other than a string reads as 0, as MGET
-// reads it.
+// MGET, so a Get sees every Incr and Fold wholly or not at all; a shard
+// holding something other than a string reads as 0, as MGET reads it. In a
+// cluster it takes two round trips, the shards and then the key, and
+// corrects for the folds that ran between them (see Fold): each shard
+// counts as of its read, the key as of its own.
 func (s *Splitter) Get(ctx context.Context, app, key string) (int64, error) {
 	_, st := s.route(app, key, false)
 	s.m.count(splitOpGet, st != nil)
@@ -194,77 +219,119 @@ func (s *Splitter) Get(ctx context.Context, app, key string) (int64, error) {
 		}
 		return v, err
 	}
-	keys := make([]string, 0, 1+2*st.factor)
+	if s.cluster {
+		return s.getCluster(ctx, key, st)
+	}
+	keys := make([]string, 0, 1+st.factor)
 	keys = append(keys, key)
 	keys = append(keys, shardsOf(st, st.factor)...)
-	var vals []any
-	if !s.cluster {
-		var err error
-		if vals, err = s.rdb.MGet(ctx, keys...).Result(); err != nil {
-			return 0, err
-		}
-	} else {
-		// A fold in a cluster parks a shard's amount in its pending
-		// record until the key holds it: count those too.
-		for i := range st.factor {
-			keys = append(keys, st.names.pending(i))
-		}
-		cmds := make([]*redis.StringCmd, len(keys))
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				cmds[i] = p.Get(ctx, k)
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, err
-		}
-		vals = make([]any, len(cmds))
-		for i, c := range cmds {
-			if c.Err() == nil {
-				vals[i] = c.Val()
-			}
-		}
+	vals, err := s.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return 0, err
 	}
 	var sum int64
 	for i, v := range vals {
-		str, ok := v.(string)
-		if !ok {
-			continue
+		if str, ok := v.(string); ok {
+			n, err := splitInt(str, i)
+			if err != nil {
+				return 0, err
+			}
+			sum += n
 		}
-		if i > st.factor {
-			str = pendingAmount(str)
-		}
-		n, err := strconv.ParseInt(str, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("split get: %s holds %q, not an integer", splitWhich(i, st.factor), str)
-		}
-		sum += n
 	}
 	return sum, nil
 }
 
-// splitWhich names the i-th key of a read for an error message, without
-// the key's bytes.
-func splitWhich(i, factor int) string {
-	switch {
-	case i == 0:
-		return "the key"
-	case i <= factor:
-		return "shard " + strconv.Itoa(i-1)
-	default:
-		return "pending fold " + strconv.Itoa(i-1-factor)
+// splitInt parses the value of the i-th key of a read (0 the key, i the
+// shard i-1); an error names the key by position only.
+func splitInt(v string, i int) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		which := "the key"
+		if i > 0 {
+			which = "shard " + strconv.Itoa(i-1)
+		}
+		return 0, fmt.Errorf("split get: %s holds %q, not an integer", which, v)
 	}
+	return n, nil
 }
 
-// pendingAmount is the amount of a pending fold record "<id>:<amount>".
-func pendingAmount(rec string) string {
-	for i := len(rec) - 1; i >= 0; i-- {
-		if rec[i] == ':' {
-			return rec[i+1:]
+// getCluster reads a counter in a cluster: every shard with its fold
+// record (one script per shard's slot), then the key with its fold notes.
+// Per shard i it has the shard's value s_i, the number q_i of folds that
+// claimed it so far, and the claim still pending, if any; then the key's
+// value and the notes (i, q, amount) of the claims that reached it. The
+// sum is the key, plus each s_i, plus each pending amount not yet noted
+// (not in the key), minus the noted amounts of claims q > q_i: those ran
+// after shard i was read, so the key holds an amount the read of s_i
+// already counted, or that came after it.
+func (s *Splitter) getCluster(ctx context.Context, key string, st *splitState) (int64, error) {
+	n := st.factor
+	cmds := make([]*redis.Cmd, n)
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			cmds[i] = p.Eval(ctx, splitReadShardSrc, []string{st.names.shard(i), st.names.foldRec(i)})
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	type shardRead struct {
+		value, seq int64
+		pend       splitClaim
+	}
+	shards := make([]shardRead, n)
+	for i, c := range cmds {
+		vs, err := c.StringSlice()
+		if err != nil || len(vs) != 3 {
+			return 0, fmt.Errorf("split get: read shard %d: %v %w", i, vs, err)
+		}
+		r := &shards[i]
+		if vs[0] != "" {
+			if r.value, err = splitInt(vs[0], i+1); err != nil {
+				return 0, err
+			}
+		}
+		if r.seq, err = strconv.ParseInt(vs[1], 10, 64); err != nil {
+			return 0, fmt.Errorf("split get: shard %d fold record seq %q", i, vs[1])
+		}
+		if vs[2] != "" {
+			if r.pend, err = parseSplitClaim(vs[2]); err != nil {
+				return 0, fmt.Errorf("split get: shard %d: %w", i, err)
+			}
 		}
 	}
-	return rec
+	res, err := splitReadKeyScript.Run(ctx, s.rdb, []string{key, splitFoldsKey(key)}).Slice()
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	if v, _ := res[0].(string); v != "" {
+		if sum, err = splitInt(v, 0); err != nil {
+			return 0, err
+		}
+	}
+	notes, _ := res[1].([]any)
+	noted := make(map[[2]int64]bool, len(notes)/2)
+	for j := 0; j+1 < len(notes); j += 2 {
+		f, _ := notes[j].(string)
+		v, _ := notes[j+1].(string)
+		i, q, amount, err := parseSplitNote(f, v)
+		if err != nil {
+			return 0, fmt.Errorf("split get: %w", err)
+		}
+		noted[[2]int64{i, q}] = true
+		if i < int64(n) && q > shards[i].seq {
+			sum -= amount
+		}
+	}
+	for i, r := range shards {
+		sum += r.value
+		if r.pend.seq > 0 && !noted[[2]int64{int64(i), r.pend.seq}] {
+			sum += r.pend.amount
+		}
+	}
+	return sum, nil
 }
 
 // ---------------------------------------------------------------- sets
@@ -279,11 +346,14 @@ func (s *Splitter) SAdd(ctx context.Context, app, key string, members ...string)
 	}
 	n, st := s.route(app, key, true)
 	s.m.count(splitOpSAdd, n > 0)
-	k := key
-	if n > 0 {
-		k = st.names.shard(rand.IntN(n))
+	if n == 0 {
+		return s.rdb.SAdd(ctx, key, toAny(members)...).Err()
 	}
-	return s.rdb.SAdd(ctx, k, toAny(members)...).Err()
+	if err := s.rdb.SAdd(ctx, st.names.shard(rand.IntN(n)), toAny(members)...).Err(); err != nil {
+		return err
+	}
+	s.written(app, key, n)
+	return nil
 }
 
 // SRem removes members from the set key: from the key itself and from
@@ -405,7 +475,13 @@ func (s *Splitter) ZAdd(ctx context.Context, app, key string, members ...redis.Z
 	if st == nil {
 		return s.rdb.ZAdd(ctx, key, members...).Err()
 	}
-	return s.zMove(ctx, key, st, n, members, nil)
+	if err := s.zMove(ctx, key, st, n, members, nil); err != nil {
+		return err
+	}
+	if n > 0 {
+		s.written(app, key, n)
+	}
+	return nil
 }
 
 // ZRem removes members from the sorted set key: from the key itself and

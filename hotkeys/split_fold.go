@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -13,9 +12,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// splitFoldMemory is how long a cluster remembers that a fold's amount
-// reached the key (see Fold).
-const splitFoldMemory = 24 * time.Hour
+// Cluster fold timings (see Fold).
+const (
+	// splitFoldMemory is how long a key's fold notes outlive its last
+	// fold; a shard's fold record lives twice as long, so that its claim
+	// numbers never restart while notes of them exist.
+	splitFoldMemory = 24 * time.Hour
+	// splitNoteGrace is how long a note stays after its fold completed:
+	// a Get whose two round trips are further apart than this may
+	// miscount.
+	splitNoteGrace = 10 * time.Minute
+)
 
 // Fold moves what the shards of key hold back into the key itself and
 // deletes them, so that plain commands on the key see everything again:
@@ -39,32 +46,36 @@ const splitFoldMemory = 24 * time.Hour
 //
 // A cluster (*redis.ClusterClient): the key and its shards are on
 // different slots, and a script may touch one slot only, so each shard is
-// folded in steps. A counter shard's amount is first moved, in one script
-// on the shard's slot, into a pending record "<fold id>:<amount>" beside
-// it; then added to the key by a script on the key's slot that also notes
-// the fold id in a set there ("{<key's tag>}hk:folds:<key>"), adding only
-// if the id is not noted yet; then the pending record is deleted. A fold
-// that stopped half way (a crash, a timeout) leaves the pending record,
-// which reads count and the next Fold of the key completes. So a counter's
-// amount is never lost and reaches the key exactly once, provided the next
-// Fold comes within a day (the set of noted ids expires a day after the
-// key's last fold); past that, an amount whose pending record outlived its
-// note would be added again. Set members are added to the key before they
-// are removed from the shard, and sorted-set members too (removed from the
-// shard only if their score did not change meanwhile): nothing is lost,
-// and an SRem or ZRem of a member that runs between those two steps may be
-// undone by the fold. Reads in a cluster are not at one instant: while a
-// fold is between adding a counter's amount to the key and deleting its
-// pending record (one round trip), a Get may count that amount twice, or
-// miss it if it reads the key first and the shard's slot after both steps.
-// Reads before a fold begins and after it returns are exact.
+// folded in steps, each a script on one slot. A counter shard's amount is
+// first claimed: moved, on the shard's slot, into its fold record (a hash
+// beside it) as claim number q of that shard, pending. Then it is added to
+// the key, on the key's slot, by a script that also notes (shard, q,
+// amount) in a hash there ("{<key's tag>}hk:folds:<key>") and adds only if
+// that claim is not noted yet. Then the pending claim is cleared, and the
+// note marked done; notes done for ten minutes are dropped. A fold that
+// stopped half way (a crash, a timeout) leaves the claim pending, the next
+// Fold of the key completes it, and the note makes the addition happen
+// once. So a counter's amount is never lost, and reaches the key exactly
+// once, provided the next Fold comes within a day (the notes expire a day
+// after the key's last fold; past that, a claim left pending after its
+// amount reached the key would be added again). Reads stay exact
+// meanwhile: Get reads the shards first and the key second, and the notes
+// tell it which amounts it met twice or not at all (see getCluster).
+// Set members are added to the key before they are removed from the
+// shard, and sorted-set members too (removed from the shard only if their
+// score did not change meanwhile); SMembers reads the shards before the
+// key, so it misses no member a fold moves. An SRem, ZAdd or ZRem of a
+// member that runs between a fold's two steps may be undone by it, and a
+// ZRange running then may miss a member it moves.
 func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error {
 	n := min(max(factor, 0), MaxSplitFactor)
 	s.mu.RLock()
 	st := s.keys[splitKey{app, key}]
 	s.mu.RUnlock()
+	var writes uint64
 	if st != nil {
 		n = max(n, st.factor)
+		writes = st.writes.Load()
 	}
 	if n == 0 {
 		return nil
@@ -87,14 +98,18 @@ func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error 
 	s.m.folds.WithLabelValues("ok").Inc()
 	s.m.foldedShards.Add(float64(moved))
 	s.log.Info("folded a split key", "app", app, "key_hash", fmt.Sprintf("%016x", names.keyHash()), "factor", n, "shards_folded", moved)
-	s.forget(app, key, n)
+	s.forget(app, key, st, writes)
 	return nil
 }
 
-// forget updates what the Splitter remembers of key after a fold of its
-// first n shards: the factor in force now, or nothing when the key is not
-// split.
-func (s *Splitter) forget(app, key string, n int) {
+// forget updates what the Splitter remembers of key after a fold that
+// began when it remembered st, with writes acknowledged under it: the
+// factor in force now, or nothing when the key is not split. It keeps the
+// state when another replaced it meanwhile, or when a write was
+// acknowledged during the fold: the write may have landed in a shard the
+// fold had passed, beyond the factor in force now, and reads must go on
+// seeing it until a later fold (Reconcile's) moves it.
+func (s *Splitter) forget(app, key string, st *splitState, writes uint64) {
 	w := 0
 	if e, ok := s.lookup(app, key); ok && e.Mitigation == MitigationSplit && e.SplitFactor >= 2 {
 		w = min(e.SplitFactor, MaxSplitFactor)
@@ -102,10 +117,8 @@ func (s *Splitter) forget(app, key string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := splitKey{app, key}
-	st := s.keys[k]
-	// A state larger than what was folded stays: its writes may sit in
-	// shards this fold did not touch.
-	if st == nil || st.factor > n || st.factor == w {
+	cur := s.keys[k]
+	if cur == nil || cur != st || cur.factor == w || cur.writes.Load() != writes {
 		return
 	}
 	if w == 0 {
@@ -161,11 +174,11 @@ func (s *Splitter) foldNode(ctx context.Context, key string, names *splitNames, 
 // foldCluster folds shard by shard as Fold describes.
 func (s *Splitter) foldCluster(ctx context.Context, key string, names *splitNames, n int) (int, error) {
 	types := make([]*redis.StatusCmd, n)
-	pend := make([]*redis.IntCmd, n)
+	pend := make([]*redis.BoolCmd, n)
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			types[i] = p.Type(ctx, names.shard(i))
-			pend[i] = p.Exists(ctx, names.pending(i))
+			pend[i] = p.HExists(ctx, names.foldRec(i), "pend")
 		}
 		return nil
 	}); err != nil {
@@ -175,7 +188,7 @@ func (s *Splitter) foldCluster(ctx context.Context, key string, names *splitName
 	for i := range n {
 		var err error
 		switch t := types[i].Val(); {
-		case t == "string" || pend[i].Val() > 0:
+		case t == "string" || pend[i].Val():
 			err = s.foldClusterCounter(ctx, key, names, i)
 		case t == "set":
 			err = s.foldClusterSet(ctx, key, names.shard(i))
@@ -195,31 +208,66 @@ func (s *Splitter) foldCluster(ctx context.Context, key string, names *splitName
 }
 
 func (s *Splitter) foldClusterCounter(ctx context.Context, key string, names *splitNames, i int) error {
-	shard, pending, noted := names.shard(i), names.pending(i), splitFoldsKey(key)
-	// The first round may complete an earlier fold's pending record; the
-	// second then moves what the shard holds. More rounds mean others keep
+	shard, rec, notes := names.shard(i), names.foldRec(i), splitFoldsKey(key)
+	// The first round may complete an earlier fold's pending claim; the
+	// second then claims what the shard holds. More rounds mean others keep
 	// folding the same shard, and they will finish it.
 	for range 2 {
-		id := strconv.FormatUint(rand.Uint64(), 16)
-		rec, err := splitClaimScript.Run(ctx, s.rdb, []string{shard, pending}, id).Text()
+		claim, err := splitClaimScript.Run(ctx, s.rdb, []string{shard, rec}, int(2*splitFoldMemory/time.Second)).Text()
 		if errors.Is(err, redis.Nil) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}
-		sep := strings.LastIndexByte(rec, ':')
-		if sep < 0 {
-			return fmt.Errorf("pending record %q is not <id>:<amount>", rec)
+		c, err := parseSplitClaim(claim)
+		if err != nil {
+			return err
 		}
-		if err := splitApplyScript.Run(ctx, s.rdb, []string{key, noted}, rec[:sep], rec[sep+1:], int(splitFoldMemory/time.Second)).Err(); err != nil {
+		field := strconv.Itoa(i) + ":" + strconv.FormatInt(c.seq, 10)
+		ttl := int(splitFoldMemory / time.Second)
+		if err := splitApplyScript.Run(ctx, s.rdb, []string{key, notes}, field, c.amount, ttl).Err(); err != nil {
 			return fmt.Errorf("add to the key: %w", err)
 		}
-		if err := splitClearScript.Run(ctx, s.rdb, []string{pending}, rec).Err(); err != nil {
-			return fmt.Errorf("clear the pending record: %w", err)
+		if err := splitClearScript.Run(ctx, s.rdb, []string{rec}, claim).Err(); err != nil {
+			return fmt.Errorf("clear the claim: %w", err)
+		}
+		if err := splitDoneScript.Run(ctx, s.rdb, []string{notes}, field, splitNoteGrace.Milliseconds(), ttl).Err(); err != nil {
+			return fmt.Errorf("mark the note done: %w", err)
 		}
 	}
 	return nil
+}
+
+// splitClaim is a claim of a shard's amount by a cluster fold, as its fold
+// record holds it while pending: "<seq>:<amount>".
+type splitClaim struct{ seq, amount int64 }
+
+func parseSplitClaim(v string) (splitClaim, error) {
+	q, a, ok := strings.Cut(v, ":")
+	var c splitClaim
+	var err1, err2 error
+	c.seq, err1 = strconv.ParseInt(q, 10, 64)
+	c.amount, err2 = strconv.ParseInt(a, 10, 64)
+	if !ok || err1 != nil || err2 != nil || c.seq <= 0 {
+		return splitClaim{}, fmt.Errorf("fold claim %q is not <seq>:<amount>", v)
+	}
+	return c, nil
+}
+
+// parseSplitNote parses a note of the key's fold hash: field
+// "<shard>:<seq>", value "<amount>" or "<amount>:<done unix ms>".
+func parseSplitNote(field, value string) (shard, seq, amount int64, err error) {
+	i, q, ok := strings.Cut(field, ":")
+	a, _, _ := strings.Cut(value, ":")
+	var e1, e2, e3 error
+	shard, e1 = strconv.ParseInt(i, 10, 64)
+	seq, e2 = strconv.ParseInt(q, 10, 64)
+	amount, e3 = strconv.ParseInt(a, 10, 64)
+	if !ok || e1 != nil || e2 != nil || e3 != nil {
+		return 0, 0, 0, fmt.Errorf("fold note %q=%q is not <shard>:<seq>=<amount>[:<ms>]", field, value)
+	}
+	return shard, seq, amount, nil
 }
 
 func (s *Splitter) foldClusterSet(ctx context.Context, key, shard string) error {
@@ -282,6 +330,13 @@ func splitFoldsKey(key string) string {
 		}
 	}
 }
+
+// splitReadShardSrc returns shard KEYS[1] (” when absent), the claims of
+// its fold record KEYS[2] so far ('0' when none) and its pending claim (”
+// when none), at one instant. It is sent whole (EVAL) because it runs in a
+// pipeline, where a NOSCRIPT reply cannot be answered by a retry.
+const splitReadShardSrc = `
+return {redis.call('GET', KEYS[1]) or '', redis.call('HGET', KEYS[2], 'seq') or '0', redis.call('HGET', KEYS[2], 'pend') or ''}`
 
 // Scripts. Each touches only the keys it is given, as a cluster requires;
 // the one-node scripts are given keys on many slots, which one node allows.
@@ -348,38 +403,65 @@ while j <= #ARGV do
 end
 return 1`)
 
-	// splitClaimScript returns KEYS[2], the pending record of shard
-	// KEYS[1], when there is one; otherwise it moves the shard's amount
-	// into a new record "<ARGV[1]>:<amount>" and returns that, or nil when
-	// the shard holds nothing.
+	// splitClaimScript claims the amount of shard KEYS[1] into its fold
+	// record KEYS[2] and returns the claim "<seq>:<amount>"; a claim still
+	// pending there is returned instead, and nil when the shard holds
+	// nothing. ARGV[1] is the record's time to live, in seconds.
 	splitClaimScript = redis.NewScript(`
-local p = redis.call('GET', KEYS[2])
+local p = redis.call('HGET', KEYS[2], 'pend')
 if p then return p end
 local v = redis.call('GET', KEYS[1])
 if not v then return false end
 redis.call('DEL', KEYS[1])
 if v == '0' then return false end
-local rec = ARGV[1] .. ':' .. v
-redis.call('SET', KEYS[2], rec)
-return rec`)
+local claim = redis.call('HINCRBY', KEYS[2], 'seq', 1) .. ':' .. v
+redis.call('HSET', KEYS[2], 'pend', claim)
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return claim`)
 
-	// splitApplyScript adds ARGV[2] to KEYS[1] unless fold ARGV[1] is
-	// noted in KEYS[2] already, and notes it (for ARGV[3] seconds).
+	// splitApplyScript adds ARGV[2] to the key KEYS[1] unless the claim
+	// ARGV[1] ("<shard>:<seq>") is noted in KEYS[2] already, and notes it.
+	// ARGV[3] is the notes' time to live, in seconds.
 	splitApplyScript = redis.NewScript(`
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then
   redis.call('INCRBY', KEYS[1], ARGV[2])
-  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 end
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 return 1`)
 
-	// splitClearScript deletes the pending record KEYS[1] if it is still
-	// ARGV[1].
+	// splitClearScript clears the pending claim of fold record KEYS[1] if
+	// it is still ARGV[1].
 	splitClearScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+if redis.call('HGET', KEYS[1], 'pend') == ARGV[1] then
+  return redis.call('HDEL', KEYS[1], 'pend')
 end
 return 0`)
+
+	// splitDoneScript marks note ARGV[1] of KEYS[2] done at the server's
+	// time, and drops the notes done more than ARGV[2] ms ago. ARGV[3] is
+	// the notes' time to live, in seconds.
+	splitDoneScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and not string.find(v, ':') then
+  redis.call('HSET', KEYS[1], ARGV[1], v .. ':' .. now)
+end
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local done = string.match(all[i + 1], ':(%d+)$')
+  if done and now - tonumber(done) > tonumber(ARGV[2]) then
+    redis.call('HDEL', KEYS[1], all[i])
+  end
+end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1`)
+
+	// splitReadKeyScript returns the key KEYS[1] ('' when absent) and the
+	// fold notes KEYS[2], at one instant.
+	splitReadKeyScript = redis.NewScript(`
+return {redis.call('GET', KEYS[1]) or '', redis.call('HGETALL', KEYS[2])}`)
 
 	// splitZRemIfScript removes from KEYS[1] each member ARGV[i] whose
 	// score is still ARGV[i+1].

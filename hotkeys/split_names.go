@@ -25,13 +25,13 @@ import (
 // key's factor leaves every shard written so far among those read.
 //
 // The mapping depends only on K, so every process computes the same
-// names. "s:" marks a shard; "p:" marks the pending record of a fold in a
-// cluster (see Fold), on the shard's slot. Keys starting with "{hk:" are
-// keyheat's: an application's own keys must not.
+// names. "s:" marks a shard; "f:" marks the shard's fold record in a
+// cluster (see Fold), a hash on the shard's slot. Keys starting with
+// "{hk:" are keyheat's: an application's own keys must not.
 const (
 	splitTagPrefix = "{hk:"
 	splitShardMark = "}s:"
-	splitPendMark  = "}p:"
+	splitFoldMark  = "}f:"
 )
 
 // MaxSplitFactor is the largest split factor a Splitter uses; an entry
@@ -99,8 +99,8 @@ func (n *splitNames) slotOf(c int) uint16 {
 // shard is the name of shard i; grow(i+1) must have run.
 func (n *splitNames) shard(i int) string { return n.name(i, splitShardMark) }
 
-// pending is the name of shard i's pending-fold record, on its slot.
-func (n *splitNames) pending(i int) string { return n.name(i, splitPendMark) }
+// foldRec is the name of shard i's fold record, on its slot.
+func (n *splitNames) foldRec(i int) string { return n.name(i, splitFoldMark) }
 
 func (n *splitNames) name(i int, mark string) string {
 	b := make([]byte, 0, len(splitTagPrefix)+len(n.hash)+1+5+len(mark)+len(n.key))

@@ -51,7 +51,7 @@ func TestSplitShardSlots(t *testing.T) {
 				require.Equal(t, int(names.slotOf(int(names.cands[i]))), s, "slot of %q", shard)
 				require.False(t, slots[s], "key %q factor %d: shard %d on slot %d, taken by the key or an earlier shard", key, n, i, s)
 				slots[s] = true
-				require.Equal(t, s, Slot(names.pending(i)), "a pending record shares its shard's slot")
+				require.Equal(t, s, Slot(names.foldRec(i)), "a fold record shares its shard's slot")
 			}
 		}
 	}
