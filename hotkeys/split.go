@@ -84,6 +84,7 @@ type splitKey struct{ app, key string }
 type splitState struct {
 	factor int
 	names  *splitNames
+	shards []string // the names of shards 0 to factor-1
 	// writes counts the split writes acknowledged under this state, so
 	// that a fold knows whether one may have landed behind it (see
 	// forget).
@@ -118,8 +119,9 @@ func NewSplitter(rdb redis.UniversalClient, cfg SplitConfig) (*Splitter, error) 
 
 // route says how to serve an operation on key: write is the factor to
 // write with (0: write the key itself), and st the shards to read (nil:
-// read the key itself). A split write makes st cover write.
-func (s *Splitter) route(app, key string, writing bool) (write int, st *splitState) {
+// read the key itself), which cover write. A key read or written split is
+// remembered, so that a Reconcile folds it once it cools.
+func (s *Splitter) route(app, key string) (write int, st *splitState) {
 	if e, ok := s.lookup(app, key); ok && e.Mitigation == MitigationSplit && e.SplitFactor >= 2 {
 		write = min(e.SplitFactor, MaxSplitFactor)
 	}
@@ -128,13 +130,6 @@ func (s *Splitter) route(app, key string, writing bool) (write int, st *splitSta
 	s.mu.RUnlock()
 	if write == 0 || (st != nil && st.factor >= write) {
 		return write, st
-	}
-	if !writing && st == nil {
-		// A read of a key this process never split still reads the
-		// shards of the factor in force: others may have written them.
-		names := newSplitNames(key)
-		names.grow(write)
-		return write, &splitState{factor: write, names: names}
 	}
 	return write, s.remember(app, key, write)
 }
@@ -148,15 +143,27 @@ func (s *Splitter) remember(app, key string, factor int) *splitState {
 	if old != nil && old.factor >= factor {
 		return old
 	}
+	st := newSplitState(key, factor, old)
+	s.keys[k] = st
+	return st
+}
+
+// newSplitState returns the state of key split factor ways, reusing the
+// shard names of prev, if not nil, which stays valid for whoever holds it.
+func newSplitState(key string, factor int, prev *splitState) *splitState {
 	names := newSplitNames(key)
-	if old != nil {
-		// Carry the candidates found so far over; the old state stays
-		// valid for whoever holds it.
-		names.cands = append([]uint16(nil), old.names.cands...)
+	if prev != nil {
+		names.cands = append(make([]uint16, 0, factor), prev.names.cands...)
 	}
 	names.grow(factor)
-	st := &splitState{factor: factor, names: names}
-	s.keys[k] = st
+	st := &splitState{factor: factor, names: names, shards: make([]string, factor)}
+	for i := range st.shards {
+		if prev != nil && i < len(prev.shards) {
+			st.shards[i] = prev.shards[i]
+		} else {
+			st.shards[i] = names.shard(i)
+		}
+	}
 	return st
 }
 
@@ -175,27 +182,18 @@ func (s *Splitter) written(app, key string, n int) {
 	st.writes.Add(1)
 }
 
-// shardsOf lists the first n shard names of st.
-func shardsOf(st *splitState, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = st.names.shard(i)
-	}
-	return out
-}
-
 // ------------------------------------------------------------ counters
 
 // Incr adds delta to the counter key. A split key's delta goes to one of
 // its shards, chosen at random. Unlike INCRBY it does not return the new
 // value: with the key split, no single Redis key holds it (Get sums).
 func (s *Splitter) Incr(ctx context.Context, app, key string, delta int64) error {
-	n, st := s.route(app, key, true)
+	n, st := s.route(app, key)
 	s.m.count(splitOpIncr, n > 0)
 	if n == 0 {
 		return s.rdb.IncrBy(ctx, key, delta).Err()
 	}
-	if err := s.rdb.IncrBy(ctx, st.names.shard(rand.IntN(n)), delta).Err(); err != nil {
+	if err := s.rdb.IncrBy(ctx, st.shards[rand.IntN(n)], delta).Err(); err != nil {
 		return err
 	}
 	s.written(app, key, n)
@@ -210,7 +208,7 @@ func (s *Splitter) Incr(ctx context.Context, app, key string, delta int64) error
 // corrects for the folds that ran between them (see Fold): each shard
 // counts as of its read, the key as of its own.
 func (s *Splitter) Get(ctx context.Context, app, key string) (int64, error) {
-	_, st := s.route(app, key, false)
+	_, st := s.route(app, key)
 	s.m.count(splitOpGet, st != nil)
 	if st == nil {
 		v, err := s.rdb.Get(ctx, key).Int64()
@@ -224,7 +222,7 @@ func (s *Splitter) Get(ctx context.Context, app, key string) (int64, error) {
 	}
 	keys := make([]string, 0, 1+st.factor)
 	keys = append(keys, key)
-	keys = append(keys, shardsOf(st, st.factor)...)
+	keys = append(keys, st.shards...)
 	vals, err := s.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
 		return 0, err
@@ -268,12 +266,26 @@ func splitInt(v string, i int) (int64, error) {
 func (s *Splitter) getCluster(ctx context.Context, key string, st *splitState) (int64, error) {
 	n := st.factor
 	cmds := make([]*redis.Cmd, n)
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range n {
-			cmds[i] = p.Eval(ctx, splitReadShardSrc, []string{st.names.shard(i), st.names.foldRec(i)})
+	read := func() error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range n {
+				cmds[i] = p.EvalSha(ctx, splitReadShardScript.Hash(), []string{st.shards[i], st.names.foldRec(i)})
+			}
+			return nil
+		})
+		return err
+	}
+	err := read()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// A pipeline cannot fall back to EVAL command by command: load
+		// the script on every master (a new or restarted node lacks it)
+		// and read again.
+		if err := s.rdb.ScriptLoad(ctx, splitReadShardSrc).Err(); err != nil {
+			return 0, fmt.Errorf("split get: load the shard read script: %w", err)
 		}
-		return nil
-	}); err != nil {
+		err = read()
+	}
+	if err != nil {
 		return 0, err
 	}
 	type shardRead struct {
@@ -344,12 +356,12 @@ func (s *Splitter) SAdd(ctx context.Context, app, key string, members ...string)
 	if len(members) == 0 {
 		return nil
 	}
-	n, st := s.route(app, key, true)
+	n, st := s.route(app, key)
 	s.m.count(splitOpSAdd, n > 0)
 	if n == 0 {
 		return s.rdb.SAdd(ctx, key, toAny(members)...).Err()
 	}
-	if err := s.rdb.SAdd(ctx, st.names.shard(rand.IntN(n)), toAny(members)...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, st.shards[rand.IntN(n)], toAny(members)...).Err(); err != nil {
 		return err
 	}
 	s.written(app, key, n)
@@ -362,12 +374,12 @@ func (s *Splitter) SRem(ctx context.Context, app, key string, members ...string)
 	if len(members) == 0 {
 		return nil
 	}
-	_, st := s.route(app, key, false)
+	_, st := s.route(app, key)
 	s.m.count(splitOpSRem, st != nil)
 	if st == nil {
 		return s.rdb.SRem(ctx, key, toAny(members)...).Err()
 	}
-	keys := append([]string{key}, shardsOf(st, st.factor)...)
+	keys := append([]string{key}, st.shards...)
 	if !s.cluster {
 		return splitRemScript.Run(ctx, s.rdb, keys, append([]any{"srem"}, toAny(members)...)...).Err()
 	}
@@ -383,12 +395,12 @@ func (s *Splitter) SRem(ctx context.Context, app, key string, members ...string)
 // SMembers returns the members of the set key: the union of the key itself
 // and its shards, in no particular order. On one node that is one SUNION.
 func (s *Splitter) SMembers(ctx context.Context, app, key string) ([]string, error) {
-	_, st := s.route(app, key, false)
+	_, st := s.route(app, key)
 	s.m.count(splitOpSMembers, st != nil)
 	if st == nil {
 		return s.rdb.SMembers(ctx, key).Result()
 	}
-	keys := append([]string{key}, shardsOf(st, st.factor)...)
+	keys := append([]string{key}, st.shards...)
 	if !s.cluster {
 		return s.rdb.SUnion(ctx, keys...).Result()
 	}
@@ -470,7 +482,7 @@ func (s *Splitter) ZAdd(ctx context.Context, app, key string, members ...redis.Z
 	if len(members) == 0 {
 		return nil
 	}
-	n, st := s.route(app, key, true)
+	n, st := s.route(app, key)
 	s.m.count(splitOpZAdd, n > 0)
 	if st == nil {
 		return s.rdb.ZAdd(ctx, key, members...).Err()
@@ -490,7 +502,7 @@ func (s *Splitter) ZRem(ctx context.Context, app, key string, members ...string)
 	if len(members) == 0 {
 		return nil
 	}
-	_, st := s.route(app, key, false)
+	_, st := s.route(app, key)
 	s.m.count(splitOpZRem, st != nil)
 	if st == nil {
 		return s.rdb.ZRem(ctx, key, toAny(members)...).Err()
@@ -513,7 +525,7 @@ func (s *Splitter) zMove(ctx context.Context, key string, st *splitState, n int,
 		if p, ok := idx[shard]; ok {
 			return p
 		}
-		keys = append(keys, st.names.shard(shard))
+		keys = append(keys, st.shards[shard])
 		idx[shard] = len(keys) - 1
 		return len(keys) - 1
 	}
@@ -592,7 +604,7 @@ func (s *Splitter) zMove(ctx context.Context, key string, st *splitState, n int,
 // every shard (on one node in one MULTI/EXEC, so at one instant), each
 // asked for no more than the answer can need, and merged.
 func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs) ([]redis.Z, error) {
-	_, st := s.route(app, args.Key, false)
+	_, st := s.route(app, args.Key)
 	s.m.count(splitOpZRange, st != nil)
 	if st == nil {
 		return s.rdb.ZRangeArgsWithScores(ctx, args).Result()
@@ -600,7 +612,7 @@ func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs
 	if args.ByLex {
 		return nil, errors.New("split zrange: ByLex is not supported on a split key")
 	}
-	keys := append([]string{args.Key}, shardsOf(st, st.factor)...)
+	keys := append([]string{args.Key}, st.shards...)
 	// per is what each key is asked for: no more than the answer can
 	// need from it (limited), or all of the range.
 	per := args

@@ -125,9 +125,7 @@ func (s *Splitter) forget(app, key string, st *splitState, writes uint64) {
 		delete(s.keys, k)
 		return
 	}
-	names := newSplitNames(key)
-	names.grow(w)
-	s.keys[k] = &splitState{factor: w, names: names}
+	s.keys[k] = newSplitState(key, w, nil)
 }
 
 // Reconcile folds every key this Splitter split whose registry entry no
@@ -331,10 +329,8 @@ func splitFoldsKey(key string) string {
 	}
 }
 
-// splitReadShardSrc returns shard KEYS[1] (” when absent), the claims of
-// its fold record KEYS[2] so far ('0' when none) and its pending claim (”
-// when none), at one instant. It is sent whole (EVAL) because it runs in a
-// pipeline, where a NOSCRIPT reply cannot be answered by a retry.
+// splitReadShardSrc is splitReadShardScript's source, which a Get loads on
+// every master when a node answers NOSCRIPT.
 const splitReadShardSrc = `
 return {redis.call('GET', KEYS[1]) or '', redis.call('HGET', KEYS[2], 'seq') or '0', redis.call('HGET', KEYS[2], 'pend') or ''}`
 
@@ -457,6 +453,11 @@ for i = 1, #all, 2 do
 end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1`)
+
+	// splitReadShardScript returns shard KEYS[1] ('' when absent), the
+	// claims of its fold record KEYS[2] so far ('0' when none) and its
+	// pending claim ('' when none), at one instant.
+	splitReadShardScript = redis.NewScript(splitReadShardSrc)
 
 	// splitReadKeyScript returns the key KEYS[1] ('' when absent) and the
 	// fold notes KEYS[2], at one instant.
