@@ -601,8 +601,9 @@ func (s *Splitter) zMove(ctx context.Context, key string, st *splitState, n int,
 // with the same arguments (Rev, Offset and Count too; ByLex is not
 // supported on a split key). Members of equal score are ordered by their
 // bytes, as Redis orders them. A split key is read from the key itself and
-// every shard (on one node in one MULTI/EXEC, so at one instant), each
-// asked for no more than the answer can need, and merged.
+// every shard (on one node in one MULTI/EXEC, so at one instant; in a
+// cluster the shards, then the key), each asked for no more than the
+// answer can need, and merged.
 func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs) ([]redis.Z, error) {
 	_, st := s.route(app, args.Key)
 	s.m.count(splitOpZRange, st != nil)
@@ -641,23 +642,31 @@ func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs
 	}
 	fetch := func() ([][]redis.Z, error) {
 		cmds := make([]*redis.ZSliceCmd, len(keys))
-		fn := func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				a := per
-				a.Key = k
-				cmds[i] = p.ZRangeArgsWithScores(ctx, a)
+		ask := func(from, to int) func(p redis.Pipeliner) error {
+			return func(p redis.Pipeliner) error {
+				for i := from; i < to; i++ {
+					a := per
+					a.Key = keys[i]
+					cmds[i] = p.ZRangeArgsWithScores(ctx, a)
+				}
+				return nil
 			}
-			return nil
 		}
-		var err error
-		if s.cluster {
-			// A cluster runs MULTI on one slot only.
-			_, err = s.rdb.Pipelined(ctx, fn)
+		if !s.cluster {
+			if _, err := s.rdb.TxPipelined(ctx, ask(0, len(keys))); err != nil {
+				return nil, err
+			}
 		} else {
-			_, err = s.rdb.TxPipelined(ctx, fn)
-		}
-		if err != nil {
-			return nil, err
+			// MULTI spans one slot only. Shards first, then the key: a
+			// cluster fold puts a member in the key before it removes it
+			// from its shard, so a member the shards no longer showed is
+			// in the key by the time it is read.
+			if _, err := s.rdb.Pipelined(ctx, ask(1, len(keys))); err != nil {
+				return nil, err
+			}
+			if _, err := s.rdb.Pipelined(ctx, ask(0, 1)); err != nil {
+				return nil, err
+			}
 		}
 		out := make([][]redis.Z, len(cmds))
 		for i, c := range cmds {

@@ -63,10 +63,10 @@ const (
 // tell it which amounts it met twice or not at all (see getCluster).
 // Set members are added to the key before they are removed from the
 // shard, and sorted-set members too (removed from the shard only if their
-// score did not change meanwhile); SMembers reads the shards before the
-// key, so it misses no member a fold moves. An SRem, ZAdd or ZRem of a
-// member that runs between a fold's two steps may be undone by it, and a
-// ZRange running then may miss a member it moves.
+// score did not change meanwhile); SMembers and ZRange read the shards
+// before the key, so they miss no member a fold moves. An SRem, ZAdd or
+// ZRem of a member that runs between a fold's two steps may be undone by
+// it.
 func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error {
 	n := min(max(factor, 0), MaxSplitFactor)
 	s.mu.RLock()

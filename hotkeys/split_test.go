@@ -79,8 +79,9 @@ func splitEnvs(t *testing.T, f func(t *testing.T, e *splitEnv)) {
 }
 
 func splitCtx(t *testing.T) context.Context {
-	// A hang guard, not a deadline a slow machine should meet.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A hang guard, not a deadline a slow machine should meet: 640,000
+	// increments took 164 s beside six busy loops.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -132,7 +133,12 @@ func TestSplitCounterExact(t *testing.T) {
 		ctx := splitCtx(t)
 		key := e.prefix + "counter"
 		e.reg.set(key, 8)
-		const workers, each = 64, 10_000
+		// The cluster's exactness under folds is TestSplitCounterFold-
+		// Concurrent's; here it needs only enough to reach every shard.
+		workers, each := 64, 10_000
+		if e.s.cluster {
+			each = 1_000
+		}
 		var wg sync.WaitGroup
 		errs := make(chan error, workers)
 		for w := range workers {
@@ -171,7 +177,8 @@ func TestSplitCounterExact(t *testing.T) {
 }
 
 // TestSplitCounterFoldConcurrent: folds run while 64 goroutines increment
-// and the key's factor changes and it cools; a reader checks every Get
+// 10,000 times each (2,500 in a cluster), and the key's factor changes and
+// it cools; a reader checks every Get
 // against what was acknowledged before it began and what was started
 // before it ended. Every read must fall in that range: a fold is neither
 // missed nor counted twice, on one node nor in a cluster. The final total
@@ -181,7 +188,13 @@ func TestSplitCounterFoldConcurrent(t *testing.T) {
 		ctx := splitCtx(t)
 		key := e.prefix + "counter"
 		e.reg.set(key, 4)
-		const workers, each = 64, 10_000
+		// A quarter of the increments in a cluster still gives it some
+		// hundreds of folds and a thousand reads between them, at a
+		// quarter of the time (its reads take two round trips).
+		workers, each := 64, 10_000
+		if e.s.cluster {
+			each = 2_500
+		}
 		var started, done atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, workers+2)
@@ -265,6 +278,149 @@ func TestSplitCounterFoldConcurrent(t *testing.T) {
 		plain, err := e.rdb.Get(ctx, key).Int64()
 		require.NoError(t, err)
 		require.Equal(t, total, plain)
+	})
+}
+
+// TestSplitMembersFoldConcurrent: folds run while 8 goroutines add new
+// members to a split set and a split sorted set; every read must hold each
+// member whose add returned before the read began (with its score), and
+// none that was not added: a fold hides no member, on one node nor in a
+// cluster.
+func TestSplitMembersFoldConcurrent(t *testing.T) {
+	splitEnvs(t, func(t *testing.T, e *splitEnv) {
+		ctx := splitCtx(t)
+		set, board := e.prefix+"members", e.prefix+"board"
+		e.reg.set(set, 8)
+		e.reg.set(board, 8)
+		const writers, each = 8, 300
+		var started, acked [writers]atomic.Int64
+		score := func(w, i int) float64 { return float64((w*7919+i*104729)%1000) / 8 }
+		name := func(w, i int) string { return fmt.Sprintf("w%d-%04d", w, i) }
+		var wg sync.WaitGroup
+		errs := make(chan error, writers+2)
+		for w := range writers {
+			wg.Go(func() {
+				for i := range each {
+					started[w].Store(int64(i + 1))
+					m := name(w, i)
+					if err := e.s.SAdd(ctx, splitTestApp, set, m); err != nil {
+						errs <- err
+						return
+					}
+					if err := e.s.ZAdd(ctx, splitTestApp, board, redis.Z{Score: score(w, i), Member: m}); err != nil {
+						errs <- err
+						return
+					}
+					acked[w].Store(int64(i + 1))
+				}
+			})
+		}
+		stop := make(chan struct{})
+		var bg sync.WaitGroup
+		var folds, reads atomic.Int64
+		bg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if i%4 == 3 {
+					f := []int{8, 16, 4, 0}[(i/4)%4]
+					e.reg.set(set, f)
+					e.reg.set(board, f)
+				}
+				for _, k := range []string{set, board} {
+					if err := e.s.Fold(ctx, splitTestApp, k, 16); err != nil {
+						errs <- fmt.Errorf("fold: %w", err)
+						return
+					}
+				}
+				folds.Add(1)
+			}
+		})
+		check := func(got map[string]float64, lo, hi [writers]int64) error {
+			for w := range writers {
+				for i := range int(lo[w]) {
+					sc, ok := got[name(w, i)]
+					if !ok {
+						return fmt.Errorf("member %s, added before the read, is missing", name(w, i))
+					}
+					if sc != score(w, i) && sc != -1 {
+						return fmt.Errorf("member %s has score %v, want %v", name(w, i), sc, score(w, i))
+					}
+				}
+			}
+			for m := range got {
+				var w, i int
+				if _, err := fmt.Sscanf(m, "w%d-%d", &w, &i); err != nil || w >= writers || int64(i) >= hi[w] {
+					return fmt.Errorf("member %q was not added before the read ended", m)
+				}
+			}
+			return nil
+		}
+		bg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var lo, hi [writers]int64
+				for w := range writers {
+					lo[w] = acked[w].Load()
+				}
+				members, err := e.s.SMembers(ctx, splitTestApp, set)
+				if err != nil {
+					errs <- err
+					return
+				}
+				zs, err := e.s.ZRange(ctx, splitTestApp, redis.ZRangeArgs{Key: board, Start: 0, Stop: -1})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for w := range writers {
+					hi[w] = started[w].Load()
+				}
+				got := map[string]float64{}
+				for _, m := range members {
+					got[m] = -1
+				}
+				if err := check(got, lo, hi); err != nil {
+					errs <- fmt.Errorf("set: %w", err)
+					return
+				}
+				got = map[string]float64{}
+				for _, z := range zs {
+					got[z.Member.(string)] = z.Score
+				}
+				if err := check(got, lo, hi); err != nil {
+					errs <- fmt.Errorf("sorted set: %w", err)
+					return
+				}
+				reads.Add(1)
+			}
+		})
+		wg.Wait()
+		close(stop)
+		bg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		require.Positive(t, folds.Load())
+		require.Positive(t, reads.Load())
+		t.Logf("%d folds and %d reads during %d adds", folds.Load(), reads.Load(), 2*writers*each)
+		e.reg.set(set, 0)
+		e.reg.set(board, 0)
+		require.NoError(t, e.s.Reconcile(ctx))
+		n, err := e.rdb.SCard(ctx, set).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(writers*each), n)
+		n, err = e.rdb.ZCard(ctx, board).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(writers*each), n)
 	})
 }
 
