@@ -48,14 +48,17 @@ func (c SplitConfig) Validate() error {
 // kind of value: a counter (Incr, Get), a set (SAdd, SRem, SMembers) or a
 // sorted set (ZAdd, ZRem, ZRange).
 //
-// A Splitter remembers, per key, the largest factor it wrote or read the
-// key with since its last Fold, and reads that many shards even after the
-// registry lowered the factor or the key cooled, so that nothing it wrote
-// goes unread. It cannot know what other processes wrote: after a key
-// cooled, every process's reads are complete once a Fold ran (any process
-// may run it; see Fold). Call Fold from the follower's OnChange when a key
-// cools or its factor falls, and Reconcile periodically to catch what a
-// callback missed.
+// A Splitter remembers, per key, the largest factor it used since the
+// key's last fold, and goes on reading (and removing members from) that
+// many shards after the registry lowered the factor or the key cooled, so
+// nothing it wrote goes unread; writes of a cooled key go to the key
+// itself. It cannot know what other processes wrote: a process that never
+// split the key reads it, and removes members from it, as a plain key once
+// it cooled, and sees the shards' content only after a Fold (by any
+// process) moved it into the key. So call Fold from the follower's
+// OnChange when a key cools or its factor falls, in every process, and
+// Reconcile periodically to catch what a callback missed; a key stays
+// remembered until a fold after it cooled.
 //
 // The client decides how exact things are. A *redis.ClusterClient is a
 // cluster; any other UniversalClient (a *redis.Client, a failover client)
@@ -295,8 +298,11 @@ func (s *Splitter) getCluster(ctx context.Context, key string, st *splitState) (
 	shards := make([]shardRead, n)
 	for i, c := range cmds {
 		vs, err := c.StringSlice()
-		if err != nil || len(vs) != 3 {
-			return 0, fmt.Errorf("split get: read shard %d: %v %w", i, vs, err)
+		if err != nil {
+			return 0, fmt.Errorf("split get: read shard %d: %w", i, err)
+		}
+		if len(vs) != 3 {
+			return 0, fmt.Errorf("split get: read shard %d: %d values, want 3", i, len(vs))
 		}
 		r := &shards[i]
 		if vs[0] != "" {
@@ -317,6 +323,9 @@ func (s *Splitter) getCluster(ctx context.Context, key string, st *splitState) (
 	if err != nil {
 		return 0, err
 	}
+	if len(res) != 2 {
+		return 0, fmt.Errorf("split get: read the key: %d values, want 2", len(res))
+	}
 	var sum int64
 	if v, _ := res[0].(string); v != "" {
 		if sum, err = splitInt(v, 0); err != nil {
@@ -333,7 +342,7 @@ func (s *Splitter) getCluster(ctx context.Context, key string, st *splitState) (
 			return 0, fmt.Errorf("split get: %w", err)
 		}
 		noted[[2]int64{i, q}] = true
-		if i < int64(n) && q > shards[i].seq {
+		if i >= 0 && i < int64(n) && q > shards[i].seq {
 			sum -= amount
 		}
 	}
