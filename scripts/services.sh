@@ -33,6 +33,7 @@
 #   KEYHEAT_SERVICES_DIR  run folder (pids, data, logs); default <repo>/.services
 #   KEYHEAT_CACHE         download cache, outside the repo; default ~/.cache/keyheat
 #   KEYHEAT_SERVICES_KAFKA_HEAP    broker -Xmx; default 1g
+#   KEYHEAT_SERVICES_REDIS_CLUSTER 1 starts Redis as a one-node cluster
 #   KEYHEAT_SERVICES_PORT_OFFSET  added to every port (ClickHouse 19000,
 #                         18123, 19009; Kafka 19092, 19093; Redis 16379);
 #                         default 0
