@@ -368,9 +368,9 @@ func (s *Splitter) SAdd(ctx context.Context, app, key string, members ...string)
 	n, st := s.route(app, key)
 	s.m.count(splitOpSAdd, n > 0)
 	if n == 0 {
-		return s.rdb.SAdd(ctx, key, toAny(members)...).Err()
+		return s.rdb.SAdd(ctx, key, splitArgs(members)...).Err()
 	}
-	if err := s.rdb.SAdd(ctx, st.shards[rand.IntN(n)], toAny(members)...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, st.shards[rand.IntN(n)], splitArgs(members)...).Err(); err != nil {
 		return err
 	}
 	s.written(app, key, n)
@@ -386,15 +386,15 @@ func (s *Splitter) SRem(ctx context.Context, app, key string, members ...string)
 	_, st := s.route(app, key)
 	s.m.count(splitOpSRem, st != nil)
 	if st == nil {
-		return s.rdb.SRem(ctx, key, toAny(members)...).Err()
+		return s.rdb.SRem(ctx, key, splitArgs(members)...).Err()
 	}
 	keys := append([]string{key}, st.shards...)
 	if !s.cluster {
-		return splitRemScript.Run(ctx, s.rdb, keys, append([]any{"srem"}, toAny(members)...)...).Err()
+		return splitRemScript.Run(ctx, s.rdb, keys, append([]any{"srem"}, splitArgs(members)...)...).Err()
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, k := range keys {
-			p.SRem(ctx, k, toAny(members)...)
+			p.SRem(ctx, k, splitArgs(members)...)
 		}
 		return nil
 	})
@@ -440,7 +440,7 @@ func (s *Splitter) SMembers(ctx context.Context, app, key string) ([]string, err
 	return out, nil
 }
 
-func toAny(ss []string) []any {
+func splitArgs(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
 		out[i] = s
@@ -450,28 +450,28 @@ func toAny(ss []string) []any {
 
 // -------------------------------------------------------- sorted sets
 
-// zHome is the shard a member of a sorted set split n ways lives in: its
+// splitZHome is the shard a member of a sorted set split n ways lives in: its
 // hash modulo n. Placing a member by its hash, not at random, keeps it in
 // one shard, so a ZADD that changes its score replaces the old one as it
 // would on one key. Under factor 2n a member's home is either its home
 // under n or that plus n, so a write removes the member from its homes
 // under every smaller and larger power of two it may have been written
 // with (at most log2 of the factor keys), not from every shard.
-func zHome(member string, n int) int { return int(xxh3.HashString(member) & uint64(n-1)) }
+func splitZHome(member string, n int) int { return int(xxh3.HashString(member) & uint64(n-1)) }
 
-// zStale lists the homes of member under the powers of two up to read,
+// splitZStale lists the homes of member under the powers of two up to read,
 // other than home, and appends them to dst.
-func zStale(dst []int, member string, home, read int) []int {
+func splitZStale(dst []int, member string, home, read int) []int {
 	h := xxh3.HashString(member)
 	for k := 2; k <= read; k *= 2 {
-		if i := int(h & uint64(k-1)); i != home && !containsInt(dst, i) {
+		if i := int(h & uint64(k-1)); i != home && !splitHas(dst, i) {
 			dst = append(dst, i)
 		}
 	}
 	return dst
 }
 
-func containsInt(s []int, v int) bool {
+func splitHas(s []int, v int) bool {
 	for _, x := range s {
 		if x == v {
 			return true
@@ -481,7 +481,7 @@ func containsInt(s []int, v int) bool {
 }
 
 // ZAdd adds members to the sorted set key, or updates their scores. A
-// split key's member goes to its home shard (see zHome) and leaves the key
+// split key's member goes to its home shard (see splitZHome) and leaves the key
 // itself and its other possible homes; a key no longer split but not yet
 // folded gets the member itself, which leaves the shards. So a member is in
 // one place, and reads need not choose between two scores. On one node
@@ -514,7 +514,7 @@ func (s *Splitter) ZRem(ctx context.Context, app, key string, members ...string)
 	_, st := s.route(app, key)
 	s.m.count(splitOpZRem, st != nil)
 	if st == nil {
-		return s.rdb.ZRem(ctx, key, toAny(members)...).Err()
+		return s.rdb.ZRem(ctx, key, splitArgs(members)...).Err()
 	}
 	return s.zMove(ctx, key, st, 0, nil, members)
 }
@@ -553,17 +553,17 @@ func (s *Splitter) zMove(ctx context.Context, key string, st *splitState, n int,
 		}
 		home := -1
 		if n > 0 {
-			home = zHome(m, n)
+			home = splitZHome(m, n)
 		}
 		o := op{member: m, score: z.Score, add: pos(home), from: []int{0}}
-		for _, i := range zStale(stale[:0], m, home, st.factor) {
+		for _, i := range splitZStale(stale[:0], m, home, st.factor) {
 			o.from = append(o.from, pos(i))
 		}
 		ops = append(ops, o)
 	}
 	for _, m := range rems {
 		o := op{member: m, add: -1, from: []int{0}}
-		for _, i := range zStale(stale[:0], m, -1, st.factor) {
+		for _, i := range splitZStale(stale[:0], m, -1, st.factor) {
 			o.from = append(o.from, pos(i))
 		}
 		ops = append(ops, o)
@@ -573,7 +573,7 @@ func (s *Splitter) zMove(ctx context.Context, key string, st *splitState, n int,
 		// (1-based, 0 for none), count of positions to remove from, those.
 		args := []any{"zmove"}
 		for _, o := range ops {
-			args = append(args, o.member, formatScore(o.score), o.add+1, len(o.from))
+			args = append(args, o.member, splitScore(o.score), o.add+1, len(o.from))
 			for _, f := range o.from {
 				args = append(args, f+1)
 			}
@@ -636,8 +636,8 @@ func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs
 		}
 	} else {
 		var err1, err2 error
-		start, err1 = toInt64(args.Start)
-		stop, err2 = toInt64(args.Stop)
+		start, err1 = splitInt64(args.Start)
+		stop, err2 = splitInt64(args.Stop)
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("split zrange: start %v and stop %v must be integers for a range by rank", args.Start, args.Stop)
 		}
@@ -687,7 +687,7 @@ func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs
 	if err != nil {
 		return nil, err
 	}
-	merged, dups := zMerge(lists, args.Rev)
+	merged, dups := splitZMerge(lists, args.Rev)
 	if dups && limited {
 		// A member found twice (written plain while shards held it, or a
 		// cluster fold caught between its steps) took a place in some
@@ -699,7 +699,7 @@ func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs
 		if lists, err = fetch(); err != nil {
 			return nil, err
 		}
-		merged, _ = zMerge(lists, args.Rev)
+		merged, _ = splitZMerge(lists, args.Rev)
 	}
 	if args.ByScore {
 		lo := min(int(max(args.Offset, 0)), len(merged))
@@ -726,7 +726,7 @@ func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs
 	return merged[start : stop+1], nil
 }
 
-func toInt64(v any) (int64, error) {
+func splitInt64(v any) (int64, error) {
 	switch x := v.(type) {
 	case int:
 		return int64(x), nil
@@ -740,13 +740,13 @@ func toInt64(v any) (int64, error) {
 	return 0, fmt.Errorf("%T is not an integer", v)
 }
 
-// zMerge merges sorted lists (lists[0] the key's, then the shards') into
+// splitZMerge merges sorted lists (lists[0] the key's, then the shards') into
 // one, ascending by score and then member bytes (descending both when
 // rev). A member in more than one list is kept once, from the first list
 // that has it: the key's copy is newer than a shard's, since only a plain
 // ZADD after the key stopped being split puts it there while a shard has
 // it. dups says whether any was dropped.
-func zMerge(lists [][]redis.Z, rev bool) (out []redis.Z, dups bool) {
+func splitZMerge(lists [][]redis.Z, rev bool) (out []redis.Z, dups bool) {
 	total := 0
 	for _, l := range lists {
 		total += len(l)

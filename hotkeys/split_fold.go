@@ -273,10 +273,10 @@ func (s *Splitter) foldClusterSet(ctx context.Context, key, shard string) error 
 	if err != nil || len(members) == 0 {
 		return err
 	}
-	if err := s.rdb.SAdd(ctx, key, toAny(members)...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, key, splitArgs(members)...).Err(); err != nil {
 		return err
 	}
-	return s.rdb.SRem(ctx, shard, toAny(members)...).Err()
+	return s.rdb.SRem(ctx, shard, splitArgs(members)...).Err()
 }
 
 func (s *Splitter) foldClusterZSet(ctx context.Context, key, shard string) error {
@@ -289,13 +289,13 @@ func (s *Splitter) foldClusterZSet(ctx context.Context, key, shard string) error
 	}
 	args := make([]any, 0, 2*len(zs))
 	for _, z := range zs {
-		args = append(args, z.Member, formatScore(z.Score))
+		args = append(args, z.Member, splitScore(z.Score))
 	}
 	return splitZRemIfScript.Run(ctx, s.rdb, []string{shard}, args...).Err()
 }
 
-// formatScore writes a score as Redis reads it back.
-func formatScore(f float64) string {
+// splitScore writes a score as Redis reads it back.
+func splitScore(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "inf"
@@ -320,10 +320,10 @@ func splitFoldsKey(key string) string {
 		return "{" + key + mark + key
 	}
 	want := uint16(Slot(key))
-	base := crc16Update(0, "hkc:")
+	base := splitCRC16(0, "hkc:")
 	for n := 0; ; n++ {
 		d := strconv.Itoa(n)
-		if crc16Update(base, d)&(redisSlots-1) == want {
+		if splitCRC16(base, d)&(splitSlots-1) == want {
 			return "{hkc:" + d + mark + key
 		}
 	}

@@ -56,8 +56,8 @@ func newSplitNames(key string) *splitNames {
 		h[i] = byte(n.h >> (56 - 8*i))
 	}
 	hex.Encode(n.hash[:], h[:])
-	n.base = crc16Update(crc16Update(0, splitTagPrefix[1:]), string(n.hash[:]))
-	n.base = crc16Update(n.base, ":")
+	n.base = splitCRC16(splitCRC16(0, splitTagPrefix[1:]), string(n.hash[:]))
+	n.base = splitCRC16(n.base, ":")
 	return n
 }
 
@@ -70,7 +70,7 @@ func (n *splitNames) grow(want int) {
 	if len(n.cands) >= want {
 		return
 	}
-	var used [redisSlots / 64]uint64
+	var used [splitSlots / 64]uint64
 	used[n.avoid/64] |= 1 << (n.avoid % 64)
 	for _, c := range n.cands {
 		s := n.slotOf(int(c))
@@ -93,7 +93,7 @@ func (n *splitNames) grow(want int) {
 // slotOf is the slot of candidate c's names.
 func (n *splitNames) slotOf(c int) uint16 {
 	var d [8]byte
-	return crc16Update(n.base, string(strconv.AppendInt(d[:0], int64(c), 10))) & (redisSlots - 1)
+	return splitCRC16(n.base, string(strconv.AppendInt(d[:0], int64(c), 10))) & (splitSlots - 1)
 }
 
 // shard is the name of shard i; grow(i+1) must have run.

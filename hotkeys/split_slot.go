@@ -2,8 +2,8 @@ package hotkeys
 
 import "strings"
 
-// redisSlots is the number of hash slots of a Redis Cluster.
-const redisSlots = 16384
+// splitSlots is the number of hash slots of a Redis Cluster.
+const splitSlots = 16384
 
 // Slot returns the Redis Cluster hash slot of key, as CLUSTER KEYSLOT
 // answers it: CRC16 (XMODEM: polynomial 0x1021, initial value 0, no
@@ -18,21 +18,21 @@ func Slot(key string) int {
 			key = key[s+1 : s+1+e]
 		}
 	}
-	return int(crc16Update(0, key) & (redisSlots - 1))
+	return int(splitCRC16(0, key) & (splitSlots - 1))
 }
 
-// crc16Update feeds s into a CRC16-XMODEM register holding crc: the CRC of
-// a+b is crc16Update(crc16Update(0, a), b), which lets a shard's slot be
+// splitCRC16 feeds s into a CRC16-XMODEM register holding crc: the CRC of
+// a+b is splitCRC16(splitCRC16(0, a), b), which lets a shard's slot be
 // computed from its name's common prefix plus a few digits.
-func crc16Update(crc uint16, s string) uint16 {
+func splitCRC16(crc uint16, s string) uint16 {
 	for i := 0; i < len(s); i++ {
-		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
+		crc = crc<<8 ^ splitCRC16Table[byte(crc>>8)^s[i]]
 	}
 	return crc
 }
 
-// crc16Table[b] is the register after feeding byte b into a zero register.
-var crc16Table = func() (t [256]uint16) {
+// splitCRC16Table[b] is the register after feeding byte b into a zero register.
+var splitCRC16Table = func() (t [256]uint16) {
 	for b := range 256 {
 		c := uint16(b) << 8
 		for range 8 {

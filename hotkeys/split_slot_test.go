@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// crc16Bitwise is the Redis Cluster specification's reference CRC16, one
+// splitCRC16Bitwise is the Redis Cluster specification's reference CRC16, one
 // bit at a time, to check the table-driven one against.
-func crc16Bitwise(s string) uint16 {
+func splitCRC16Bitwise(s string) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {
 		crc ^= uint16(s[i]) << 8
@@ -24,9 +24,9 @@ func crc16Bitwise(s string) uint16 {
 	return crc
 }
 
-func TestSlot(t *testing.T) {
+func TestSplitSlot(t *testing.T) {
 	// The specification's check value: CRC16("123456789") = 0x31C3.
-	require.Equal(t, uint16(0x31C3), crc16Update(0, "123456789"))
+	require.Equal(t, uint16(0x31C3), splitCRC16(0, "123456789"))
 	for _, tc := range []struct {
 		key  string
 		want int
@@ -36,16 +36,16 @@ func TestSlot(t *testing.T) {
 		{"foo", 12182},
 		{"bar", 5061},
 		{"hello", 866},
-		{"123456789", 0x31C3 % redisSlots},
+		{"123456789", 0x31C3 % splitSlots},
 		{"", 0},
 		// Hash tags.
 		{"{user1000}.following", Slot("user1000")},
 		{"{user1000}.followers", Slot("user1000")},
-		{"foo{}{bar}", int(crc16Bitwise("foo{}{bar}") % redisSlots)}, // empty first tag: whole key
-		{"foo{{bar}}zap", Slot("{bar")},                              // the tag starts after the first {
-		{"foo{bar}{zap}", Slot("bar")},                               // only the first tag counts
-		{"{a", int(crc16Bitwise("{a") % redisSlots)},                 // no closing brace
-		{"}{", int(crc16Bitwise("}{") % redisSlots)},
+		{"foo{}{bar}", int(splitCRC16Bitwise("foo{}{bar}") % splitSlots)}, // empty first tag: whole key
+		{"foo{{bar}}zap", Slot("{bar")},                                   // the tag starts after the first {
+		{"foo{bar}{zap}", Slot("bar")},                                    // only the first tag counts
+		{"{a", int(splitCRC16Bitwise("{a") % splitSlots)},                 // no closing brace
+		{"}{", int(splitCRC16Bitwise("}{") % splitSlots)},
 		{"x{a}", Slot("a")},
 	} {
 		require.Equal(t, tc.want, Slot(tc.key), "Slot(%q)", tc.key)
@@ -60,10 +60,10 @@ func TestSlot(t *testing.T) {
 			for i := range b {
 				b[i] = byte(rng.Uint32())
 			}
-			require.Equal(t, crc16Bitwise(string(b)), crc16Update(0, string(b)), "%x", b)
+			require.Equal(t, splitCRC16Bitwise(string(b)), splitCRC16(0, string(b)), "%x", b)
 			// CRC of a+b continues from CRC of a.
 			cut := rng.IntN(n + 1)
-			require.Equal(t, crc16Bitwise(string(b)), crc16Update(crc16Update(0, string(b[:cut])), string(b[cut:])))
+			require.Equal(t, splitCRC16Bitwise(string(b)), splitCRC16(splitCRC16(0, string(b[:cut])), string(b[cut:])))
 		}
 	}
 }
