@@ -66,6 +66,16 @@ func (c SplitConfig) Validate() error {
 // *redis.Ring is refused: it spreads keys client-side, so neither the
 // slots nor Lua scripts mean anything across its shards.
 //
+// Wired to the registry follower:
+//
+//	s, err := hotkeys.NewSplitter(rdb, hotkeys.SplitConfig{Lookup: follower.Get})
+//	follower.OnChange(func(e hotkeys.Entry) {
+//		if e.Status != hotkeys.StatusHot || e.Mitigation != hotkeys.MitigationSplit {
+//			_ = s.Fold(ctx, e.App, e.Key, e.SplitFactor) // Reconcile retries
+//		}
+//	})
+//	err = s.Incr(ctx, "shop", "views:product:42", 1)
+//
 // A Splitter is safe for concurrent use and holds no goroutine.
 type Splitter struct {
 	rdb     redis.UniversalClient
