@@ -21,8 +21,9 @@ OUT ?= .services/out
 build:
 	$(GO) build ./...
 
-# test: what CI runs. Brings the real Kafka and ClickHouse up, runs every
-# check against them, and brings them down again, also when a step fails.
+# test: what CI runs. Brings the real Kafka, ClickHouse and Redis up, runs
+# every check against them, and brings them down again, also when a step
+# fails.
 test:
 	rm -f $(OUT)/unit.log $(OUT)/norace.log
 	trap 'scripts/services.sh down; $(MAKE) --no-print-directory summary' EXIT
@@ -38,8 +39,9 @@ check:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# unit: every test under the race detector. With KEYHEAT_TEST_KAFKA and
-# KEYHEAT_TEST_CLICKHOUSE set (make test sets them) the integration tests
+# unit: every test under the race detector. With KEYHEAT_TEST_KAFKA,
+# KEYHEAT_TEST_CLICKHOUSE and KEYHEAT_TEST_REDIS set (make test sets them,
+# through `scripts/services.sh env`) the integration tests
 # run against the real services; under CI=true they fail without them.
 # go test's own limit of 10 minutes a package is raised: detect's tests
 # under -race took 564 s on two loaded cores, then over 600.
@@ -53,8 +55,8 @@ unit:
 	fi
 	grep -E '^(--- (PASS|SKIP)|ok |\?)' $(OUT)/unit.log | grep -v '^?' || true
 	grep -cE '^\s*--- PASS' $(OUT)/unit.log | sed 's/^/tests and subtests passed: /'
-	echo "against the real services (KEYHEAT_TEST_KAFKA, KEYHEAT_TEST_CLICKHOUSE):"
-	grep -E '^\s*--- (PASS|FAIL): (\S*/real_kafka|TestClickHouse\S*|TestChdb\S*) ' $(OUT)/unit.log || true
+	echo "against the real services (KEYHEAT_TEST_KAFKA, KEYHEAT_TEST_CLICKHOUSE, KEYHEAT_TEST_REDIS):"
+	grep -E '^\s*--- (PASS|FAIL): (\S*/real_kafka|TestClickHouse\S*|TestChdb\S*|TestSplit\S*/(node|cluster)|TestRedis\S*) ' $(OUT)/unit.log || true
 	if grep -qE '^\s*--- SKIP' $(OUT)/unit.log; then
 	  echo "skipped:"; grep -E '^\s*--- SKIP' $(OUT)/unit.log
 	  if [ "$${CI:-}" = true ]; then echo "tests skipped under CI=true"; exit 1; fi

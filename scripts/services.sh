@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # services.sh starts and stops the real services keyheat's integration tests
-# talk to: a ClickHouse server (Debian's package) and a single-node KRaft
-# Apache Kafka broker (jars from Maven Central). Both listen on 127.0.0.1 only,
-# on ports of their own, with state in a run folder, so they never touch a
-# system-wide instance.
+# talk to: a ClickHouse server (Debian's package), a single-node KRaft
+# Apache Kafka broker (jars from Maven Central) and a Redis server (Debian's
+# package). All listen on 127.0.0.1 only, on ports of their own, with state
+# in a run folder, so they never touch a system-wide instance.
 #
-#   scripts/services.sh up      install what is missing, start both, wait until
-#                               they answer, print the env (idempotent)
+#   scripts/services.sh up      install what is missing, start all three, wait
+#                               until they answer, print the env (idempotent)
 #   scripts/services.sh env     print the export lines the tests read, and
 #                               those that point ingest (kafka.brokers) and
 #                               detect (clickhouse.addr) at these services
 #   scripts/services.sh status  say what runs (exit 3 when a service is stopped)
-#   scripts/services.sh down    stop both (TERM, then KILL) and delete their data
+#   scripts/services.sh down    stop all three (TERM, then KILL) and delete
+#                               their data
 #
 #   kafka-up | kafka-stop | kafka-start | kafka-down: the broker alone, for
 #   tests that stop it mid-run (internal/testenv.PrivateKafka): kafka-stop
@@ -19,6 +20,12 @@
 #   clickhouse-up | clickhouse-stop | clickhouse-start | clickhouse-down: the
 #   same for the ClickHouse server alone (internal/testenv.PrivateClickHouse);
 #   clickhouse-up starts from an empty data folder.
+#   redis-up | redis-stop | redis-start | redis-down: the same for the Redis
+#   server alone. It keeps nothing on disk (no RDB, no AOF): redis-stop
+#   loses its keys, and redis-start brings back an empty server on the same
+#   port. With KEYHEAT_SERVICES_REDIS_CLUSTER=1 it runs in cluster mode as
+#   a one-node cluster holding all 16384 slots, which rejects cross-slot
+#   commands as a real cluster does (internal/testenv.PrivateRedisCluster).
 #
 #   eval "$(scripts/services.sh up)"   # progress goes to stderr, env to stdout
 #
@@ -26,8 +33,10 @@
 #   KEYHEAT_SERVICES_DIR  run folder (pids, data, logs); default <repo>/.services
 #   KEYHEAT_CACHE         download cache, outside the repo; default ~/.cache/keyheat
 #   KEYHEAT_SERVICES_KAFKA_HEAP    broker -Xmx; default 1g
+#   KEYHEAT_SERVICES_REDIS_CLUSTER 1 starts Redis as a one-node cluster
 #   KEYHEAT_SERVICES_PORT_OFFSET  added to every port (ClickHouse 19000,
-#                         18123, 19009; Kafka 19092, 19093); default 0
+#                         18123, 19009; Kafka 19092, 19093; Redis 16379);
+#                         default 0
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,9 +53,11 @@ CH_HTTP_PORT=$((18123 + OFF))
 CH_INTERSERVER_PORT=$((19009 + OFF))
 KAFKA_PORT=$((19092 + OFF))
 KAFKA_CONTROLLER_PORT=$((19093 + OFF))
+REDIS_PORT=$((16379 + OFF))
 
 CH_DIR=$RUN/clickhouse
 KAFKA_DIR=$RUN/kafka
+REDIS_DIR=$RUN/redis
 LOG_DIR=$RUN/logs
 
 # Seconds to wait for a service to answer, and for it to exit after TERM.
@@ -97,9 +108,12 @@ tail_log() { # tail_log FILE...: show what a service said before it failed
 # print_env prints what the tests read (KEYHEAT_TEST_*) and what points
 # keyheat's own commands at these services (the config keys kafka.brokers
 # and clickhouse.addr), so `eval "$(scripts/services.sh env)"` serves both.
+# Redis has no KEYHEAT_REDIS_ADDR: keyheat's commands have no Redis config
+# key, and they reject a KEYHEAT_ variable that names none.
 print_env() {
 	echo "export KEYHEAT_TEST_KAFKA=$HOST:$KAFKA_PORT"
 	echo "export KEYHEAT_TEST_CLICKHOUSE=$HOST:$CH_TCP_PORT"
+	echo "export KEYHEAT_TEST_REDIS=$HOST:$REDIS_PORT"
 	echo "export KEYHEAT_KAFKA_BROKERS=$HOST:$KAFKA_PORT"
 	echo "export KEYHEAT_CLICKHOUSE_ADDR=$HOST:$CH_TCP_PORT"
 }
@@ -375,6 +389,99 @@ kafka_launch() {
 	log "kafka: $KAFKA_VERSION ready on $HOST:$KAFKA_PORT in $(since "$t0") (pid $pid)"
 }
 
+# --------------------------------------------------------------------- Redis
+
+redis_install() {
+	if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+		return
+	fi
+	local t0
+	t0=$(now)
+	log "redis: installing redis-server with apt-get"
+	mkdir -p "$LOG_DIR"
+	# Where the package's own service starts on install (a host with an
+	# init system), it listens on 6379 and is none of ours: this script's
+	# server has its own port and folder.
+	if ! as_root env DEBIAN_FRONTEND=noninteractive sh -c \
+		'apt-get update -q && apt-get install -y -q redis-server' \
+		>"$LOG_DIR/apt-redis.log" 2>&1; then
+		log "redis: apt-get failed"
+		tail_log "$LOG_DIR/apt-redis.log"
+		exit 1
+	fi
+	log "redis: installed in $(since "$t0")"
+}
+
+# redis_cli runs redis-cli against this script's server, for ten seconds at
+# most: a server that accepts and never answers must not hang a probe.
+redis_cli() { timeout 10 redis-cli -h "$HOST" -p "$REDIS_PORT" "$@"; }
+
+redis_ready() {
+	[[ $(redis_cli PING 2>/dev/null) == PONG ]] || return 1
+	[[ -f $REDIS_DIR/cluster ]] || return 0
+	redis_cli CLUSTER INFO 2>/dev/null | grep -q '^cluster_state:ok'
+}
+
+redis_up() {
+	if [[ -n $(pid_of redis) ]] && redis_ready; then
+		log "redis: already running (pid $(pid_of redis))"
+		return
+	fi
+	port_open "$REDIS_PORT" && die "redis: port $REDIS_PORT is taken by a process this script did not start"
+	redis_install
+
+	local t0 pid cluster=()
+	t0=$(now)
+	# Nothing is kept from an earlier run: the server persists nothing, and
+	# a cluster node's nodes.conf would name an identity and slots of the
+	# last run.
+	rm -rf "$REDIS_DIR"
+	mkdir -p "$REDIS_DIR" "$LOG_DIR"
+	if [[ ${KEYHEAT_SERVICES_REDIS_CLUSTER:-0} == 1 ]]; then
+		: >"$REDIS_DIR/cluster"
+		cluster=(--cluster-enabled yes --cluster-config-file "$REDIS_DIR/nodes.conf")
+	fi
+	: >"$LOG_DIR/redis.log"
+	# --daemonize no keeps the server the child whose pid $! is; --save ""
+	# and --appendonly no turn persistence off (tests need none, and a
+	# snapshot fork doubles memory under load). The empty --logfile sends
+	# the log to stdout, which goes to redis.log.
+	setsid redis-server \
+		--bind "$HOST" \
+		--port "$REDIS_PORT" \
+		--daemonize no \
+		--dir "$REDIS_DIR" \
+		--save "" \
+		--appendonly no \
+		--logfile "" \
+		"${cluster[@]}" \
+		</dev/null >>"$LOG_DIR/redis.log" 2>&1 9>&- &
+	pid=$!
+	echo "$pid" >"$RUN/redis.pid"
+
+	local deadline=$((SECONDS + START_TIMEOUT)) slots=0
+	until redis_ready; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			log "redis: server exited during start"
+			tail_log "$LOG_DIR/redis.log"
+			exit 1
+		fi
+		if ((SECONDS >= deadline)); then
+			log "redis: no answer on $HOST:$REDIS_PORT after ${START_TIMEOUT}s"
+			tail_log "$LOG_DIR/redis.log"
+			exit 1
+		fi
+		# A fresh cluster node answers PING but serves no key until it
+		# holds the slots: give it all of them, once.
+		if [[ -n ${cluster[*]} ]] && ((slots == 0)) && [[ $(redis_cli PING 2>/dev/null) == PONG ]]; then
+			redis_cli CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null
+			slots=1
+		fi
+		sleep 0.05
+	done
+	log "redis: $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')${cluster[*]:+ (cluster mode)} ready on $HOST:$REDIS_PORT in $(since "$t0") (pid $pid)"
+}
+
 # ---------------------------------------------------------------- lifecycle
 
 stop() { # stop NAME: TERM, wait, then KILL; the pid file goes either way
@@ -401,10 +508,11 @@ stop() { # stop NAME: TERM, wait, then KILL; the pid file goes either way
 
 status() {
 	local name port pid rc=0
-	for name in clickhouse kafka; do
+	for name in clickhouse kafka redis; do
 		case $name in
 		clickhouse) port=$CH_TCP_PORT ;;
 		kafka) port=$KAFKA_PORT ;;
+		redis) port=$REDIS_PORT ;;
 		esac
 		pid=$(pid_of "$name")
 		if [[ -n $pid ]]; then
@@ -434,14 +542,16 @@ main() {
 		t0=$(now)
 		ch_up
 		kafka_up
-		log "up: both services ready in $(since "$t0")"
+		redis_up
+		log "up: all services ready in $(since "$t0")"
 		print_env
 		;;
 	down)
 		with_lock
+		stop redis
 		stop kafka
 		stop clickhouse
-		rm -rf "$CH_DIR" "$KAFKA_DIR"
+		rm -rf "$CH_DIR" "$KAFKA_DIR" "$REDIS_DIR"
 		log "down: data removed; logs stay in $LOG_DIR"
 		;;
 	env) print_env ;;
@@ -490,8 +600,23 @@ main() {
 		stop clickhouse
 		rm -rf "$CH_DIR"
 		;;
+	redis-up | redis-start)
+		# The same: a server that keeps nothing starts empty either way.
+		with_lock
+		redis_up
+		[[ $1 == redis-start ]] || print_env
+		;;
+	redis-stop)
+		with_lock
+		stop redis
+		;;
+	redis-down)
+		with_lock
+		stop redis
+		rm -rf "$REDIS_DIR"
+		;;
 	*)
-		echo "usage: $0 up|down|env|status|kafka-up|kafka-stop|kafka-start|kafka-down|clickhouse-up|clickhouse-stop|clickhouse-start|clickhouse-down" >&2
+		echo "usage: $0 up|down|env|status|kafka-up|kafka-stop|kafka-start|kafka-down|clickhouse-up|clickhouse-stop|clickhouse-start|clickhouse-down|redis-up|redis-stop|redis-start|redis-down" >&2
 		exit 2
 		;;
 	esac

@@ -1,21 +1,24 @@
 // Package testenv gives tests the services they run against: the real Kafka
-// broker and ClickHouse server that scripts/services.sh starts, an
-// in-process kfake cluster, and names that keep parallel tests apart.
+// broker, ClickHouse server and Redis server that scripts/services.sh
+// starts, an in-process kfake cluster, and names that keep parallel tests
+// apart.
 //
 // The real services are found through environment variables holding their
-// addresses (KEYHEAT_TEST_KAFKA, KEYHEAT_TEST_CLICKHOUSE), the way franz-go's
-// own suite reads KGO_SEEDS. When one is unset a test needing it is skipped,
-// except under CI=true, where it fails: CI always provides the services, so
-// a missing address there is a broken setup, never a reason to pass quietly.
+// addresses (KEYHEAT_TEST_KAFKA, KEYHEAT_TEST_CLICKHOUSE, KEYHEAT_TEST_REDIS),
+// the way franz-go's own suite reads KGO_SEEDS. When one is unset a test
+// needing it is skipped, except under CI=true, where it fails: CI always
+// provides the services, so a missing address there is a broken setup,
+// never a reason to pass quietly.
 //
 //	scripts/services.sh up
 //	eval "$(scripts/services.sh env)"
 //	go test ./...
 //
 // testenv owns how tests reach services and how they clean up after
-// themselves (topics deleted, databases dropped, clients closed through
-// t.Cleanup). It does not start the real services (the script does) and it
-// holds no schema of keyheat's: tests create their own tables and topics.
+// themselves (topics deleted, databases dropped, Redis keys under the
+// test's prefix deleted, clients closed through t.Cleanup). It does not
+// start the shared services (the script does) and it holds no schema of
+// keyheat's: tests create their own tables and topics.
 //
 // This is a non-test package so that any package's tests can import it;
 // nothing outside tests should.
