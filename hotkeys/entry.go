@@ -59,8 +59,8 @@ type Status uint8
 const (
 	// StatusHot: the key is hot now (new, or refreshed with a new rate).
 	StatusHot Status = iota + 1
-	// StatusCooled: the detector saw the key cool down, or a manual entry
-	// was removed; the key left the set.
+	// StatusCooled: the detector saw the key cool down, a manual entry
+	// was removed, or a manual demote hid the key; the key left the set.
 	StatusCooled
 	// StatusExpired: the entry's TTL ended without a new record; the key
 	// left the set.

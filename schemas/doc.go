@@ -21,6 +21,9 @@
 //   - window.go, window_binary.go, report.go, hotkey.go: the partitions'
 //     window summaries (binary on the windows topic, JSON also read), the
 //     merged WindowReport and the HotKeyEvent (JSON).
+//   - manual.go: ManualEntry, an operator's promote or demote of a key on
+//     the registry topic (record key "m:" + HotKeyRecordKey), which wins
+//     over the detector's records for the key until its TTL ends.
 //   - rawkey.go: how the JSON messages carry a key that is not UTF-8
 //     losslessly: its bytes in base64 in "key_b64" beside "key" (and
 //     "id_b64" beside a hot-key event's "id"), which the decoders prefer.
