@@ -62,7 +62,11 @@ type CacheConfig struct {
 	// means never serve stale.
 	MaxStaleAge time.Duration
 
-	// MaxEntries bounds the keys held. 0 means DefaultCacheMaxEntries.
+	// MaxEntries bounds the keys held, 1..1<<24. 0 means
+	// DefaultCacheMaxEntries. NewCache allocates the table's buckets for
+	// it up front: 8 bytes for each of 2×MaxEntries rounded up to a power
+	// of two, so 16 to 32 bytes per entry allowed, held or not (16 KiB for
+	// the default, 256 MiB for 1<<24).
 	MaxEntries int
 	// MaxBytes bounds the bytes of the keys (app and key) and values held.
 	// 0 means DefaultCacheMaxBytes. A value larger than what is left once
@@ -74,8 +78,11 @@ type CacheConfig struct {
 	// returns the stale value (see MaxStaleAge) or ErrWaitTimeout. 0 means
 	// no maximum: a Get waits for the load or for its ctx.
 	MaxWait time.Duration
-	// LoadTimeout bounds each load of a hot key: its ctx ends then. 0
-	// means DefaultLoadTimeout.
+	// LoadTimeout bounds each load of a hot key: its ctx ends then, and
+	// a load that has not returned by then is given up: the Gets waiting
+	// for it get an error that errors.Is context.DeadlineExceeded, the
+	// next Get starts a load of its own, and whatever the late load
+	// returns is dropped. 0 means DefaultLoadTimeout.
 	LoadTimeout time.Duration
 
 	// Topic is the Kafka topic invalidations are broadcast on; every
@@ -194,7 +201,7 @@ type Cache struct {
 	cancel    context.CancelFunc
 	closed    atomic.Bool
 	closeOnce sync.Once
-	wg        sync.WaitGroup // loads and the follower
+	wg        sync.WaitGroup // flights not ended, and the follower
 }
 
 // NewCache returns a Cache configured by cfg. With Kafka it starts
@@ -294,14 +301,16 @@ func (c *Cache) WaitFollowing(ctx context.Context) error {
 // Get that started it, not its cancellation nor deadline: a Get whose ctx
 // ends returns ctx's error and leaves the load to the others. The load's
 // ctx ends after LoadTimeout or at Close. Every Get waiting for a load gets
-// its result, or its error, when it ends. After MaxWait (when set) a
+// its result, or its error, when it ends; a load still running after
+// LoadTimeout is given up (see CacheConfig.LoadTimeout). After MaxWait (when set) a
 // waiting Get returns the key's stale value if one younger than MaxStaleAge
 // is held, else an error that errors.Is ErrWaitTimeout.
 //
 // load is kept by that goroutine, so a func literal capturing variables is
 // allocated by the caller on every call, hit or not; keep one per key
 // where that matters. A panic in a shared load is returned to its waiters
-// as an error.
+// as an error, and so is a load that calls runtime.Goexit (t.FailNow in a
+// test) instead of returning.
 func (c *Cache) Get(ctx context.Context, app, key string, load func(ctx context.Context) ([]byte, error)) ([]byte, error) {
 	if c.closed.Load() {
 		return nil, ErrCacheClosed
@@ -364,10 +373,13 @@ func (c *Cache) Forget(e Entry) {
 	}
 }
 
-// Close stops following invalidations, cancels the loads in flight and
-// waits for them to return, and releases the Kafka client. Gets waiting
-// for a load get its result (likely ctx's error). It is idempotent; Get
-// and Invalidate return ErrCacheClosed after it.
+// Close stops following invalidations, cancels the loads in flight, waits
+// for each to return or for its LoadTimeout to pass, whichever comes first,
+// and releases the Kafka client. Gets waiting for a load get its result
+// (likely ctx's error), or the LoadTimeout error. A load that ignores its
+// ctx may still be running when Close returns: its goroutine ends when it
+// returns, and its result is dropped. Close is idempotent; Get and
+// Invalidate return ErrCacheClosed after it.
 func (c *Cache) Close() {
 	c.closeOnce.Do(func() {
 		c.tab.mu.Lock()
