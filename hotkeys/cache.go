@@ -187,10 +187,13 @@ type Cache struct {
 	tab *table
 	st  cacheCounters
 
-	// following is true once the cache follows the invalidation topic
-	// (from the start when LocalOnly): only a load started after that is
-	// stored, since an invalidation sent before it may never reach this
-	// process. followingc is closed when it turns true.
+	// following is true while the cache follows the invalidation topic
+	// (always when LocalOnly): only a load started then is stored, since
+	// an invalidation sent before the cache followed may never reach this
+	// process. It turns false when fetching fails, until the cache follows
+	// the topic again. followingc is closed while following is true, and
+	// replaced when it turns false; both change under fmu.
+	fmu        sync.Mutex
 	following  atomic.Bool
 	followingc chan struct{}
 
@@ -238,7 +241,7 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 		}
 	}
 	if cfg.LocalOnly {
-		c.setFollowing()
+		c.setFollowing(true)
 		return c, nil
 	}
 	bc, err := newBroadcaster(cfg.Topic, cfg.Kafka, c.log)
@@ -255,22 +258,34 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	return c, nil
 }
 
-func (c *Cache) setFollowing() {
-	if !c.following.Swap(true) {
+func (c *Cache) setFollowing(on bool) {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if c.following.Swap(on) == on {
+		return
+	}
+	if on {
 		close(c.followingc)
+	} else {
+		c.followingc = make(chan struct{})
 	}
 }
 
 // WaitFollowing blocks until the cache follows the invalidation topic, from
 // which on it keeps hot keys' values, or until ctx ends (returning its
 // error) or the cache is closed (ErrCacheClosed). A LocalOnly cache follows
-// from the start.
+// from the start. A cache stops following when fetching invalidations
+// fails, and follows again once it could start over at the topic's end
+// (see CacheStats.FollowLosses).
 func (c *Cache) WaitFollowing(ctx context.Context) error {
 	if c.following.Load() {
 		return nil
 	}
+	c.fmu.Lock()
+	followingc := c.followingc
+	c.fmu.Unlock()
 	select {
-	case <-c.followingc:
+	case <-followingc:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -179,6 +180,22 @@ func recv[T any](t testing.TB, what string, ch <-chan T) T {
 		t.Fatalf("still waiting for %s after %v", what, hangGuard)
 		panic("unreachable")
 	}
+}
+
+// metricValue returns the value of the metric named name, which has no
+// labels, in what reg gathers.
+func metricValue(t testing.TB, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
 
 // waitFor polls cond until it holds; it fails the test after hangGuard.

@@ -34,18 +34,20 @@ type invalidationValue struct {
 	Origin  string `json:"origin"`
 }
 
-// parseRecordKey splits a schemas.HotKeyRecordKey into app and key.
+// parseRecordKey splits a schemas.HotKeyRecordKey into app and key. Its
+// errors never quote b: a record key holds a raw key, which no log may
+// show (Entry.KeyHash is the only form of a key in logs).
 func parseRecordKey(b []byte) (app, key string, err error) {
 	i := 0
 	for i < len(b) && i < 10 && b[i] >= '0' && b[i] <= '9' {
 		i++
 	}
 	if i == 0 || i == len(b) || b[i] != ':' || (i > 1 && b[0] == '0') {
-		return "", "", fmt.Errorf("record key %q: want <app length>:<app><key>", b)
+		return "", "", fmt.Errorf("record key of %d bytes does not start with <app length>:", len(b))
 	}
 	n, err := strconv.Atoi(string(b[:i]))
 	if err != nil || n > len(b)-i-1 {
-		return "", "", fmt.Errorf("record key %q: app length %s is beyond the key", b, b[:i])
+		return "", "", fmt.Errorf("record key of %d bytes: its app length %d is beyond its end", len(b), n)
 	}
 	rest := b[i+1:]
 	return string(rest[:n]), string(rest[n:]), nil
@@ -138,9 +140,18 @@ func (c *Cache) purge() {
 	c.st.purges.Add(1)
 }
 
+// Bounds of the wait between two attempts to follow the topic again after
+// fetching failed: the wait doubles while attempts keep failing, and is
+// back at its least once a fetch brought records.
+const (
+	refollowMinBackoff = 250 * time.Millisecond
+	refollowMaxBackoff = 10 * time.Second
+)
+
 // follow positions a consumer at the end of every partition of the topic,
 // marks the cache following, and evicts on every invalidation read until
-// Close.
+// Close. When fetching fails it stops following and starts over at the
+// topic's end (refollow).
 func (c *Cache) follow() {
 	defer c.wg.Done()
 	offsets, ok := c.endOffsets()
@@ -158,21 +169,75 @@ func (c *Cache) follow() {
 		return
 	}
 	defer cons.Close()
-	c.setFollowing()
+	c.setFollowing(true)
 	c.log.Info("hot-key cache follows invalidations", "topic", c.bc.topic, "partitions", len(offsets))
+	backoff := refollowMinBackoff
 	for {
 		fs := cons.PollFetches(c.ctx)
 		if c.ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) {
-			// kgo retries what can be retried; what reaches here (data
-			// loss, an authorization error) may have cost records.
-			c.log.Warn("hot-key cache: fetching invalidations failed; dropping every cached value", "topic", topic, "partition", p, "err", err)
-			c.purge()
-		})
 		fs.EachRecord(c.receive)
+		var first error
+		errs := 0
+		fs.EachError(func(_ string, p int32, err error) {
+			if first == nil {
+				first = fmt.Errorf("partition %d: %w", p, err)
+			}
+			errs++
+		})
+		if first == nil {
+			backoff = refollowMinBackoff
+			continue
+		}
+		// kgo retries what can be retried; what reaches here may have
+		// cost records, or means the consumer will read no more: a topic
+		// deleted and recreated fails with UNKNOWN_TOPIC_ID for good
+		// (kgo never adopts the new topic's ID), data was lost, access
+		// was denied.
+		c.stopFollowing()
+		c.log.Warn("hot-key cache: fetching invalidations failed; dropped every cached value and keeps none until it follows the topic again",
+			"topic", c.bc.topic, "err", first, "failed_partitions", errs, "retry_in", backoff)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, refollowMaxBackoff)
+		if !c.refollow(cons) {
+			return
+		}
 	}
+}
+
+// stopFollowing marks the cache not following, then drops every value
+// and detaches every flight. In that order: a flight started under
+// table.mu before the purge is detached by it, and one started after it
+// sees the cache not following and keeps nothing.
+func (c *Cache) stopFollowing() {
+	c.setFollowing(false)
+	c.st.followLosses.Add(1)
+	c.purge()
+}
+
+// refollow starts consuming the topic over from its end: kgo is told to
+// forget the topic (the only way it follows a topic recreated under the
+// same name), the end offsets are listed anew, and the consumer starts
+// there. It marks the cache following again, as follow did at the start,
+// and reports false when the cache closed meanwhile.
+func (c *Cache) refollow(cons *kgo.Client) bool {
+	// The producer too: kgo fails every record produced to a recreated
+	// topic until it is purged.
+	c.bc.cl.PurgeTopicsFromClient(c.bc.topic)
+	cons.PurgeTopicsFromClient(c.bc.topic)
+	offsets, ok := c.endOffsets()
+	if !ok {
+		return false
+	}
+	cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.bc.topic: offsets})
+	c.setFollowing(true)
+	c.log.Info("hot-key cache follows invalidations again", "topic", c.bc.topic, "partitions", len(offsets))
+	return true
 }
 
 // endOffsets lists the end offset of every partition of the topic,
