@@ -104,6 +104,10 @@ type CacheConfig struct {
 
 	// clock is the cache's time, for tests; nil is the monotonic clock.
 	clock cacheClock
+	// topicCheckEvery is how often the cache checks that the topic it
+	// follows is still there under the same ID, for tests; 0 means
+	// defaultTopicCheckEvery.
+	topicCheckEvery time.Duration
 }
 
 func (c CacheConfig) withDefaults() CacheConfig {
@@ -124,6 +128,9 @@ func (c CacheConfig) withDefaults() CacheConfig {
 	}
 	if c.Topic == "" {
 		c.Topic = DefaultInvalidationTopic
+	}
+	if c.topicCheckEvery == 0 {
+		c.topicCheckEvery = defaultTopicCheckEvery
 	}
 	return c
 }
@@ -183,6 +190,8 @@ type Cache struct {
 	maxWait     time.Duration
 	loadTimeout time.Duration
 	log         *slog.Logger
+	// topicCheckEvery: see CacheConfig.topicCheckEvery.
+	topicCheckEvery time.Duration
 
 	tab *table
 	st  cacheCounters
@@ -217,15 +226,16 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Cache{
-		reg:         cfg.Registry,
-		clock:       cfg.clock,
-		localTTL:    cfg.LocalTTL,
-		maxStaleAge: cfg.MaxStaleAge,
-		maxWait:     cfg.MaxWait,
-		loadTimeout: cfg.LoadTimeout,
-		log:         cfg.Logger,
-		tab:         newTable(cfg.MaxEntries, cfg.MaxBytes),
-		followingc:  make(chan struct{}),
+		reg:             cfg.Registry,
+		clock:           cfg.clock,
+		localTTL:        cfg.LocalTTL,
+		maxStaleAge:     cfg.MaxStaleAge,
+		maxWait:         cfg.MaxWait,
+		loadTimeout:     cfg.LoadTimeout,
+		topicCheckEvery: cfg.topicCheckEvery,
+		log:             cfg.Logger,
+		tab:             newTable(cfg.MaxEntries, cfg.MaxBytes),
+		followingc:      make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

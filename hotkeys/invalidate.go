@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/schemas"
@@ -141,20 +142,32 @@ func (c *Cache) purge() {
 }
 
 // Bounds of the wait between two attempts to follow the topic again after
-// fetching failed: the wait doubles while attempts keep failing, and is
-// back at its least once a fetch brought records.
+// losing it: the wait doubles while attempts keep failing, and is back at
+// its least once a poll went by without a failure.
 const (
 	refollowMinBackoff = 250 * time.Millisecond
 	refollowMaxBackoff = 10 * time.Second
 )
 
+// defaultTopicCheckEvery is how often a following cache asks the brokers
+// whether its topic is still the one it follows.
+const defaultTopicCheckEvery = 5 * time.Second
+
 // follow positions a consumer at the end of every partition of the topic,
 // marks the cache following, and evicts on every invalidation read until
-// Close. When fetching fails it stops following and starts over at the
-// topic's end (refollow).
+// Close. When it loses the topic it stops following and starts over at
+// the topic's end (refollow).
+//
+// Losing the topic is a fetch error, or the topic gone or under another
+// ID when follow checks it (every topicCheckEvery). kgo retries what it
+// can; an error that reaches follow may have cost records, or means the
+// consumer reads no more: a topic deleted and recreated under the same
+// name fails with UNKNOWN_TOPIC_ID for good, as kgo never adopts the new
+// topic's ID. Depending on when kgo's metadata sees the deletion, it may
+// also stop fetching the topic without an error: the check covers that.
 func (c *Cache) follow() {
 	defer c.wg.Done()
-	offsets, ok := c.endOffsets()
+	id, offsets, ok := c.topicStart()
 	if !ok {
 		return
 	}
@@ -171,43 +184,84 @@ func (c *Cache) follow() {
 	defer cons.Close()
 	c.setFollowing(true)
 	c.log.Info("hot-key cache follows invalidations", "topic", c.bc.topic, "partitions", len(offsets))
+	adm := kadm.NewClient(c.bc.cl)
 	backoff := refollowMinBackoff
+	nextCheck := time.Now().Add(c.topicCheckEvery)
 	for {
-		fs := cons.PollFetches(c.ctx)
+		pollCtx, cancel := context.WithDeadline(c.ctx, nextCheck)
+		fs := cons.PollFetches(pollCtx)
+		cancel()
 		if c.ctx.Err() != nil {
 			return
 		}
 		fs.EachRecord(c.receive)
-		var first error
-		errs := 0
-		fs.EachError(func(_ string, p int32, err error) {
-			if first == nil {
-				first = fmt.Errorf("partition %d: %w", p, err)
-			}
-			errs++
-		})
-		if first == nil {
+		lost := fetchError(fs)
+		if lost == nil && !time.Now().Before(nextCheck) {
+			lost = c.checkTopic(adm, id)
+			nextCheck = time.Now().Add(c.topicCheckEvery)
+		}
+		if lost == nil {
 			backoff = refollowMinBackoff
 			continue
 		}
-		// kgo retries what can be retried; what reaches here may have
-		// cost records, or means the consumer will read no more: a topic
-		// deleted and recreated fails with UNKNOWN_TOPIC_ID for good
-		// (kgo never adopts the new topic's ID), data was lost, access
-		// was denied.
+		c.log.Warn("hot-key cache: lost the invalidation topic; dropping every cached value and keeping none until it follows the topic again",
+			"topic", c.bc.topic, "err", lost, "retry_in", backoff)
 		c.stopFollowing()
-		c.log.Warn("hot-key cache: fetching invalidations failed; dropped every cached value and keeps none until it follows the topic again",
-			"topic", c.bc.topic, "err", first, "failed_partitions", errs, "retry_in", backoff)
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, refollowMaxBackoff)
-		if !c.refollow(cons) {
+		if id, ok = c.refollow(cons); !ok {
 			return
 		}
+		nextCheck = time.Now().Add(c.topicCheckEvery)
 	}
+}
+
+// fetchError returns the first error in fs, saying how many partitions
+// failed, other than the end of the poll's own ctx; nil when none.
+func fetchError(fs kgo.Fetches) error {
+	var first error
+	n := 0
+	fs.EachError(func(_ string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return // the poll's deadline: time to check the topic
+		}
+		if first == nil {
+			first = fmt.Errorf("fetching partition %d failed: %w", p, err)
+		}
+		n++
+	})
+	if n > 1 {
+		first = fmt.Errorf("%w (and %d more partitions)", first, n-1)
+	}
+	return first
+}
+
+// checkTopic returns an error when the topic is gone or is no longer the
+// one with ID id; nil when it is, or when the brokers could not say (a
+// fetch error will tell if they stay away).
+func (c *Cache) checkTopic(adm *kadm.Client, id kadm.TopicID) error {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	topics, err := adm.ListTopics(ctx, c.bc.topic)
+	if err != nil {
+		c.log.Debug("hot-key cache: cannot check the invalidation topic", "topic", c.bc.topic, "err", err)
+		return nil
+	}
+	d, ok := topics[c.bc.topic]
+	switch {
+	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		return errors.New("the topic is gone")
+	case d.Err != nil:
+		c.log.Debug("hot-key cache: cannot check the invalidation topic", "topic", c.bc.topic, "err", d.Err)
+		return nil
+	case d.ID != id:
+		return fmt.Errorf("the topic was recreated: its ID is %s, was %s", d.ID, id)
+	}
+	return nil
 }
 
 // stopFollowing marks the cache not following, then drops every value
@@ -224,30 +278,41 @@ func (c *Cache) stopFollowing() {
 // forget the topic (the only way it follows a topic recreated under the
 // same name), the end offsets are listed anew, and the consumer starts
 // there. It marks the cache following again, as follow did at the start,
-// and reports false when the cache closed meanwhile.
-func (c *Cache) refollow(cons *kgo.Client) bool {
+// and returns the topic's ID, or false when the cache closed meanwhile.
+func (c *Cache) refollow(cons *kgo.Client) (kadm.TopicID, bool) {
 	// The producer too: kgo fails every record produced to a recreated
 	// topic until it is purged.
 	c.bc.cl.PurgeTopicsFromClient(c.bc.topic)
 	cons.PurgeTopicsFromClient(c.bc.topic)
-	offsets, ok := c.endOffsets()
+	id, offsets, ok := c.topicStart()
 	if !ok {
-		return false
+		return id, false
 	}
 	cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.bc.topic: offsets})
 	c.setFollowing(true)
 	c.log.Info("hot-key cache follows invalidations again", "topic", c.bc.topic, "partitions", len(offsets))
-	return true
+	return id, true
 }
 
-// endOffsets lists the end offset of every partition of the topic,
-// retrying until it succeeds or the cache closes.
-func (c *Cache) endOffsets() (map[int32]kgo.Offset, bool) {
+// topicStart returns the topic's ID and the end offset of each of its
+// partitions, retrying until it has them or the cache closes. The ID is
+// read first: if the topic is recreated in between, the ID is the old
+// one, and the next check finds it changed.
+func (c *Cache) topicStart() (kadm.TopicID, map[int32]kgo.Offset, bool) {
 	adm := kadm.NewClient(c.bc.cl)
-	backoff := 250 * time.Millisecond
+	backoff := refollowMinBackoff
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
-		listed, err := adm.ListEndOffsets(ctx, c.bc.topic)
+		var id kadm.TopicID
+		topics, err := adm.ListTopics(ctx, c.bc.topic)
+		if err == nil {
+			err = topics.Error()
+			id = topics[c.bc.topic].ID
+		}
+		var listed kadm.ListedOffsets
+		if err == nil {
+			listed, err = adm.ListEndOffsets(ctx, c.bc.topic)
+		}
 		cancel()
 		if err == nil {
 			err = listed.Error()
@@ -258,19 +323,19 @@ func (c *Cache) endOffsets() (map[int32]kgo.Offset, bool) {
 			err = errors.New("no partitions")
 		}
 		if err == nil {
-			return offsets, true
+			return id, offsets, true
 		}
 		if c.ctx.Err() != nil {
-			return nil, false
+			return id, nil, false
 		}
 		c.log.Warn("hot-key cache: cannot list the invalidation topic's partitions; values are not kept until it can (does the topic exist?)",
 			"topic", c.bc.topic, "err", err, "retry_in", backoff)
 		select {
 		case <-c.ctx.Done():
-			return nil, false
+			return id, nil, false
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 10*time.Second)
+		backoff = min(2*backoff, refollowMaxBackoff)
 	}
 }
 
