@@ -62,7 +62,11 @@ type CacheConfig struct {
 	// means never serve stale.
 	MaxStaleAge time.Duration
 
-	// MaxEntries bounds the keys held. 0 means DefaultCacheMaxEntries.
+	// MaxEntries bounds the keys held, 1..1<<24. 0 means
+	// DefaultCacheMaxEntries. NewCache allocates the table's buckets for
+	// it up front: 8 bytes for each of 2×MaxEntries rounded up to a power
+	// of two, so 16 to 32 bytes per entry allowed, held or not (16 KiB for
+	// the default, 256 MiB for 1<<24).
 	MaxEntries int
 	// MaxBytes bounds the bytes of the keys (app and key) and values held.
 	// 0 means DefaultCacheMaxBytes. A value larger than what is left once
@@ -74,8 +78,11 @@ type CacheConfig struct {
 	// returns the stale value (see MaxStaleAge) or ErrWaitTimeout. 0 means
 	// no maximum: a Get waits for the load or for its ctx.
 	MaxWait time.Duration
-	// LoadTimeout bounds each load of a hot key: its ctx ends then. 0
-	// means DefaultLoadTimeout.
+	// LoadTimeout bounds each load of a hot key: its ctx ends then, and
+	// a load that has not returned by then is given up: the Gets waiting
+	// for it get an error that errors.Is context.DeadlineExceeded, the
+	// next Get starts a load of its own, and whatever the late load
+	// returns is dropped. 0 means DefaultLoadTimeout.
 	LoadTimeout time.Duration
 
 	// Topic is the Kafka topic invalidations are broadcast on; every
@@ -97,6 +104,10 @@ type CacheConfig struct {
 
 	// clock is the cache's time, for tests; nil is the monotonic clock.
 	clock cacheClock
+	// topicCheckEvery is how often the cache checks that the topic it
+	// follows is still there under the same ID, for tests; 0 means
+	// defaultTopicCheckEvery.
+	topicCheckEvery time.Duration
 }
 
 func (c CacheConfig) withDefaults() CacheConfig {
@@ -117,6 +128,9 @@ func (c CacheConfig) withDefaults() CacheConfig {
 	}
 	if c.Topic == "" {
 		c.Topic = DefaultInvalidationTopic
+	}
+	if c.topicCheckEvery == 0 {
+		c.topicCheckEvery = defaultTopicCheckEvery
 	}
 	return c
 }
@@ -176,14 +190,19 @@ type Cache struct {
 	maxWait     time.Duration
 	loadTimeout time.Duration
 	log         *slog.Logger
+	// topicCheckEvery: see CacheConfig.topicCheckEvery.
+	topicCheckEvery time.Duration
 
 	tab *table
 	st  cacheCounters
 
-	// following is true once the cache follows the invalidation topic
-	// (from the start when LocalOnly): only a load started after that is
-	// stored, since an invalidation sent before it may never reach this
-	// process. followingc is closed when it turns true.
+	// following is true while the cache follows the invalidation topic
+	// (always when LocalOnly): only a load started then is stored, since
+	// an invalidation sent before the cache followed may never reach this
+	// process. It turns false when fetching fails, until the cache follows
+	// the topic again. followingc is closed while following is true, and
+	// replaced when it turns false; both change under fmu.
+	fmu        sync.Mutex
 	following  atomic.Bool
 	followingc chan struct{}
 
@@ -194,7 +213,7 @@ type Cache struct {
 	cancel    context.CancelFunc
 	closed    atomic.Bool
 	closeOnce sync.Once
-	wg        sync.WaitGroup // loads and the follower
+	wg        sync.WaitGroup // flights not ended, and the follower
 }
 
 // NewCache returns a Cache configured by cfg. With Kafka it starts
@@ -207,15 +226,16 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Cache{
-		reg:         cfg.Registry,
-		clock:       cfg.clock,
-		localTTL:    cfg.LocalTTL,
-		maxStaleAge: cfg.MaxStaleAge,
-		maxWait:     cfg.MaxWait,
-		loadTimeout: cfg.LoadTimeout,
-		log:         cfg.Logger,
-		tab:         newTable(cfg.MaxEntries, cfg.MaxBytes),
-		followingc:  make(chan struct{}),
+		reg:             cfg.Registry,
+		clock:           cfg.clock,
+		localTTL:        cfg.LocalTTL,
+		maxStaleAge:     cfg.MaxStaleAge,
+		maxWait:         cfg.MaxWait,
+		loadTimeout:     cfg.LoadTimeout,
+		topicCheckEvery: cfg.topicCheckEvery,
+		log:             cfg.Logger,
+		tab:             newTable(cfg.MaxEntries, cfg.MaxBytes),
+		followingc:      make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -231,7 +251,7 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 		}
 	}
 	if cfg.LocalOnly {
-		c.setFollowing()
+		c.setFollowing(true)
 		return c, nil
 	}
 	bc, err := newBroadcaster(cfg.Topic, cfg.Kafka, c.log)
@@ -248,22 +268,34 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	return c, nil
 }
 
-func (c *Cache) setFollowing() {
-	if !c.following.Swap(true) {
+func (c *Cache) setFollowing(on bool) {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if c.following.Swap(on) == on {
+		return
+	}
+	if on {
 		close(c.followingc)
+	} else {
+		c.followingc = make(chan struct{})
 	}
 }
 
 // WaitFollowing blocks until the cache follows the invalidation topic, from
 // which on it keeps hot keys' values, or until ctx ends (returning its
 // error) or the cache is closed (ErrCacheClosed). A LocalOnly cache follows
-// from the start.
+// from the start. A cache stops following when fetching invalidations
+// fails, and follows again once it could start over at the topic's end
+// (see CacheStats.FollowLosses).
 func (c *Cache) WaitFollowing(ctx context.Context) error {
 	if c.following.Load() {
 		return nil
 	}
+	c.fmu.Lock()
+	followingc := c.followingc
+	c.fmu.Unlock()
 	select {
-	case <-c.followingc:
+	case <-followingc:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -294,14 +326,16 @@ func (c *Cache) WaitFollowing(ctx context.Context) error {
 // Get that started it, not its cancellation nor deadline: a Get whose ctx
 // ends returns ctx's error and leaves the load to the others. The load's
 // ctx ends after LoadTimeout or at Close. Every Get waiting for a load gets
-// its result, or its error, when it ends. After MaxWait (when set) a
+// its result, or its error, when it ends; a load still running after
+// LoadTimeout is given up (see CacheConfig.LoadTimeout). After MaxWait (when set) a
 // waiting Get returns the key's stale value if one younger than MaxStaleAge
 // is held, else an error that errors.Is ErrWaitTimeout.
 //
 // load is kept by that goroutine, so a func literal capturing variables is
 // allocated by the caller on every call, hit or not; keep one per key
 // where that matters. A panic in a shared load is returned to its waiters
-// as an error.
+// as an error, and so is a load that calls runtime.Goexit (t.FailNow in a
+// test) instead of returning.
 func (c *Cache) Get(ctx context.Context, app, key string, load func(ctx context.Context) ([]byte, error)) ([]byte, error) {
 	if c.closed.Load() {
 		return nil, ErrCacheClosed
@@ -364,10 +398,13 @@ func (c *Cache) Forget(e Entry) {
 	}
 }
 
-// Close stops following invalidations, cancels the loads in flight and
-// waits for them to return, and releases the Kafka client. Gets waiting
-// for a load get its result (likely ctx's error). It is idempotent; Get
-// and Invalidate return ErrCacheClosed after it.
+// Close stops following invalidations, cancels the loads in flight, waits
+// for each to return or for its LoadTimeout to pass, whichever comes first,
+// and releases the Kafka client. Gets waiting for a load get its result
+// (likely ctx's error), or the LoadTimeout error. A load that ignores its
+// ctx may still be running when Close returns: its goroutine ends when it
+// returns, and its result is dropped. Close is idempotent; Get and
+// Invalidate return ErrCacheClosed after it.
 func (c *Cache) Close() {
 	c.closeOnce.Do(func() {
 		c.tab.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -26,6 +27,10 @@ type testClock struct {
 	mu     sync.Mutex
 	timers map[int]testTimer
 	nextID int
+	// stops counts the calls of the stop funcs afterFunc returned, fired
+	// or not: a point a test can wait for (runLoad stops its LoadTimeout
+	// timer once it handled load's return).
+	stops atomic.Int64
 }
 
 type testTimer struct {
@@ -45,6 +50,7 @@ func (c *testClock) afterFunc(d time.Duration, f func()) func() bool {
 	c.nextID++
 	c.timers[id] = testTimer{atNs: c.ns.Load() + int64(d), f: f}
 	return func() bool {
+		c.stops.Add(1)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		_, ok := c.timers[id]
@@ -160,6 +166,36 @@ func version(t testing.TB, b []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(b)
+}
+
+// recv returns what ch yields; it fails the test after hangGuard.
+func recv[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	tm := time.NewTimer(hangGuard)
+	defer tm.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-tm.C:
+		t.Fatalf("still waiting for %s after %v", what, hangGuard)
+		panic("unreachable")
+	}
+}
+
+// metricValue returns the value of the metric named name, which has no
+// labels, in what reg gathers.
+func metricValue(t testing.TB, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
 
 // waitFor polls cond until it holds; it fails the test after hangGuard.

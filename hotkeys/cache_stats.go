@@ -10,7 +10,7 @@ import (
 // see table.retiredHits).
 type cacheCounters struct {
 	coldLoads, misses, loads, loadErrors, coalesced, stale, timeouts atomic.Uint64
-	invSent, invReceived, purges                                     atomic.Uint64
+	invSent, invReceived, purges, followLosses                       atomic.Uint64
 }
 
 // CacheStats is a snapshot of a Cache's counters since it was built, and
@@ -36,6 +36,13 @@ type CacheStats struct {
 	// the times the cache dropped every value after failing to read
 	// invalidations.
 	InvalidationsSent, InvalidationsReceived, Purges uint64
+	// FollowLosses count the times fetching invalidations failed (the
+	// topic deleted, or deleted and recreated; records lost; access
+	// denied), so that the cache stopped following the topic: each time
+	// it dropped every value (a purge), kept none while not following, and
+	// tried to follow the topic again from its end, waiting longer after
+	// each failure in a row, up to 10 s.
+	FollowLosses uint64
 	// Evictions are keys dropped to make room for others.
 	Evictions uint64
 	// Entries and Bytes are what the cache holds now (see
@@ -103,6 +110,7 @@ func (c *Cache) totals(keys bool) CacheStats {
 		InvalidationsSent:     c.st.invSent.Load(),
 		InvalidationsReceived: c.st.invReceived.Load(),
 		Purges:                c.st.purges.Load(),
+		FollowLosses:          c.st.followLosses.Load(),
 		Following:             c.following.Load(),
 	}
 	t := c.tab
@@ -144,7 +152,7 @@ type cacheCollector struct{ c *Cache }
 var (
 	cacheDescs = struct {
 		hits, misses, loads, coalesced, loadErrors, coldLoads, stale, timeouts,
-		invSent, invReceived, purges, evictions, entries, bytes, following *prometheus.Desc
+		invSent, invReceived, purges, followLosses, evictions, entries, bytes, following *prometheus.Desc
 	}{
 		hits:        desc("hits_total", "Gets of local-cache hot keys served from the process."),
 		misses:      desc("misses_total", "Gets of local-cache hot keys that found no fresh value and waited for a load."),
@@ -157,10 +165,12 @@ var (
 		invSent:     desc("invalidations_sent_total", "Invalidations broadcast and acknowledged by Kafka."),
 		invReceived: desc("invalidations_received_total", "Invalidations read from other processes."),
 		purges:      desc("purges_total", "Times every value was dropped because reading invalidations failed."),
-		evictions:   desc("evictions_total", "Keys evicted to keep within the entry and byte bounds."),
-		entries:     desc("entries", "Keys held."),
-		bytes:       desc("bytes", "Bytes of keys and values held."),
-		following:   desc("following", "1 once the cache follows the invalidation topic and keeps values."),
+		followLosses: desc("follow_losses_total", "Times fetching invalidations failed (topic deleted or recreated, records lost, access denied): "+
+			"the cache stopped keeping values until it followed the topic again from its end."),
+		evictions: desc("evictions_total", "Keys evicted to keep within the entry and byte bounds."),
+		entries:   desc("entries", "Keys held."),
+		bytes:     desc("bytes", "Bytes of keys and values held."),
+		following: desc("following", "1 while the cache follows the invalidation topic and so keeps values."),
 	}
 )
 
@@ -187,6 +197,7 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.invSent, s.InvalidationsSent)
 	counter(d.invReceived, s.InvalidationsReceived)
 	counter(d.purges, s.Purges)
+	counter(d.followLosses, s.FollowLosses)
 	counter(d.evictions, s.Evictions)
 	following := 0.0
 	if s.Following {

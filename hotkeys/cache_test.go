@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -215,7 +216,9 @@ func TestCacheBoundsConcurrent(t *testing.T) {
 		reg.Set(Entry{App: "a", Key: fmt.Sprint("k", i), Mitigation: MitigationLocalCache})
 	}
 	clk := &testClock{}
-	c := newTestCache(t, withClock(CacheConfig{Registry: reg, LocalTTL: time.Second, MaxEntries: maxEntries, MaxBytes: maxBytes}, clk))
+	// LoadTimeout far beyond what the clock is moved: no load is given up.
+	c := newTestCache(t, withClock(CacheConfig{Registry: reg, LocalTTL: time.Second, MaxEntries: maxEntries, MaxBytes: maxBytes,
+		LoadTimeout: 24 * time.Hour}, clk))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -364,4 +367,45 @@ func TestCacheMetrics(t *testing.T) {
 	_, err = NewCache(CacheConfig{Registry: &StaticRegistry{}, SharedTTL: time.Hour, LocalOnly: true, Registerer: reg})
 	var are prometheus.AlreadyRegisteredError
 	require.True(t, errors.As(err, &are), "got %v", err)
+}
+
+// A load that calls runtime.Goexit (t.FailNow in a test) instead of
+// returning fails its waiters and leaves the key usable.
+func TestCacheLoadGoexit(t *testing.T) {
+	noLeaks(t)
+	c := newTestCache(t, CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour})
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	_, err := c.Get(ctx, "a", "k", func(context.Context) ([]byte, error) { runtime.Goexit(); return nil, nil })
+	require.ErrorIs(t, err, errLoadExited)
+	require.ErrorContains(t, err, "exited without returning")
+	v, err := c.Get(ctx, "a", "k", func(context.Context) ([]byte, error) { return []byte("ok"), nil })
+	require.NoError(t, err, "the key is not wedged")
+	require.Equal(t, "ok", string(v))
+	require.EqualValues(t, 1, c.Stats().LoadErrors)
+}
+
+// Close waits for a load that ignores its ctx until its LoadTimeout, not
+// forever; the load's waiter gets the LoadTimeout error.
+func TestCacheCloseGivesUpStuckLoad(t *testing.T) {
+	noLeaks(t)
+	clk := &testClock{}
+	const loadTimeout = 500 * time.Millisecond
+	c, err := NewCache(withClock(CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour,
+		LoadTimeout: loadTimeout, LocalOnly: true}, clk))
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release) // the stuck load returns when the test ends
+	got := goGet(t, c, "k", func(context.Context) ([]byte, error) {
+		close(entered)
+		<-release // ignores ctx
+		return []byte("late"), nil
+	})
+	<-entered
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	clk.advance(loadTimeout)
+	recv(t, "Close", closed)
+	require.ErrorIs(t, recv(t, "the waiter", got).err, context.DeadlineExceeded)
+	c.Close()
 }

@@ -2,6 +2,7 @@ package hotkeys
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -22,12 +23,19 @@ import (
 // stored), or after (so load was called after the write, and reads it).
 // Gets that start after Invalidate returns find no flight and start one of
 // their own.
+//
+// A flight ends once (endFlight): when load returns, when it exits without
+// returning (runtime.Goexit), or when LoadTimeout passes first, whichever
+// comes first. Ending detaches it, so a load that ignores its ctx holds
+// the key for LoadTimeout at most: the Gets after that start a load of
+// their own, and the stuck load's result, if it ever comes, is dropped.
 type flight struct {
 	done chan struct{} // closed when data and err are set
 	data []byte
 	err  error
 
 	// Guarded by table.mu.
+	ended   bool  // endFlight ran: data and err are set or being set, done is or will be closed
 	store   bool  // keep the result (MitigationLocalCache, and the cache followed invalidations when the load started)
 	startNs int64 // when the flight was published: the value is at least this new
 	ttl     time.Duration
@@ -95,18 +103,52 @@ func (c *Cache) miss(ctx context.Context, e *Entry, h uint64, load func(context.
 	return c.wait(ctx, ks, fl)
 }
 
-// runLoad calls load for fl and stores its result if fl is still its
-// keyState's flight.
-func (c *Cache) runLoad(vctx context.Context, ks *keyState, fl *flight, load func(context.Context) ([]byte, error)) {
-	defer c.wg.Done()
-	ctx, cancel := context.WithTimeout(vctx, c.loadTimeout)
-	stop := context.AfterFunc(c.ctx, cancel)
-	data, err := c.callLoad(ctx, ks, load)
-	stop()
-	cancel()
+// errLoadExited is what the waiters of a load get when it called
+// runtime.Goexit (t.FailNow in a test, say) instead of returning.
+var errLoadExited = errors.New("hotkeys: load of a hot key exited without returning (runtime.Goexit)")
 
+// runLoad calls load for fl and ends fl with its result. A timer on the
+// cache's clock ends fl after LoadTimeout if load has not returned by then:
+// the load's ctx ends at the same time, but a load that ignores it must not
+// hold the key, nor Close, for longer.
+func (c *Cache) runLoad(vctx context.Context, ks *keyState, fl *flight, load func(context.Context) ([]byte, error)) {
+	ctx, cancel := context.WithTimeout(vctx, c.loadTimeout)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	stopTimer := c.clock.afterFunc(c.loadTimeout, func() {
+		if c.endFlight(ks, fl, nil, fmt.Errorf("hotkeys: load of app %q key %016x did not return within LoadTimeout (%v); the next Get loads again: %w",
+			ks.app, ks.keyHash, c.loadTimeout, context.DeadlineExceeded)) {
+			c.log.Warn("hot-key cache: a load did not return within LoadTimeout, even though its ctx ended; its waiters got an error and its result will be dropped",
+				"app", ks.app, "key_hash", fmt.Sprintf("%016x", ks.keyHash), "load_timeout", c.loadTimeout)
+		}
+	})
+	defer stopTimer()
+	returned := false
+	defer func() {
+		// Reached without returned when load called runtime.Goexit, which
+		// recover does not stop: end the flight, or its waiters and the
+		// key would wait for it forever.
+		if !returned {
+			c.endFlight(ks, fl, nil, errLoadExited)
+		}
+	}()
+	data, err := c.callLoad(ctx, ks, load)
+	returned = true
+	c.endFlight(ks, fl, data, err)
+}
+
+// endFlight ends fl with data and err, unless it ended already: it stores
+// data when fl is still its keyState's flight and asks to be stored, and
+// hands data and err to fl's waiters. It reports whether it ended fl.
+func (c *Cache) endFlight(ks *keyState, fl *flight, data []byte, err error) bool {
 	t := c.tab
 	t.mu.Lock()
+	if fl.ended {
+		t.mu.Unlock()
+		return false
+	}
+	fl.ended = true
 	if ks.flight == fl {
 		ks.flight = nil
 		if err == nil && fl.store {
@@ -117,8 +159,12 @@ func (c *Cache) runLoad(vctx context.Context, ks *keyState, fl *flight, load fun
 	if err != nil {
 		c.st.loadErrors.Add(1)
 	}
+	// Only the call that set ended gets here: data and err are written
+	// once, before done is closed, and read only after.
 	fl.data, fl.err = data, err
 	close(fl.done)
+	c.wg.Done()
+	return true
 }
 
 // newValue returns data as a value loaded from startNs on, fresh for ttl

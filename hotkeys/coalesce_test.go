@@ -201,3 +201,70 @@ func TestCoalesceNoStaleWhenDisabled(t *testing.T) {
 	require.ErrorIs(t, err, ErrWaitTimeout)
 	require.Zero(t, c.Stats().StaleServed)
 }
+
+// getResult is what a Get returned.
+type getResult struct {
+	v   []byte
+	err error
+}
+
+// goGet runs a Get in a goroutine; its result arrives on the channel.
+func goGet(t *testing.T, c *Cache, key string, load func(context.Context) ([]byte, error)) <-chan getResult {
+	ch := make(chan getResult, 1)
+	go func() {
+		v, err := c.Get(t.Context(), "a", key, load)
+		ch <- getResult{v, err}
+	}()
+	return ch
+}
+
+// A load that ignores its ctx holds the key for LoadTimeout at most: then
+// its waiters get an error, the next Get starts a load of its own, and the
+// stuck load's result, when it comes, is not kept.
+func TestCoalesceLoadIgnoringCtxIsGivenUp(t *testing.T) {
+	noLeaks(t)
+	for _, m := range []Mitigation{MitigationLocalCache, MitigationCoalesce} {
+		t.Run(m.String(), func(t *testing.T) {
+			clk := &testClock{}
+			const loadTimeout = 500 * time.Millisecond
+			c := newTestCache(t, withClock(CacheConfig{Registry: hotRegistry("a", "k", m), SharedTTL: time.Hour,
+				LoadTimeout: loadTimeout}, clk))
+			entered, release := make(chan struct{}), make(chan struct{})
+			stuck := func(context.Context) ([]byte, error) {
+				close(entered)
+				<-release // ignores ctx
+				return []byte("late"), nil
+			}
+			first := goGet(t, c, "k", stuck)
+			<-entered
+			second := goGet(t, c, "k", stuck)
+			waitFor(t, "the second Get joining the stuck load", func() bool { return c.Stats().Coalesced == 1 })
+
+			clk.advance(loadTimeout)
+			for _, ch := range []<-chan getResult{first, second} {
+				r := recv(t, "a waiter of the stuck load", ch)
+				require.ErrorIs(t, r.err, context.DeadlineExceeded)
+				require.ErrorContains(t, r.err, "did not return within LoadTimeout")
+			}
+			require.EqualValues(t, 1, c.Stats().LoadErrors)
+
+			s := &versionedStore{}
+			s.write()
+			v, err := c.Get(t.Context(), "a", "k", s.load)
+			require.NoError(t, err, "a Get after LoadTimeout does not join the stuck load")
+			require.EqualValues(t, 1, version(t, v))
+			require.EqualValues(t, 1, s.loads.Load(), "the new Get's own load was called")
+
+			stops := clk.stops.Load()
+			close(release)
+			waitFor(t, "the stuck load to return and be handled", func() bool { return clk.stops.Load() > stops })
+			v, err = c.Get(t.Context(), "a", "k", s.load)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, version(t, v), "the stuck load's late result was not kept")
+			if m == MitigationLocalCache {
+				require.EqualValues(t, 1, s.loads.Load(), "the good load's value is kept")
+			}
+			require.EqualValues(t, 1, c.Stats().LoadErrors)
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/schemas"
@@ -34,18 +35,20 @@ type invalidationValue struct {
 	Origin  string `json:"origin"`
 }
 
-// parseRecordKey splits a schemas.HotKeyRecordKey into app and key.
+// parseRecordKey splits a schemas.HotKeyRecordKey into app and key. Its
+// errors never quote b: a record key holds a raw key, which no log may
+// show (Entry.KeyHash is the only form of a key in logs).
 func parseRecordKey(b []byte) (app, key string, err error) {
 	i := 0
 	for i < len(b) && i < 10 && b[i] >= '0' && b[i] <= '9' {
 		i++
 	}
 	if i == 0 || i == len(b) || b[i] != ':' || (i > 1 && b[0] == '0') {
-		return "", "", fmt.Errorf("record key %q: want <app length>:<app><key>", b)
+		return "", "", fmt.Errorf("record key of %d bytes does not start with <app length>:", len(b))
 	}
 	n, err := strconv.Atoi(string(b[:i]))
 	if err != nil || n > len(b)-i-1 {
-		return "", "", fmt.Errorf("record key %q: app length %s is beyond the key", b, b[:i])
+		return "", "", fmt.Errorf("record key of %d bytes: its app length %d is beyond its end", len(b), n)
 	}
 	rest := b[i+1:]
 	return string(rest[:n]), string(rest[n:]), nil
@@ -138,12 +141,33 @@ func (c *Cache) purge() {
 	c.st.purges.Add(1)
 }
 
+// Bounds of the wait between two attempts to follow the topic again after
+// losing it: the wait doubles while attempts keep failing, and is back at
+// its least once a poll went by without a failure.
+const (
+	refollowMinBackoff = 250 * time.Millisecond
+	refollowMaxBackoff = 10 * time.Second
+)
+
+// defaultTopicCheckEvery is how often a following cache asks the brokers
+// whether its topic is still the one it follows.
+const defaultTopicCheckEvery = 5 * time.Second
+
 // follow positions a consumer at the end of every partition of the topic,
 // marks the cache following, and evicts on every invalidation read until
-// Close.
+// Close. When it loses the topic it stops following and starts over at
+// the topic's end (refollow).
+//
+// Losing the topic is a fetch error, or the topic gone or under another
+// ID when follow checks it (every topicCheckEvery). kgo retries what it
+// can; an error that reaches follow may have cost records, or means the
+// consumer reads no more: a topic deleted and recreated under the same
+// name fails with UNKNOWN_TOPIC_ID for good, as kgo never adopts the new
+// topic's ID. Depending on when kgo's metadata sees the deletion, it may
+// also stop fetching the topic without an error: the check covers that.
 func (c *Cache) follow() {
 	defer c.wg.Done()
-	offsets, ok := c.endOffsets()
+	id, offsets, ok := c.topicStart()
 	if !ok {
 		return
 	}
@@ -158,31 +182,137 @@ func (c *Cache) follow() {
 		return
 	}
 	defer cons.Close()
-	c.setFollowing()
+	c.setFollowing(true)
 	c.log.Info("hot-key cache follows invalidations", "topic", c.bc.topic, "partitions", len(offsets))
+	adm := kadm.NewClient(c.bc.cl)
+	backoff := refollowMinBackoff
+	nextCheck := time.Now().Add(c.topicCheckEvery)
 	for {
-		fs := cons.PollFetches(c.ctx)
+		pollCtx, cancel := context.WithDeadline(c.ctx, nextCheck)
+		fs := cons.PollFetches(pollCtx)
+		cancel()
 		if c.ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(topic string, p int32, err error) {
-			// kgo retries what can be retried; what reaches here (data
-			// loss, an authorization error) may have cost records.
-			c.log.Warn("hot-key cache: fetching invalidations failed; dropping every cached value", "topic", topic, "partition", p, "err", err)
-			c.purge()
-		})
 		fs.EachRecord(c.receive)
+		lost := fetchError(fs)
+		if lost == nil && !time.Now().Before(nextCheck) {
+			lost = c.checkTopic(adm, id)
+			nextCheck = time.Now().Add(c.topicCheckEvery)
+		}
+		if lost == nil {
+			backoff = refollowMinBackoff
+			continue
+		}
+		c.log.Warn("hot-key cache: lost the invalidation topic; dropping every cached value and keeping none until it follows the topic again",
+			"topic", c.bc.topic, "err", lost, "retry_in", backoff)
+		c.stopFollowing()
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, refollowMaxBackoff)
+		if id, ok = c.refollow(cons); !ok {
+			return
+		}
+		nextCheck = time.Now().Add(c.topicCheckEvery)
 	}
 }
 
-// endOffsets lists the end offset of every partition of the topic,
-// retrying until it succeeds or the cache closes.
-func (c *Cache) endOffsets() (map[int32]kgo.Offset, bool) {
+// fetchError returns the first error in fs, saying how many partitions
+// failed, other than the end of the poll's own ctx; nil when none.
+func fetchError(fs kgo.Fetches) error {
+	var first error
+	n := 0
+	fs.EachError(func(_ string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return // the poll's deadline: time to check the topic
+		}
+		if first == nil {
+			first = fmt.Errorf("fetching partition %d failed: %w", p, err)
+		}
+		n++
+	})
+	if n > 1 {
+		first = fmt.Errorf("%w (and %d more partitions)", first, n-1)
+	}
+	return first
+}
+
+// checkTopic returns an error when the topic is gone or is no longer the
+// one with ID id; nil when it is, or when the brokers could not say (a
+// fetch error will tell if they stay away).
+func (c *Cache) checkTopic(adm *kadm.Client, id kadm.TopicID) error {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	topics, err := adm.ListTopics(ctx, c.bc.topic)
+	if err != nil {
+		c.log.Debug("hot-key cache: cannot check the invalidation topic", "topic", c.bc.topic, "err", err)
+		return nil
+	}
+	d, ok := topics[c.bc.topic]
+	switch {
+	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		return errors.New("the topic is gone")
+	case d.Err != nil:
+		c.log.Debug("hot-key cache: cannot check the invalidation topic", "topic", c.bc.topic, "err", d.Err)
+		return nil
+	case d.ID != id:
+		return fmt.Errorf("the topic was recreated: its ID is %s, was %s", d.ID, id)
+	}
+	return nil
+}
+
+// stopFollowing marks the cache not following, then drops every value
+// and detaches every flight. In that order: a flight started under
+// table.mu before the purge is detached by it, and one started after it
+// sees the cache not following and keeps nothing.
+func (c *Cache) stopFollowing() {
+	c.setFollowing(false)
+	c.st.followLosses.Add(1)
+	c.purge()
+}
+
+// refollow starts consuming the topic over from its end: kgo is told to
+// forget the topic (the only way it follows a topic recreated under the
+// same name), the end offsets are listed anew, and the consumer starts
+// there. It marks the cache following again, as follow did at the start,
+// and returns the topic's ID, or false when the cache closed meanwhile.
+func (c *Cache) refollow(cons *kgo.Client) (kadm.TopicID, bool) {
+	// The producer too: kgo fails every record produced to a recreated
+	// topic until it is purged.
+	c.bc.cl.PurgeTopicsFromClient(c.bc.topic)
+	cons.PurgeTopicsFromClient(c.bc.topic)
+	id, offsets, ok := c.topicStart()
+	if !ok {
+		return id, false
+	}
+	cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.bc.topic: offsets})
+	c.setFollowing(true)
+	c.log.Info("hot-key cache follows invalidations again", "topic", c.bc.topic, "partitions", len(offsets))
+	return id, true
+}
+
+// topicStart returns the topic's ID and the end offset of each of its
+// partitions, retrying until it has them or the cache closes. The ID is
+// read first: if the topic is recreated in between, the ID is the old
+// one, and the next check finds it changed.
+func (c *Cache) topicStart() (kadm.TopicID, map[int32]kgo.Offset, bool) {
 	adm := kadm.NewClient(c.bc.cl)
-	backoff := 250 * time.Millisecond
+	backoff := refollowMinBackoff
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
-		listed, err := adm.ListEndOffsets(ctx, c.bc.topic)
+		var id kadm.TopicID
+		topics, err := adm.ListTopics(ctx, c.bc.topic)
+		if err == nil {
+			err = topics.Error()
+			id = topics[c.bc.topic].ID
+		}
+		var listed kadm.ListedOffsets
+		if err == nil {
+			listed, err = adm.ListEndOffsets(ctx, c.bc.topic)
+		}
 		cancel()
 		if err == nil {
 			err = listed.Error()
@@ -193,19 +323,19 @@ func (c *Cache) endOffsets() (map[int32]kgo.Offset, bool) {
 			err = errors.New("no partitions")
 		}
 		if err == nil {
-			return offsets, true
+			return id, offsets, true
 		}
 		if c.ctx.Err() != nil {
-			return nil, false
+			return id, nil, false
 		}
 		c.log.Warn("hot-key cache: cannot list the invalidation topic's partitions; values are not kept until it can (does the topic exist?)",
 			"topic", c.bc.topic, "err", err, "retry_in", backoff)
 		select {
 		case <-c.ctx.Done():
-			return nil, false
+			return id, nil, false
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 10*time.Second)
+		backoff = min(2*backoff, refollowMaxBackoff)
 	}
 }
 

@@ -2,12 +2,16 @@ package hotkeys
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,10 +29,35 @@ func TestParseRecordKey(t *testing.T) {
 		require.Equal(t, tc.app, app)
 		require.Equal(t, tc.key, key)
 	}
-	for _, bad := range []string{"", ":", "x:", "4:abc", "01:ab", "-1:a", "12345678901:a", "3"} {
+	for _, bad := range []string{"", ":", "x:", "4:abc", "01:ab", "-1:a", "12345678901:a", "3",
+		"99:shop/user/4111-1111-1111-1111", "shop/user/4111-1111-1111-1111"} {
 		_, _, err := parseRecordKey([]byte(bad))
 		require.Error(t, err, "%q", bad)
+		require.NotContains(t, err.Error(), "4111", "an error never shows the key's bytes")
+		require.Contains(t, err.Error(), fmt.Sprintf("record key of %d bytes", len(bad)))
 	}
+}
+
+// An invalidation record whose key cannot be read is skipped, and logged
+// by its place and length: never its bytes, which hold a raw key.
+func TestInvalidateUnreadableRecordLogsNoKey(t *testing.T) {
+	noLeaks(t)
+	seeds, topic := kfakeTopic(t)
+	var logs syncBuffer
+	c := newFollowingCache(t, seeds, topic, CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	const bad = "99:shop/user/4111-1111-1111-1111"
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(bad), Value: []byte(`{"v":1,"origin":"x"}`)}).FirstErr())
+	waitFor(t, "the record to be skipped", func() bool { return strings.Contains(logs.String(), "cannot read") })
+	require.NotContains(t, logs.String(), "4111", "the log shows none of the record key's bytes")
+	require.Contains(t, logs.String(), fmt.Sprintf("record key of %d bytes", len(bad)))
+	require.Contains(t, logs.String(), "offset=0")
+	require.Zero(t, c.Stats().InvalidationsReceived)
 }
 
 func FuzzParseRecordKey(f *testing.F) {
@@ -263,4 +292,79 @@ func TestInvalidateConcurrentModel(t *testing.T) {
 		require.Equal(t, last, version(t, v), "no stale value survived a write")
 	}
 	t.Logf("a: %d hits, %d misses, %d loads, %d coalesced; b: %+v", sa.Hits, sa.Misses, sa.Loads, sa.Coalesced, b.Stats().InvalidationsReceived)
+}
+
+// A topic deleted, then recreated under the same name: kgo fails fetching
+// it for good, so each cache stops following (dropping its values and
+// keeping none), says so, and once the topic is back follows the new one
+// from its end; invalidations flow between the processes again, both ways.
+func TestInvalidateTopicRecreated(t *testing.T) {
+	noLeaks(t)
+	seeds, topic := kfakeTopic(t)
+	var logs syncBuffer
+	cfg := CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour}
+	cfgA := cfg
+	cfgA.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	reg := prometheus.NewPedanticRegistry()
+	cfgA.Registerer = reg
+	a := newFollowingCache(t, seeds, topic, cfgA)
+	// b checks its topic often, so that it most likely notices the
+	// deletion by the check, and a (every 5 s) most likely by a fetch
+	// error; either way must work.
+	cfg.topicCheckEvery = 100 * time.Millisecond
+	b := newFollowingCache(t, seeds, topic, cfg)
+	s := &versionedStore{}
+	s.write()
+	_, err := a.Get(t.Context(), "a", "k", s.load)
+	require.NoError(t, err)
+	require.True(t, a.Stats().Keys[0].Cached)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	_, err = adm.DeleteTopics(ctx, topic)
+	require.NoError(t, err)
+
+	// While the topic is gone the cache cannot follow it again: it stays
+	// not following, and keeps nothing.
+	waitFor(t, "a to lose the topic", func() bool { st := a.Stats(); return st.FollowLosses > 0 && !st.Following })
+	st := a.Stats()
+	require.NotZero(t, st.Purges, "a lost track of the topic: it dropped its values")
+	require.False(t, st.Keys[0].Cached)
+	require.NotZero(t, metricValue(t, reg, "keyheat_hotkeys_cache_follow_losses_total"))
+	require.Zero(t, metricValue(t, reg, "keyheat_hotkeys_cache_following"))
+	require.Contains(t, logs.String(), "lost the invalidation topic")
+	loads := s.loads.Load()
+	for range 3 {
+		_, err := a.Get(t.Context(), "a", "k", s.load)
+		require.NoError(t, err)
+	}
+	require.Equal(t, loads+3, s.loads.Load(), "nothing is kept while not following")
+	done, stop := context.WithCancel(t.Context())
+	stop()
+	require.ErrorIs(t, a.WaitFollowing(done), context.Canceled, "WaitFollowing waits again")
+
+	_, err = adm.CreateTopic(ctx, 3, 1, nil, topic)
+	require.NoError(t, err)
+	require.NoError(t, a.WaitFollowing(ctx))
+	waitFor(t, "b to lose the topic and follow it again", func() bool { st := b.Stats(); return st.FollowLosses > 0 && st.Following })
+	waitFor(t, "a to log that it follows again", func() bool { return strings.Contains(logs.String(), "follows invalidations again") })
+
+	// Both ways, each cache holding the key's value: the receiver must
+	// load the new version after the sender's write and invalidation.
+	for _, dir := range []struct{ from, to *Cache }{{b, a}, {a, b}} {
+		_, err = dir.to.Get(t.Context(), "a", "k", s.load)
+		require.NoError(t, err)
+		want := s.write()
+		received := dir.to.Stats().InvalidationsReceived
+		require.NoError(t, dir.from.Invalidate(ctx, "a", "k"), "the sender's producer works on the new topic")
+		waitFor(t, "the invalidation to arrive", func() bool { return dir.to.Stats().InvalidationsReceived > received })
+		v, err := dir.to.Get(t.Context(), "a", "k", s.load)
+		require.NoError(t, err)
+		require.Equal(t, want, version(t, v))
+	}
+	require.True(t, a.Stats().Following)
 }

@@ -23,6 +23,10 @@ type ReporterConfig struct {
 	// ClientOpts connect to the brokers (seed brokers, TLS, SASL). They
 	// are applied after the reporter's own producer options, so one given
 	// here overrides the reporter's (kgo.ProducerBatchCompression, say).
+	// The client sends no client metrics to the brokers (KIP-714), and no
+	// option turns them back on: kgo's Close waits up to a second for
+	// their final push, which would keep Reporter.Close that long past its
+	// ctx when the brokers are unreachable.
 	ClientOpts []kgo.Opt
 	// Topic receives the events: the events topic detect reads
 	// (kafka.topics.events in keyheat's config, keyheat.events there by
@@ -179,9 +183,11 @@ type ReporterStats struct {
 	// DroppedFull counts events dropped because every buffer was full:
 	// Kafka took less than the application reported.
 	DroppedFull int64
-	// DroppedInvalid counts events dropped as detect would refuse them,
-	// or too large for a buffer: an empty key or app, a key over
-	// MaxKeyBytes, an app and op that do not fit in a buffer.
+	// DroppedInvalid counts events the reporter refused before buffering
+	// them: an empty key or a key over MaxKeyBytes (which detect refuses
+	// too, with its events.max_key_bytes set to MaxKeyBytes), an empty
+	// app (the reporter's own rule: detect accepts one), or an app and op
+	// that do not fit in a buffer.
 	DroppedInvalid int64
 	// DroppedClosed counts Record calls after Close.
 	DroppedClosed int64
@@ -314,6 +320,10 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 		kgo.MaxBufferedRecords(2 * len(r.stripes) * reporterBuffersPerStripe * r.slots),
 		kgo.MaxBufferedBytes(2 * cfg.BufferBytes),
 		kgo.ProducerLinger(5 * time.Millisecond),
+		// kgo's Close waits up to a second for the metrics loop's final
+		// push, whatever Close's ctx: with the brokers down, Close
+		// returned a second after its ctx ended.
+		kgo.DisableClientMetrics(),
 	}
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(reporterKgoLogger{cfg.Logger}))
@@ -734,7 +744,7 @@ func (w *reporterWarned) warn(r *Reporter, now time.Time, final bool) {
 		}
 	}
 	if len(args) > 0 {
-		r.log.Warn("hotkeys reporter: events dropped as invalid (detect would refuse them)",
+		r.log.Warn("hotkeys reporter: events dropped as invalid (empty key or app, key over max_key_bytes, or app and op too long for a buffer)",
 			append(args, "max_key_bytes", r.maxKey)...)
 		w.at, w.invalid = now, inv
 	}

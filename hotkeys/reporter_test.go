@@ -16,7 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"github.com/keyheat/keyheat/internal/testenv"
@@ -347,8 +349,37 @@ func TestReporterCloseGivesUp(t *testing.T) {
 	b.Start(t) // for the topic's deletion
 }
 
-// TestReporterDropsInvalid: events detect would refuse, or too large for a
-// buffer, are dropped and counted by reason, and never produced.
+// TestReporterCloseSendsNoClientMetrics: the reporter's client never asks
+// the brokers for a client-metrics subscription (KIP-714). With one, kgo's
+// Close waits up to a second for the final metrics push whatever Close's
+// ctx says, and with the broker down Reporter.Close returned a second
+// after its ctx ended (a 3 s ctx, 4.0 s; 3.0 s without).
+func TestReporterCloseSendsNoClientMetrics(t *testing.T) {
+	verifyNoLeaks(t)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	var asked atomic.Int64
+	c.ControlKey(int16(kmsg.GetTelemetrySubscriptions), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		asked.Add(1)
+		return nil, nil, false
+	})
+	seeds := c.ListenAddrs()
+	topic := testenv.NewTopic(t, seeds, 1)
+	r := newTestReporter(t, seeds, topic, ReporterConfig{FlushInterval: time.Millisecond})
+	require.Equal(t, true, r.cl.OptValue(kgo.DisableClientMetrics), "client metrics are off")
+	for i := range 10 {
+		r.Record("shop", reportedKey(i), "GET", 0)
+	}
+	waitFor(t, "the events sent", func() bool { return r.Stats().Sent == 10 })
+	closeReporter(t, r)
+	require.Zero(t, asked.Load(), "the client asked for a client-metrics subscription")
+}
+
+// TestReporterDropsInvalid: events with an empty key or app or a key too
+// long, or too large for a buffer, are dropped and counted by reason, and
+// never produced.
 func TestReporterDropsInvalid(t *testing.T) {
 	verifyNoLeaks(t)
 	seeds := testenv.KFake(t)
