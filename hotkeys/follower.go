@@ -321,7 +321,8 @@ func (f *Follower) All() iter.Seq[Entry] {
 //     when a manual override ended);
 //   - StatusCooled with the entry it had: a record took the key out (the
 //     detector's cooled or tombstone, a demote, a manual tombstone, a
-//     manual record read after its end);
+//     manual record read after its end), or the topic was recreated
+//     without it;
 //   - StatusExpired with the entry it had: a promote's TTL ended and the
 //     detector has no entry for the key.
 //
