@@ -108,6 +108,18 @@ type FollowerStats struct {
 	// the partitions' high watermarks, summed, as of the last fetch that
 	// returned each partition.
 	Lag int64
+	// FetchErrors counts the partition errors fetches returned.
+	FetchErrors uint64
+	// Failing is true while the follower's latest fetch returned errors,
+	// or listing the topic's offsets fails (as while a resync waits for
+	// the topic to exist): the set is then the last one read, and Lag is
+	// as of the last fetch that succeeded.
+	Failing bool
+	// Resyncs counts the times the follower started reading the topic
+	// again from its start because it was recreated; Resyncing is true
+	// while it does, IsHot answering from the set before it meanwhile.
+	Resyncs   uint64
+	Resyncing bool
 }
 
 // Follower keeps the live set of hot keys of the registry topic in memory
@@ -148,6 +160,21 @@ type FollowerStats struct {
 // client looks for it every few seconds). A transaction open on the topic
 // at start can delay readiness until it ends.
 //
+// When the topic is deleted and created again, the follower reads the new
+// topic from its start and then holds what a follower started on the new
+// topic would: it notices by the fetch errors the client returns for the
+// old topic (the topic's ID in the cluster is no longer the one it reads),
+// or, on a broker without topic IDs, by offsets starting again below its
+// position. Meanwhile it answers from the set it had: the new topic's set
+// is built aside and replaces it once read up to the offsets listed when
+// the resync began, each key's answer changing at once, and OnChange
+// reports the difference (StatusCooled for a key the new topic does not
+// hold, StatusHot for one it holds anew or differently). A topic deleted
+// and not created again leaves the set as it was (a registry gone is not
+// "no key is hot"; Stats.Failing says the set is not being followed) until
+// the topic comes back. On fetch errors the follower waits before
+// fetching again, from 100ms up to 5s as the errors go on.
+//
 // All methods are safe for concurrent use.
 type Follower struct {
 	topic string
@@ -180,8 +207,16 @@ type Follower struct {
 	mu sync.Mutex
 	st registryState
 
+	// aside is the state a resync builds, nil when none is under way;
+	// guarded by mu, replaced (set) by the fetch loop only.
+	aside *registryState
+
+	fetchErrors, resyncs atomic.Uint64
+	failing, resyncing   atomic.Bool
+
 	// Owned by the fetch loop.
 	progress progress
+	topicID  [16]byte // the ID of the topic being read; zero: not known
 	badLog   logLimit
 	fetchLog logLimit
 }
@@ -286,7 +321,8 @@ func (f *Follower) All() iter.Seq[Entry] {
 //     when a manual override ended);
 //   - StatusCooled with the entry it had: a record took the key out (the
 //     detector's cooled or tombstone, a demote, a manual tombstone, a
-//     manual record read after its end);
+//     manual record read after its end), or the topic was recreated
+//     without it;
 //   - StatusExpired with the entry it had: a promote's TTL ended and the
 //     detector has no entry for the key.
 //
@@ -332,7 +368,8 @@ func (f *Follower) Stats() FollowerStats {
 	d, m := int(f.nDetector.Load()), int(f.nManual.Load())
 	return FollowerStats{Entries: d + m, Detector: d, Manual: m, Demoted: int(f.nDemoted.Load()),
 		RecordsRead: f.records.Load(), DecodeErrors: f.decodeErrors.Load(), OnChangeDropped: f.dropped.Load(),
-		Ready: f.ready.Load(), Lag: f.lag.Load()}
+		Ready: f.ready.Load(), Lag: f.lag.Load(), FetchErrors: f.fetchErrors.Load(), Failing: f.failing.Load(),
+		Resyncs: f.resyncs.Load(), Resyncing: f.resyncing.Load()}
 }
 
 // Close stops following, waits for the follower's goroutines (a callback
@@ -347,39 +384,150 @@ func (f *Follower) Close() {
 	})
 }
 
+// Backoff after fetch errors: doubled per poll that fails again, reset by
+// one that does not.
+const (
+	minFetchBackoff = 100 * time.Millisecond
+	maxFetchBackoff = 5 * time.Second
+)
+
 // fetchLoop lists where the registry ends, then reads it until Close.
 func (f *Follower) fetchLoop() {
 	defer f.wg.Done()
-	if !f.listEnds() {
+	adm := kadm.NewClient(f.cl)
+	if !f.listEnds(adm, false) {
 		return
 	}
+	backoff := minFetchBackoff
 	for {
 		fs := f.cl.PollFetches(f.ctx)
 		if f.ctx.Err() != nil || fs.IsClientClosed() {
 			return
 		}
-		fs.EachError(func(_ string, p int32, err error) {
-			if errors.Is(err, context.Canceled) {
+		failed, dataLoss := f.countFetchErrors(fs)
+		rewound := f.apply(fs)
+		switch {
+		case rewound || dataLoss:
+			why := "offsets started again below the follower's position"
+			if dataLoss {
+				why = "the client lost records"
+			}
+			if !f.resync(adm, why) {
 				return
 			}
-			if ok, skipped := f.fetchLog.allow(time.Now()); ok {
-				f.log.Warn("hotkeys follower: fetch", "partition", p, "err", err, "similar_logs_skipped", skipped)
-			}
-		})
-		f.apply(fs)
+			continue
+		case !failed:
+			backoff = minFetchBackoff
+			f.setFailing(false)
+			continue
+		}
+		f.setFailing(true)
+		t := time.NewTimer(backoff)
+		select {
+		case <-f.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxFetchBackoff)
+		if f.recreated(adm) && !f.resync(adm, "the topic's ID changed") {
+			return
+		}
 	}
 }
 
-// listEnds records the partitions' start and last stable offsets, retrying
-// until it has them or the follower is closed (false).
-func (f *Follower) listEnds() bool {
-	adm := kadm.NewClient(f.cl)
-	backoff := 100 * time.Millisecond
+// countFetchErrors counts and logs the errors of a poll, and reports whether
+// there were any and whether one says the client lost records.
+func (f *Follower) countFetchErrors(fs kgo.Fetches) (failed, dataLoss bool) {
+	fs.EachError(func(_ string, p int32, err error) {
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		failed = true
+		var dl *kgo.ErrDataLoss
+		dataLoss = dataLoss || errors.As(err, &dl)
+		f.fetchErrors.Add(1)
+		f.m.fetchErrors.Inc()
+		if ok, skipped := f.fetchLog.allow(time.Now()); ok {
+			f.log.Warn("hotkeys follower: fetch", "partition", p, "err", err, "similar_logs_skipped", skipped)
+		}
+	})
+	return failed, dataLoss
+}
+
+func (f *Follower) setFailing(v bool) {
+	if f.failing.Swap(v) == v {
+		return
+	}
+	if v {
+		f.m.failing.Set(1)
+		return
+	}
+	f.m.failing.Set(0)
+	f.log.Info("hotkeys follower: fetching again")
+}
+
+// recreated reports whether the cluster holds the topic under another ID
+// than the one being read. A topic missing, or a broker that cannot say,
+// is not recreated (yet): the follower keeps its set and waits.
+func (f *Follower) recreated(adm *kadm.Client) bool {
+	md, err := adm.Metadata(f.ctx, f.topic)
+	if err != nil {
+		return false
+	}
+	td, ok := md.Topics[f.topic]
+	if !ok || td.Err != nil || td.ID == (kadm.TopicID{}) {
+		return false
+	}
+	// A zero topicID (the topic appeared after the start and no record
+	// came yet) counts as another ID: reading an unchanged topic again
+	// only costs the reading.
+	return [16]byte(td.ID) != f.topicID
+}
+
+// resync reads the topic again from its start: it makes the client forget
+// the topic (it never reads a recreated topic by itself), lists the new
+// topic's offsets, waiting for the topic to exist, and starts a state
+// aside that apply fills and swaps in once read. It returns false when
+// the follower was closed.
+func (f *Follower) resync(adm *kadm.Client, why string) bool {
+	f.resyncs.Add(1)
+	f.m.resyncs.Inc()
+	f.resyncing.Store(true)
+	f.log.Warn("hotkeys follower: the registry topic was deleted or recreated; reading it again from its start, answering from the set read so far until then",
+		"why", why)
+	f.cl.PurgeTopicsFromClient(f.topic)
+	f.cl.AddConsumeTopics(f.topic)
+	f.mu.Lock()
+	f.aside = f.newAside()
+	f.mu.Unlock()
+	if !f.listEnds(adm, true) {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.progress.done() {
+		f.swapLocked(f.clock.now())
+		f.setReady()
+	}
+	return true
+}
+
+// listEnds records the topic's ID and its partitions' start and last
+// stable offsets, retrying until it has them or the follower is closed
+// (false). With mustExist it also retries while the topic does not exist.
+func (f *Follower) listEnds(adm *kadm.Client, mustExist bool) bool {
+	backoff := minFetchBackoff
 	for {
-		want, next, err := f.tryListEnds(adm)
+		id, want, next, err := f.tryListEnds(adm)
+		if err == nil && mustExist && len(next) == 0 {
+			err = errors.New("the topic does not exist")
+		}
 		if err == nil {
+			f.setFailing(false)
+			f.topicID = id
 			f.progress.start(want, next)
-			if f.progress.done() {
+			if f.progress.done() && f.aside == nil {
 				f.setReady()
 			}
 			return true
@@ -387,6 +535,7 @@ func (f *Follower) listEnds() bool {
 		if f.ctx.Err() != nil {
 			return false
 		}
+		f.setFailing(true)
 		if ok, skipped := f.fetchLog.allow(time.Now()); ok {
 			f.log.Warn("hotkeys follower: list the registry's offsets; retrying", "err", err, "retry_in", backoff, "similar_logs_skipped", skipped)
 		}
@@ -397,20 +546,30 @@ func (f *Follower) listEnds() bool {
 			return false
 		case <-t.C:
 		}
-		backoff = min(2*backoff, 5*time.Second)
+		backoff = min(2*backoff, maxFetchBackoff)
 	}
 }
 
-// tryListEnds returns, per partition with records to read, the offset the
+// tryListEnds returns the topic's ID (zero if it does not exist or the
+// broker has none), per partition with records to read the offset the
 // follower must reach to be ready, and each partition's start offset.
-func (f *Follower) tryListEnds(adm *kadm.Client) (want, start map[int32]int64, err error) {
+func (f *Follower) tryListEnds(adm *kadm.Client) (id [16]byte, want, start map[int32]int64, err error) {
+	// The ID first: if the topic is recreated before the offsets are
+	// listed, the fetches fail and another resync follows.
+	md, err := adm.Metadata(f.ctx, f.topic)
+	if err != nil {
+		return id, nil, nil, fmt.Errorf("metadata: %w", err)
+	}
+	if td, ok := md.Topics[f.topic]; ok && td.Err == nil {
+		id = td.ID
+	}
 	ends, err := adm.ListCommittedOffsets(f.ctx, f.topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("last stable offsets: %w", err)
+		return id, nil, nil, fmt.Errorf("last stable offsets: %w", err)
 	}
 	starts, err := adm.ListStartOffsets(f.ctx, f.topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start offsets: %w", err)
+		return id, nil, nil, fmt.Errorf("start offsets: %w", err)
 	}
 	want, start = map[int32]int64{}, map[int32]int64{}
 	var errs []error
@@ -437,9 +596,9 @@ func (f *Follower) tryListEnds(adm *kadm.Client) (want, start map[int32]int64, e
 		}
 	})
 	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
+		return id, nil, nil, errors.Join(errs...)
 	}
-	return want, start, nil
+	return id, want, start, nil
 }
 
 func (f *Follower) setReady() {
@@ -471,7 +630,7 @@ func (f *Follower) expiryLoop() {
 			stop()
 		case <-fire:
 			f.mu.Lock()
-			f.sweepLocked(f.clock.now())
+			f.sweepLocked(&f.st, f.clock.now())
 			f.mu.Unlock()
 		}
 	}

@@ -19,6 +19,9 @@ type followerMetrics struct {
 	demoted      prometheus.Gauge
 	ready        prometheus.Gauge
 	lag          prometheus.Gauge
+	fetchErrors  prometheus.Counter
+	failing      prometheus.Gauge
+	resyncs      prometheus.Counter
 }
 
 // newFollowerMetrics builds the metrics and registers them with reg (nil:
@@ -41,6 +44,12 @@ func newFollowerMetrics(reg prometheus.Registerer) (*followerMetrics, error) {
 			Help: "1 once the follower has read the registry up to its end at start."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keyheat_hotkeys_follower_lag_records",
 			Help: "Offsets between the follower's position and the partitions' high watermarks, summed, as of the last fetch."}),
+		fetchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_hotkeys_follower_fetch_errors_total",
+			Help: "Partition errors the follower's fetches returned."}),
+		failing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "keyheat_hotkeys_follower_failing",
+			Help: "1 while the latest fetch returned errors or a resync waits for the topic: the set is the last one read."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_hotkeys_follower_resyncs_total",
+			Help: "Times the follower started reading the registry again from its start because the topic was recreated."}),
 	}
 	m.entries.WithLabelValues(SourceDetector.String())
 	m.entries.WithLabelValues(SourceManual.String())
@@ -48,7 +57,7 @@ func newFollowerMetrics(reg prometheus.Registerer) (*followerMetrics, error) {
 		return m, nil
 	}
 	m.reg = reg
-	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.dropped, m.expired, m.entries, m.demoted, m.ready, m.lag} {
+	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.dropped, m.expired, m.entries, m.demoted, m.ready, m.lag, m.fetchErrors, m.failing, m.resyncs} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, fmt.Errorf("register follower metrics: %w", err)

@@ -197,20 +197,41 @@ func mitigation(m *schemas.Mitigation) (Mitigation, int) {
 
 // apply applies a poll's records: it decodes them, then, under mu, ends
 // the overrides that ran out, applies the records as one batch, publishes
-// and reports it, and moves the readiness position.
-func (f *Follower) apply(fs kgo.Fetches) {
+// and reports it, and moves the readiness position. While a resync is
+// under way the records go to the state it builds aside, which replaces
+// the live one once read to the offsets listed when the resync began.
+//
+// A record at or below an offset already read on its partition means the
+// partition's log started again (the topic was recreated on a broker that
+// does not report topic IDs, or it lost records): apply then applies
+// nothing of the poll and returns true, for the caller to resync.
+func (f *Follower) apply(fs kgo.Fetches) (rewound bool) {
 	var recs []*kgo.Record
 	var lagChanged bool
-	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		for _, r := range p.Records {
-			f.progress.advance(p.Partition, r.Offset)
-			if !r.Attrs.IsControl() {
-				recs = append(recs, r)
+	for _, ft := range fs {
+		for _, t := range ft.Topics {
+			for _, p := range t.Partitions {
+				if len(p.Records) > 0 && f.progress.rewound(p.Partition, p.Records[0].Offset) {
+					return true
+				}
 			}
 		}
-		if p.Err == nil && p.HighWatermark >= 0 {
-			f.progress.hw[p.Partition] = p.HighWatermark
-			lagChanged = true
+	}
+	fs.EachTopic(func(t kgo.FetchTopic) {
+		for _, p := range t.Partitions {
+			if len(p.Records) > 0 && t.TopicID != ([16]byte{}) {
+				f.topicID = t.TopicID
+			}
+			for _, r := range p.Records {
+				f.progress.advance(p.Partition, r.Offset)
+				if !r.Attrs.IsControl() {
+					recs = append(recs, r)
+				}
+			}
+			if p.Err == nil && p.HighWatermark >= 0 {
+				f.progress.hw[p.Partition] = p.HighWatermark
+				lagChanged = true
+			}
 		}
 	})
 	if lagChanged {
@@ -235,28 +256,89 @@ func (f *Follower) apply(fs kgo.Fetches) {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	s := &f.st
+	if f.aside != nil {
+		s = f.aside
+	}
 	now := f.clock.now()
-	f.sweepLocked(now)
+	f.sweepLocked(s, now)
 	if len(ops) > 0 {
-		f.beginLocked()
+		f.beginLocked(s)
 		nowMs := now.UnixMilli()
 		for i := range ops {
 			if errs[i] == nil {
-				f.applyOpLocked(&ops[i], nowMs)
+				f.applyOpLocked(s, &ops[i], nowMs)
 			}
 		}
-		f.finishLocked(StatusCooled)
+		f.finishLocked(s, StatusCooled)
+	}
+	if f.aside != nil && f.progress.done() {
+		f.swapLocked(now)
 	}
 	if !f.ready.Load() && f.progress.done() {
 		// The batch that completes the bootstrap is part of it: finished
 		// above before ready is set, so it reported nothing.
 		f.setReady()
 	}
+	return false
 }
 
-func (f *Follower) applyOpLocked(op *recordOp, nowMs int64) {
-	op.k.app = f.st.intern(op.k.app)
-	st, prevVis, prevDemoted := f.touchLocked(op.k)
+// newAside returns an empty state for a resync to build: its set has the
+// live set's seed, so that its tables can replace the live ones.
+func (f *Follower) newAside() *registryState {
+	set := &entrySet{seed: f.set.seed}
+	for i := range set.shards {
+		set.shards[i].Store(emptyTable)
+	}
+	s := &registryState{}
+	s.init(set)
+	return s
+}
+
+// swapLocked makes the state a resync built the live one: readers see the
+// new set shard by shard, as they see any batch, and the callbacks get
+// the difference, once per key: StatusCooled with the old entry for a key
+// the new topic does not hold, StatusHot for a key new or changed.
+func (f *Follower) swapLocked(now time.Time) {
+	s := f.aside
+	f.aside = nil
+	f.sweepLocked(s, now) // overrides that ended while it was read
+	s.w.publish()
+	for i := range f.set.shards {
+		f.set.shards[i].Store(s.w.set.shards[i].Load())
+	}
+	s.w.set = f.set
+	if f.ready.Load() && len(*f.cbs.Load()) > 0 {
+		for k, old := range f.st.keys {
+			if old.vis == nil {
+				continue
+			}
+			if st := s.keys[k]; st == nil || st.vis == nil {
+				e := *old.vis
+				e.Status = StatusCooled
+				f.emit(e)
+			}
+		}
+		for k, st := range s.keys {
+			if st.vis == nil {
+				continue
+			}
+			if old := f.st.keys[k]; old == nil || old.vis == nil || *old.vis != *st.vis {
+				f.emit(*st.vis)
+			}
+		}
+	}
+	f.st = *s
+	f.storeCountsLocked()
+	f.resyncing.Store(false)
+	f.rearmExpiry()
+	f.log.Info("hotkeys follower: resync done; the set is the recreated topic's",
+		"entries", f.st.nDetector+f.st.nManual)
+}
+
+func (f *Follower) applyOpLocked(s *registryState, op *recordOp, nowMs int64) {
+	op.k.app = s.intern(op.k.app)
+	st, prevVis, prevDemoted := s.touch(op.k)
 	if !op.manual {
 		switch {
 		case op.det == nil, op.det.Type == schemas.HotKeyCooled:
@@ -269,18 +351,18 @@ func (f *Follower) applyOpLocked(op *recordOp, nowMs int64) {
 	} else if op.man == nil || op.man.ExpiresMs() <= nowMs {
 		// A tombstone, or an entry read after it ended: whichever override
 		// the key had is over.
-		f.endOverrideLocked(st)
+		s.endOverride(st)
 	} else {
-		f.endOverrideLocked(st)
+		s.endOverride(st)
 		ov := &override{expMs: op.man.ExpiresMs()}
 		if op.man.Action == schemas.ManualPromote {
 			ov.entry = manualEntry(op)
 		}
 		st.man = ov
-		f.st.live++
-		f.pushExpiryLocked(op.k, ov)
+		s.live++
+		f.pushExpiryLocked(s, op.k, ov)
 	}
-	f.settleLocked(op.k, st, prevVis, prevDemoted)
+	s.settle(op.k, st, prevVis, prevDemoted)
 }
 
 // detectorEntry is the entry of a detector record; prev, on an update, is
@@ -310,102 +392,107 @@ func manualEntry(op *recordOp) *Entry {
 		LocalTTL: time.Duration(m.LocalTTLMs) * time.Millisecond}
 }
 
-// sweepLocked ends the overrides whose TTL ran out by now, as a batch of
-// its own whose removals report StatusExpired.
-func (f *Follower) sweepLocked(now time.Time) {
+// sweepLocked ends the overrides of s whose TTL ran out by now, as a batch
+// of its own whose removals report StatusExpired.
+func (f *Follower) sweepLocked(s *registryState, now time.Time) {
 	nowMs := now.UnixMilli()
-	if len(f.st.expiry) == 0 || f.st.expiry[0].atMs > nowMs {
+	if len(s.expiry) == 0 || s.expiry[0].atMs > nowMs {
 		return
 	}
-	f.beginLocked()
-	for len(f.st.expiry) > 0 && f.st.expiry[0].atMs <= nowMs {
-		it := heap.Pop(&f.st.expiry).(expiryItem)
-		st := f.st.keys[it.k]
+	f.beginLocked(s)
+	for len(s.expiry) > 0 && s.expiry[0].atMs <= nowMs {
+		it := heap.Pop(&s.expiry).(expiryItem)
+		st := s.keys[it.k]
 		if st == nil || st.man != it.ov {
 			continue // replaced or removed since
 		}
-		st, prevVis, prevDemoted := f.touchLocked(it.k)
-		f.endOverrideLocked(st)
-		f.settleLocked(it.k, st, prevVis, prevDemoted)
-		f.m.expired.Inc()
+		st, prevVis, prevDemoted := s.touch(it.k)
+		s.endOverride(st)
+		s.settle(it.k, st, prevVis, prevDemoted)
+		if s == &f.st {
+			f.m.expired.Inc()
+		}
 	}
-	f.finishLocked(StatusExpired)
+	f.finishLocked(s, StatusExpired)
 }
 
-func (f *Follower) endOverrideLocked(st *followedKey) {
+func (s *registryState) endOverride(st *followedKey) {
 	if st.man != nil {
 		st.man = nil
-		f.st.live--
+		s.live--
 	}
 }
 
-// beginLocked starts a batch; its changes are reported when the follower
-// is ready and someone listens.
-func (f *Follower) beginLocked() {
-	f.st.track = f.ready.Load() && len(*f.cbs.Load()) > 0
+// beginLocked starts a batch on s; its changes are reported when s is the
+// live state, the follower is ready and someone listens. A resync's state
+// reports nothing as it is built: its difference from the live state is
+// reported when it replaces it.
+func (f *Follower) beginLocked(s *registryState) {
+	s.track = s == &f.st && f.ready.Load() && len(*f.cbs.Load()) > 0
 }
 
-// touchLocked returns k's state (new if the registry did not know k) and
-// what readers and the demote count saw of it before the change the
-// caller is about to make, and notes k as changed in the batch.
-func (f *Follower) touchLocked(k setKey) (st *followedKey, prevVis *Entry, prevDemoted bool) {
-	st = f.st.keys[k]
+// touch returns k's state (new if the registry did not know k) and what
+// readers and the demote count saw of it before the change the caller is
+// about to make, and notes k as changed in the batch.
+func (s *registryState) touch(k setKey) (st *followedKey, prevVis *Entry, prevDemoted bool) {
+	st = s.keys[k]
 	if st == nil {
 		st = &followedKey{}
-		f.st.keys[k] = st
+		s.keys[k] = st
 	}
-	if f.st.track {
-		if _, ok := f.st.seen[k]; !ok {
-			f.st.seen[k] = struct{}{}
-			f.st.touched = append(f.st.touched, touched{k, st.vis})
+	if s.track {
+		if _, ok := s.seen[k]; !ok {
+			s.seen[k] = struct{}{}
+			s.touched = append(s.touched, touched{k, st.vis})
 		}
 	}
 	return st, st.vis, st.demoted()
 }
 
-// settleLocked brings k's visible entry, the set's writer and the counts in
-// line with st after a change.
-func (f *Follower) settleLocked(k setKey, st *followedKey, prevVis *Entry, prevDemoted bool) {
+// settle brings k's visible entry, the set's writer and the counts in line
+// with st after a change.
+func (s *registryState) settle(k setKey, st *followedKey, prevVis *Entry, prevDemoted bool) {
 	if vis := st.visible(); vis != prevVis {
 		if vis != nil {
-			f.st.w.put(vis)
+			s.w.put(vis)
 		} else {
-			f.st.w.del(k.app, k.key)
+			s.w.del(k.app, k.key)
 		}
-		f.countLocked(prevVis, -1)
-		f.countLocked(vis, 1)
+		s.count(prevVis, -1)
+		s.count(vis, 1)
 		st.vis = vis
 	}
 	if d := st.demoted(); d != prevDemoted {
 		if d {
-			f.st.nDemoted++
+			s.nDemoted++
 		} else {
-			f.st.nDemoted--
+			s.nDemoted--
 		}
 	}
 	if st.det == nil && st.man == nil {
-		delete(f.st.keys, k)
+		delete(s.keys, k)
 	}
 }
 
-func (f *Follower) countLocked(e *Entry, n int) {
+func (s *registryState) count(e *Entry, n int) {
 	switch {
 	case e == nil:
 	case e.Source == SourceManual:
-		f.st.nManual += n
+		s.nManual += n
 	default:
-		f.st.nDetector += n
+		s.nDetector += n
 	}
 }
 
 // finishLocked publishes the batch, reports its changes (a key that left
-// the set with removed), then updates the counts: Stats showing a batch's
-// entries means its changes were all queued or dropped.
-func (f *Follower) finishLocked(removed Status) {
-	f.st.w.publish()
-	for _, t := range f.st.touched {
+// the set with removed), then, for the live state, updates the counts:
+// Stats showing a batch's entries means its changes were all queued or
+// dropped.
+func (f *Follower) finishLocked(s *registryState, removed Status) {
+	s.w.publish()
+	for _, t := range s.touched {
 		var after *Entry
-		if st := f.st.keys[t.k]; st != nil {
+		if st := s.keys[t.k]; st != nil {
 			after = st.vis
 		}
 		switch {
@@ -418,10 +505,18 @@ func (f *Follower) finishLocked(removed Status) {
 			f.emit(e)
 		}
 	}
-	clear(f.st.seen)
-	clear(f.st.touched)
-	f.st.touched = f.st.touched[:0]
-	f.st.track = false
+	clear(s.seen)
+	clear(s.touched)
+	s.touched = s.touched[:0]
+	s.track = false
+	if s == &f.st {
+		f.storeCountsLocked()
+	}
+}
+
+// storeCountsLocked copies the live state's counts to the atomics Stats
+// reads and to the metrics.
+func (f *Follower) storeCountsLocked() {
 	f.nDetector.Store(int64(f.st.nDetector))
 	f.nManual.Store(int64(f.st.nManual))
 	f.nDemoted.Store(int64(f.st.nDemoted))
@@ -432,22 +527,26 @@ func (f *Follower) finishLocked(removed Status) {
 
 // pushExpiryLocked schedules ov's end and wakes the expiry loop, which may
 // be waiting for a later one.
-func (f *Follower) pushExpiryLocked(k setKey, ov *override) {
+func (f *Follower) pushExpiryLocked(s *registryState, k setKey, ov *override) {
 	// Replaced overrides stay in the heap until their time; rebuild it
 	// when they outnumber the live ones, so that a control plane that
 	// renews entries often does not grow it without bound.
-	if len(f.st.expiry) > 2*f.st.live+64 {
-		live := f.st.expiry[:0]
-		for _, it := range f.st.expiry {
-			if st := f.st.keys[it.k]; st != nil && st.man == it.ov {
+	if len(s.expiry) > 2*s.live+64 {
+		live := s.expiry[:0]
+		for _, it := range s.expiry {
+			if st := s.keys[it.k]; st != nil && st.man == it.ov {
 				live = append(live, it)
 			}
 		}
-		clear(f.st.expiry[len(live):])
-		f.st.expiry = live
-		heap.Init(&f.st.expiry)
+		clear(s.expiry[len(live):])
+		s.expiry = live
+		heap.Init(&s.expiry)
 	}
-	heap.Push(&f.st.expiry, expiryItem{atMs: ov.expMs, k: k, ov: ov})
+	heap.Push(&s.expiry, expiryItem{atMs: ov.expMs, k: k, ov: ov})
+	f.rearmExpiry()
+}
+
+func (f *Follower) rearmExpiry() {
 	select {
 	case f.rearm <- struct{}{}:
 	default:
@@ -487,18 +586,31 @@ type progress struct {
 	want   map[int32]int64 // partitions not read up to their offset yet
 	next   map[int32]int64
 	hw     map[int32]int64
+	read   map[int32]int64 // the highest offset handed out, per partition
 }
 
+// start begins tracking a listing: at the follower's start, or a resync's.
 func (p *progress) start(want, start map[int32]int64) {
 	p.listed, p.want, p.next = true, want, start
-	if p.hw == nil {
-		p.hw = map[int32]int64{}
-	}
+	p.hw, p.read = map[int32]int64{}, map[int32]int64{}
+}
+
+// rewound reports whether a record at offset on partition comes from a
+// log that started again: an offset already handed out.
+func (p *progress) rewound(partition int32, offset int64) bool {
+	r, ok := p.read[partition]
+	return ok && offset <= r
 }
 
 func (p *progress) advance(partition int32, offset int64) {
 	if p.next == nil {
 		p.next = map[int32]int64{}
+	}
+	if p.read == nil {
+		p.read = map[int32]int64{}
+	}
+	if r, ok := p.read[partition]; !ok || offset > r {
+		p.read[partition] = offset
 	}
 	if offset+1 > p.next[partition] {
 		p.next[partition] = offset + 1
