@@ -112,7 +112,8 @@ func unlinkEach(ctx context.Context, c *redis.Client, keys []string) error {
 func PrivateRedisCluster(t testing.TB) *redis.ClusterClient {
 	t.Helper()
 	Require(t, EnvRedis)
-	off := freeOffset(t, 16379)
+	// A cluster node also listens on its port + 10000 (the cluster bus).
+	off := freeOffset(t, 16379, 26379)
 	run := servicesRunner(t, off, "KEYHEAT_SERVICES_REDIS_CLUSTER=1")
 	run(t, "redis-up")
 	t.Cleanup(func() { run(t, "redis-down") })
