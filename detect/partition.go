@@ -918,7 +918,11 @@ func (w *partWorker) checkEnd() {
 	w.flushArchive(true)
 	if w.archive != nil {
 		if err := w.archive.Flush(w.ctx); err != nil {
-			w.s.fail(fmt.Errorf("detect: archive %s/%d: %w", w.tp.topic, w.tp.partition, err))
+			// A revoke cancels w.ctx: the partition's new owner reads
+			// again from the commit, which this flush never passed.
+			if w.ctx.Err() == nil {
+				w.s.fail(fmt.Errorf("detect: archive %s/%d: %w", w.tp.topic, w.tp.partition, err))
+			}
 			return
 		}
 	}
