@@ -226,6 +226,7 @@ func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.Offse
 				b := st
 				if err := s.bounds(ctx, t.Topic, p.Partition, &b); err != nil {
 					s.log.Debug("end offset of a partition assigned", "topic", t.Topic, "partition", p.Partition, "err", err)
+					go w.learnLag(st) // until then the partition is not idle
 				} else {
 					w.lag.Store(max(0, b.end-b.first))
 				}
@@ -234,6 +235,25 @@ func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.Offse
 		}
 	}
 	return nil
+}
+
+// learnLag asks for a live partition's end offset until it has it (or
+// a fetch told it first, or the partition is given up), when asking at
+// the assignment failed.
+func (w *partWorker) learnLag(st startInfo) {
+	for wait := 100 * time.Millisecond; w.lag.Load() == lagUnknown; wait = min(2*wait, 5*time.Second) {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		b := st
+		if err := w.s.bounds(w.ctx, w.tp.topic, w.tp.partition, &b); err != nil {
+			w.s.log.Debug("end offset of a partition", "topic", w.tp.topic, "partition", w.tp.partition, "err", err)
+			continue
+		}
+		w.lag.CompareAndSwap(lagUnknown, max(0, b.end-b.first))
+	}
 }
 
 // bounds finds, for an ExitAtEnd run, the partition's end (the last

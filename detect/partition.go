@@ -87,6 +87,8 @@ type partWorker struct {
 	// lag is the records between the last one fetched and the end of the
 	// partition, as of the last fetch (or of the assignment): a partition
 	// with records waiting is not idle, whatever the wall clock says.
+	// lagUnknown until the end offset was first learnt: a partition whose
+	// backlog is not known yet is not idle either.
 	lag atomic.Int64
 
 	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
@@ -187,8 +189,12 @@ func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
 	}
 	w.alignPos.Store(alignUnknown)
 	w.alignClock.Store(alignUnknown)
+	w.lag.Store(lagUnknown)
 	return w
 }
+
+// lagUnknown is a partition's lag before its end offset is known.
+const lagUnknown = -1
 
 // setStart hands the worker where its partition starts.
 func (w *partWorker) setStart(st startInfo) {
@@ -333,18 +339,25 @@ func (w *partWorker) loadStart() bool {
 	w.startMu.Unlock()
 	if ok {
 		w.st, w.started = st, true
+		// The idle timeout counts from when the partition could first be
+		// read, not from the assignment: under a starved CPU the offsets
+		// can take longer than the timeout to arrive.
+		w.lastEventAt = w.s.now()
 	}
 	return ok
 }
 
 // caughtUp reports whether the partition has nothing left to read, as
-// far as the last fetch knows: no batch waits and the fetch reached the
-// partition's end.
+// far as the last fetch knows: it started, no batch waits, and the end
+// offset is known and was reached.
 func (w *partWorker) caughtUp() bool {
+	if !w.started {
+		return false
+	}
 	w.qmu.Lock()
 	queued := len(w.queue)
 	w.qmu.Unlock()
-	return queued == 0 && w.lag.Load() <= 0
+	return queued == 0 && w.lag.Load() == 0
 }
 
 // progressEvery bounds how often a partition whose position moves sends
