@@ -218,13 +218,12 @@
 //     for longer than the warm-up at the commit) the restart knows that
 //     the key is hot, not what the crashed run published of it: it takes
 //     the key's first crossing in its re-read as the episode's hot, so
-//     its updates and cooled carry that onset and the peak since, and an
-//     update comes where that run's last rate says, which is where the
-//     crashed run's came only while their last published rates agree (a
-//     steady key's do: both published its rate a window after their
-//     crossings). Making these exact needs the episode's onset, peak and
-//     last rate across the commit, which the commit metadata does not
-//     carry.
+//     its updates and cooled carry that onset and the peak since, and its
+//     updates come where its own last published rate says: where the
+//     crashed run's did (same IDs, rates and advice) only while the two
+//     runs' last published rates agree. Making them exact needs the
+//     episode's onset, peak and last rate across the commit, which the
+//     commit metadata does not carry.
 //
 // These hold because the detector's state depends only on the last 2W +
 // CoolDown + Suppress of event time: every event goes into the sketches
