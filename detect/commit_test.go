@@ -48,13 +48,15 @@ func TestCommitFollowsTheCore(t *testing.T) {
 			// k1 turned hot, then cooled (no cool-down in the test rules).
 			hotIDs := func() []string {
 				var ids []string
-				for _, rec := range readAll(t, e.seeds, e.hotkeys) {
-					h, err := schemas.DecodeHotKeyEvent(rec.Value)
-					require.NoError(t, err)
+				recs := readAll(t, e.seeds, e.hotkeys)
+				for _, rec := range recs {
 					require.Equal(t, string(schemas.HotKeyRecordKey("a", "k1")), string(rec.Key))
+				}
+				for _, h := range registryEvents(t, recs) { // a tombstone after each cooled
 					require.Positive(t, h.DetectedMs, "the service stamps the publish time")
 					ids = append(ids, h.Type+" "+h.ID)
 				}
+				require.Nil(t, recs[len(recs)-1].Value, "k1 cooled: its last record is a tombstone")
 				return ids
 			}
 			published := hotIDs()

@@ -41,12 +41,17 @@
 // service with a *KeyMismatchError before the record is counted, so no
 // commit passes it. Each such record counts in
 // keyheat_detect_key_mismatch_total.
-// What the core outputs is published at once: hot-key events to the
-// compacted registry (key schemas.HotKeyRecordKey) and the sinks, window
-// summaries to the single-partition windows topic (key
-// schemas.PartitionWindowID). The producer is idempotent with acks from
-// all in-sync replicas, so a partition's summaries reach the merger in
-// order.
+// What the core outputs is published at once: hot-key events (hot, the
+// updates of a key that stays hot, cooled) to the compacted registry (key
+// schemas.HotKeyRecordKey) and the sinks, each cooled followed on the
+// registry alone by a tombstone under the same record key so that
+// compaction drops the key (registryRecords); window summaries to the
+// single-partition windows topic (key schemas.PartitionWindowID). The
+// producer is idempotent with acks from all in-sync replicas, so a
+// partition's summaries reach the merger in order, and a key's cooled and
+// tombstone reach the registry in that order. Detect writes no other
+// record key there: a manual entry's ("m:…", another writer's) is never
+// touched.
 //
 // # Alignment
 //
@@ -108,8 +113,8 @@
 // # Commits
 //
 // A worker tells its core which outputs are acknowledged (Acked,
-// AckedHotKey) once every destination has them: Kafka, and ClickHouse and
-// the archive when they are on. The core's CommitPoint is then the offset
+// AckedHotKey) once every destination has them: Kafka (for a cooled, its
+// tombstone too), and ClickHouse and the archive when they are on. The core's CommitPoint is then the offset
 // to commit and its metadata (schemas.CommitMeta); the worker lowers the
 // offset to its oldest dead letter not yet acknowledged and to the
 // archive's durable offset, and publishes the result. The poll loop
@@ -158,8 +163,9 @@
 // key schemas.CandidatesID (it starts "cand:", which no summary's
 // PartitionWindowID can: topic names have no ':'). The merger feeds them
 // to a pipeline.ClusterAlerts, not to the summaries' Merger, so they never
-// hold its commit point, and publishes the cluster's hot and cooled
-// events to the registry (schemas.HotKeyRecordKey), ClickHouse and, when
+// hold its commit point, and publishes the cluster's hot, update and
+// cooled events (and a cooled's tombstone) to the registry
+// (schemas.HotKeyRecordKey), ClickHouse and, when
 // it is on, the Parquet archive's hot keys (writer source "cluster",
 // flushed before the commit passes the batch behind the event). Its
 // commit goes no further than the first batch of the round two longest
@@ -172,7 +178,7 @@
 // the rounds and re-emits the events with the same IDs, which the
 // registry, ClickHouse and the archive's reader dedupe (meanwhile the
 // registry's last record for a cooled key may briefly be its hot again,
-// until the re-emitted cooled follows). The commit's metadata names that
+// until the re-emitted cooled and tombstone follow). The commit's metadata names that
 // round: every batch of it and later rounds lies after the commit, but a
 // lagging partition's batches of earlier rounds do too, and sums of
 // those alone could raise a key anew, so a new merger decides no round
@@ -197,11 +203,12 @@
 // a configuration that changes anything else of the pipeline is refused.
 // Ready is what /readyz serves: the group joined, no sink retrying.
 // Metrics cover records, events, late events, lag and committed offset
-// per partition, dead letters by reason, hot-key events and their delay
-// from onset, windows, reports, commits, rule reloads and the pipeline's
+// per partition, dead letters by reason, hot-key events by type (hot,
+// update, cooled) and the hot's delay from onset, windows, reports, commits, rule reloads and the pipeline's
 // own counters.
 //
 // StartBroker and View make `detect demo`: an in-process kfake broker on
 // 127.0.0.1 that real clients can reach, and a terminal view that follows
-// the registry and reports topics the way an application would.
+// the registry and reports topics the way an application would (skipping
+// tombstones and records it cannot decode).
 package detect

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -297,4 +299,46 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// registryEvents decodes records of the registry topic (readAll's order:
+// by partition, then offset), checking what detect writes there: every
+// value is a hot-key event under its key's record key, except a
+// tombstone (nil value), which comes right after a cooled of its record
+// key, and every cooled is followed by one. It returns the events,
+// tombstones left out.
+func registryEvents(t *testing.T, recs []*kgo.Record) []schemas.HotKeyEvent {
+	t.Helper()
+	var evs []schemas.HotKeyEvent
+	owed := map[string]bool{} // record key → a cooled waits for its tombstone
+	for _, r := range recs {
+		k := string(r.Key)
+		if r.Value == nil {
+			require.True(t, owed[k], "a tombstone at %d/%d not right after a cooled of %q", r.Partition, r.Offset, k)
+			delete(owed, k)
+			continue
+		}
+		require.False(t, owed[k], "a record at %d/%d between a cooled of %q and its tombstone", r.Partition, r.Offset, k)
+		h, err := schemas.DecodeHotKeyEvent(r.Value)
+		require.NoError(t, err)
+		require.Equal(t, string(schemas.HotKeyRecordKey(h.App, h.Key)), k)
+		owed[k] = h.Type == schemas.HotKeyCooled
+		evs = append(evs, *h)
+	}
+	for k, o := range owed {
+		require.False(t, o, "the cooled of %q has no tombstone after it", k)
+	}
+	return evs
+}
+
+// updateAt returns the slot boundary an update's ID names (its last
+// field), checking the ID is schemas.HotKeyID's.
+func updateAt(t *testing.T, h *schemas.HotKeyEvent) int64 {
+	t.Helper()
+	i := strings.LastIndexByte(h.ID, '/')
+	require.Positive(t, i, "ID %q", h.ID)
+	ms, err := strconv.ParseInt(h.ID[i+1:], 10, 64)
+	require.NoError(t, err, "ID %q", h.ID)
+	require.Equal(t, schemas.HotKeyID(h.Topic, h.Partition, h.Rule, h.Type, h.App, h.Key, ms), h.ID)
+	return ms
 }

@@ -816,8 +816,9 @@ func parseMergeMeta(s string) (doneThroughMs, clusterFromMs int64, err error) {
 // emitCluster publishes the cluster stage's hot-key events as a worker
 // publishes a partition's: to the registry (record key
 // schemas.HotKeyRecordKey, so the cluster's decision is the key's last
-// record), ClickHouse and the archive, which dedupe by ID. An event
-// holds the commit (clusterHold) until every one acknowledged it, the
+// record; a cooled is followed by the key's tombstone), ClickHouse and
+// the archive, which dedupe by ID. An event holds the commit
+// (clusterHold) until every one acknowledged it (its tombstone too), the
 // archive once it flushed.
 func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEvent) {
 	s := mr.s
@@ -825,13 +826,13 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 	for i := range evs {
 		h := evs[i] // a copy the sinks may keep
 		h.DetectedMs = nowMs
-		v, err := h.AppendJSON(nil)
+		recs, err := registryRecords(s.cfg.Topics.Hotkeys, &h)
 		if err != nil {
 			s.fail(fmt.Errorf("detect: %w", err))
 			return
 		}
 		id := h.ID
-		need := 1
+		need := len(recs)
 		if s.cfg.ClickHouse != nil {
 			need++
 		}
@@ -839,11 +840,13 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 			need++
 		}
 		// A hot's onset is an event time of the window that ended at its
-		// round, a cooled's no later than its round.
+		// round, a cooled's no later than its round, an update's (the
+		// episode's onset) before it.
 		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand, fromMs: h.OnsetMs - h.WindowMs}
-		mr.inbox.expect(1)
-		s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Hotkeys, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v},
-			func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+		for _, r := range recs {
+			mr.inbox.expect(1)
+			s.produce(ctx, r, func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+		}
 		if ch := s.cfg.ClickHouse; ch != nil {
 			mr.inbox.expect(1)
 			// Blocks while ClickHouse's buffer is full: cluster events are

@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"with true the service stops at the first. Above 0 the topic is not keyed by access key: set detect.keyed: false. " +
 				"By topic, kept when partitions move, so that it only grows."}, []string{"topic"}),
 		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyheat_detect_hotkeys_total",
-			Help: "Hot-key events published, by type (hot, cooled)."}, []string{"type"}),
+			Help: "Hot-key events published, by type (hot, update, cooled). A cooled is followed on the registry by the key's tombstone, not counted here."}, []string{"type"}),
 		alertDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keyheat_detect_alert_delay_seconds",
 			Help:    "Wall-clock publish time minus event-time onset of hot-key events: the detection delay on live input.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}),

@@ -711,15 +711,18 @@ func (w *partWorker) emit() {
 	w.out.Reset()
 }
 
+// publishHotKey produces h to the registry, ClickHouse and the archive,
+// and after a cooled the key's tombstone to the registry (see
+// registryRecords); the core hears of h once all of them acknowledged.
 func (w *partWorker) publishHotKey(h *schemas.HotKeyEvent) {
 	s := w.s
-	v, err := h.AppendJSON(nil)
+	recs, err := registryRecords(s.cfg.Topics.Hotkeys, h)
 	if err != nil {
 		s.fail(fmt.Errorf("detect: %w", err))
 		return
 	}
 	id := h.ID
-	need := 1
+	need := len(recs)
 	if s.cfg.ClickHouse != nil {
 		need++
 	}
@@ -727,9 +730,10 @@ func (w *partWorker) publishHotKey(h *schemas.HotKeyEvent) {
 		need++
 	}
 	w.hot[id] += need
-	w.inbox.expect(1)
-	s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Hotkeys, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v},
-		func(err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+	for _, r := range recs {
+		w.inbox.expect(1)
+		s.produce(w.ctx, r, func(err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+	}
 	if ch := s.cfg.ClickHouse; ch != nil {
 		w.inbox.expect(1)
 		t0 := time.Now()

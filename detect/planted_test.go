@@ -30,6 +30,9 @@ func slidingCount(tsMs []int64, atMs, windowMs int64) int {
 //     it, its onset within one detection slot of the first event at which
 //     its true count over the rule's window reaches the threshold, its rate
 //     within 5% of its true rate at that onset;
+//   - between, updates say its rate over the rule window ending at their
+//     slot boundary, exactly as the events give it (at twice the rule,
+//     the first update says so);
 //   - it is published cooled once the cool-down has passed after its true
 //     count fell back below the threshold;
 //   - a whitelisted key as hot as it is never published;
@@ -127,10 +130,8 @@ func TestPlantedHotKeyFromGen(t *testing.T) {
 			runToEnd(t, cfg)
 
 			byKey := map[string][]*schemas.HotKeyEvent{}
-			for _, r := range readAll(t, e.seeds, e.hotkeys) {
-				h, err := schemas.DecodeHotKeyEvent(r.Value)
-				require.NoError(t, err)
-				byKey[h.Key] = append(byKey[h.Key], h)
+			for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
+				byKey[h.Key] = append(byKey[h.Key], &h)
 			}
 			keys := make([]string, 0, len(byKey))
 			for k := range byKey {
@@ -153,13 +154,37 @@ func TestPlantedHotKeyFromGen(t *testing.T) {
 				require.GreaterOrEqual(t, h.Rate, float64(threshold))
 			}
 
-			hs := byKey["product:42"]
+			// Between its hot and its cooled a key at twice the rule is
+			// published again with its rate: the key's events in the rule
+			// window that ends at the update's slot boundary.
+			alerts := map[string][]*schemas.HotKeyEvent{}
+			for _, key := range keys {
+				for _, h := range byKey[key] {
+					if h.Type != schemas.HotKeyUpdate {
+						alerts[key] = append(alerts[key], h)
+						continue
+					}
+					atMs := updateAt(t, h)
+					n := 0
+					for _, ts := range times[key] {
+						if ts >= atMs-windowMs && ts < atMs {
+							n++
+						}
+					}
+					require.Equal(t, float64(n)*1000/windowMs, h.Rate, "%s: update at %d", key, atMs)
+					require.Equal(t, byKey[key][0].OnsetMs, h.OnsetMs)
+				}
+			}
+			require.Greater(t, len(byKey["product:42"]), 2, "product:42 at 4,000/s: updated from its crossing's 2,000/s")
+			require.Equal(t, schemas.HotKeyUpdate, byKey["product:42"][1].Type)
+			require.InEpsilon(t, 4000, byKey["product:42"][1].Rate, 0.05)
+			hs := alerts["product:42"]
 			require.Len(t, hs, 2, "product:42: hot once, then cooled: %+v", hs)
 			require.Equal(t, schemas.HotKeyCooled, hs[1].Type)
 			below := trueBelow("product:42", hs[0].OnsetMs)
 			require.Positive(t, below)
 			require.InDelta(t, below+coolDownMs, hs[1].OnsetMs, slotMs, "cooled at the end of the cool-down after the key fell below")
-			require.Len(t, byKey["late-bloomer"], 1, "late-bloomer: hot once; its burst ends too late to cool in the stream")
+			require.Len(t, alerts["late-bloomer"], 1, "late-bloomer: hot once; its burst ends too late to cool in the stream")
 
 			core := func(counter string) float64 {
 				fams, err := reg.Gather()

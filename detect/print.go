@@ -68,11 +68,22 @@ func (p *printer) report(r *schemas.WindowReport) {
 	_, _ = p.w.Write(p.buf)
 }
 
-// AppendHotKeyText appends one line saying what h says:
+// AppendHotKeyText appends one line saying what h says. It starts with
+// the event time the record is about: a hot's crossing, an update's slot
+// boundary (its ID's time), a cooled's end of cool-down. An update and a
+// cooled say the episode's peak rate, an update its onset too:
 //
-//	15:04:05.123 HOT    shop product:42 rate=5120.5/s threshold=1000/s rule=hot-api partition=keyheat.events/3 delay=8ms advice=local_cache
+//	15:04:05.123 HOT    shop "product:42" rate=1000.0/s threshold=1000/s rule=hot-api partition=keyheat.events/3 delay=8ms advice=local_cache
+//	15:04:06.200 UPDATE shop "product:42" rate=5120.0/s peak=5120.0/s threshold=1000/s rule=hot-api partition=keyheat.events/3 onset=15:04:05.123 advice=local_cache
+//	15:04:40.000 COOLED shop "product:42" rate=0.0/s peak=5120.0/s threshold=1000/s rule=hot-api partition=keyheat.events/3
 func AppendHotKeyText(b []byte, h *schemas.HotKeyEvent) []byte {
-	b = time.UnixMilli(h.OnsetMs).UTC().AppendFormat(b, "15:04:05.000")
+	atMs := h.OnsetMs
+	if h.Type == schemas.HotKeyUpdate {
+		if ms, ok := updateAtMs(h); ok {
+			atMs = ms
+		}
+	}
+	b = time.UnixMilli(atMs).UTC().AppendFormat(b, "15:04:05.000")
 	b = append(b, ' ')
 	b = append(b, strings.ToUpper(h.Type)...)
 	for i := len(h.Type); i < 7; i++ {
@@ -85,6 +96,10 @@ func AppendHotKeyText(b []byte, h *schemas.HotKeyEvent) []byte {
 	b = strconv.AppendQuote(b, h.Key)
 	b = append(b, " rate="...)
 	b = strconv.AppendFloat(b, h.Rate, 'f', 1, 64)
+	if h.Type != schemas.HotKeyHot && h.PeakRate > 0 {
+		b = append(b, "/s peak="...)
+		b = strconv.AppendFloat(b, h.PeakRate, 'f', 1, 64)
+	}
 	b = append(b, "/s threshold="...)
 	b = strconv.AppendFloat(b, h.Threshold, 'f', -1, 64)
 	b = append(b, "/s rule="...)
@@ -93,7 +108,11 @@ func AppendHotKeyText(b []byte, h *schemas.HotKeyEvent) []byte {
 	b = append(b, h.Topic...)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, int64(h.Partition), 10)
-	if h.DetectedMs >= h.OnsetMs && h.DetectedMs > 0 {
+	switch {
+	case h.Type == schemas.HotKeyUpdate:
+		b = append(b, " onset="...)
+		b = time.UnixMilli(h.OnsetMs).UTC().AppendFormat(b, "15:04:05.000")
+	case h.DetectedMs >= h.OnsetMs && h.DetectedMs > 0:
 		b = append(b, " delay="...)
 		b = append(b, (time.Duration(h.DetectedMs-h.OnsetMs) * time.Millisecond).String()...)
 	}

@@ -39,7 +39,8 @@ func (c *collect) Report(r *schemas.WindowReport) error {
 
 // replayInput is traffic over parts partitions and three apps whose event
 // times never go backwards within a partition (see Replay), with keys
-// that turn hot under testPipeline's rule and a long tail that does not.
+// that turn hot under testPipeline's rule (one hot for long, with
+// updates) and a long tail that does not.
 func replayInput(topic string, parts int32, baseMs int64) []*kgo.Record {
 	apps := []string{"shop", "search", "ads"}
 	var recs []*kgo.Record
@@ -51,9 +52,18 @@ func replayInput(topic string, parts int32, baseMs int64) []*kgo.Record {
 			if i%10 < 3 && i > 300 && i < 900 {
 				key, app = fmt.Sprintf("hot:%d", p), "shop" // three in a row, 4 ms apart: hot
 			}
+			if i >= 1000 && i < 1100 {
+				// Every event for 400 ms, 250/s (200/s in the window at
+				// each slot boundary), twice as many in the second half:
+				// hot, then an update.
+				key, app = fmt.Sprintf("steady:%d", p), "ads"
+			}
 			e := schemas.AccessEvent{TimeMs: tsMs, Key: key, App: app, Op: []string{"GET", "SET"}[i%2],
 				Bytes: 100 + i%700, Node: fmt.Sprintf("n%d", i%3), LatencyUs: i % 97}
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)})
+			if i >= 1050 && i < 1100 {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)})
+			}
 		}
 	}
 	return recs
@@ -76,8 +86,8 @@ func replayArchive(t *testing.T, root string, q parquet.Query, cfg detect.Config
 // TestReplayMatchesLive is the golden compare: an --exit-at-end run with
 // the archive on, then a replay of that archive through the same
 // pipeline and merger, must give the same reports (same IDs, same
-// content) and the same hot-key events (same IDs, same content except
-// the wall-clock DetectedMs).
+// content) and the same hot-key events, updates included (same IDs, same
+// content except the wall-clock DetectedMs).
 func TestReplayMatchesLive(t *testing.T) {
 	for _, b := range brokers {
 		t.Run(b.name, func(t *testing.T) {
@@ -109,13 +119,18 @@ func TestReplayMatchesLive(t *testing.T) {
 				live[rep.ID] = reportJSON(t, rep)
 			}
 			liveHot := map[string]string{}
-			for _, r := range readAll(t, e.seeds, e.hotkeys) {
-				h, err := schemas.DecodeHotKeyEvent(r.Value)
-				require.NoError(t, err)
-				liveHot[h.ID] = hotJSON(t, h)
+			for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
+				liveHot[h.ID] = hotJSON(t, &h)
 			}
 			require.NotEmpty(t, live, "the live run reported")
 			require.NotEmpty(t, liveHot, "the live run found hot keys")
+			updates := 0
+			for id := range liveHot {
+				if strings.Contains(id, "/"+schemas.HotKeyUpdate+"/") {
+					updates++
+				}
+			}
+			require.Positive(t, updates, "the live run published updates, which the replay must reproduce")
 
 			got, st := replayArchive(t, arOpts.Root, parquet.Query{}, cfg)
 			require.EqualValues(t, len(recs), st.Events, "every archived event replayed")
@@ -378,10 +393,8 @@ func TestReplayMatchesLiveRawMultiKey(t *testing.T) {
 			}
 			require.EqualValues(t, keys, liveEvents, "the live run counted one event per key")
 			liveHot := map[string]string{}
-			for _, r := range readAll(t, e.seeds, e.hotkeys) {
-				h, err := schemas.DecodeHotKeyEvent(r.Value)
-				require.NoError(t, err)
-				liveHot[h.ID] = hotJSON(t, h)
+			for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
+				liveHot[h.ID] = hotJSON(t, &h)
 			}
 			require.NotEmpty(t, liveHot, "the live run found hot keys")
 

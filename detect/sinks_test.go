@@ -61,9 +61,7 @@ func TestSinks(t *testing.T) {
 
 	reports := readAll(t, e.seeds, e.reports)
 	hot := map[string]bool{}
-	for _, r := range readAll(t, e.seeds, e.hotkeys) {
-		h, err := schemas.DecodeHotKeyEvent(r.Value)
-		require.NoError(t, err)
+	for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
 		hot[h.ID] = true
 	}
 	require.NotEmpty(t, hot)

@@ -109,6 +109,21 @@ func TestTextFormat(t *testing.T) {
 	h.DetectedMs = h.OnsetMs + 8
 	require.Equal(t, `15:04:05.123 HOT    shop "product:42" rate=5120.5/s threshold=1000/s rule=hot-api partition=keyheat.events/3 delay=8ms advice=split split=4`,
 		string(AppendHotKeyText(nil, h)))
+	// An update is about its slot boundary (its ID's time) and says the
+	// episode's peak and onset; a cooled its peak.
+	up := *h
+	up.Type, up.Rate, up.PeakRate, up.Mitigation = schemas.HotKeyUpdate, 12000, 12000, &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: 16}
+	atMs := h.OnsetMs + 1077
+	up.ID = schemas.HotKeyID(up.Topic, up.Partition, up.Rule, up.Type, up.App, up.Key, atMs)
+	up.DetectedMs = atMs + 9
+	require.Equal(t, `15:04:06.200 UPDATE shop "product:42" rate=12000.0/s peak=12000.0/s threshold=1000/s rule=hot-api partition=keyheat.events/3 onset=15:04:05.123 advice=split split=16`,
+		string(AppendHotKeyText(nil, &up)))
+	up.ID = "not/an/update/id"
+	require.True(t, strings.HasPrefix(string(AppendHotKeyText(nil, &up)), "15:04:05.123 UPDATE"), "an ID HotKeyID did not build: the onset")
+	cooled := schemas.HotKeyEvent{Type: schemas.HotKeyCooled, App: "shop", Key: "product:42", Rule: "hot-api", PeakRate: 12000, Threshold: 1000,
+		Topic: "keyheat.events", Partition: 3, OnsetMs: h.OnsetMs + 35_000}
+	require.Equal(t, `15:04:40.123 COOLED shop "product:42" rate=0.0/s peak=12000.0/s threshold=1000/s rule=hot-api partition=keyheat.events/3`,
+		string(AppendHotKeyText(nil, &cooled)))
 	r := &schemas.WindowReport{Scope: schemas.ScopeCluster, StartMs: h.OnsetMs - 123, Events: 20000, Distinct: 9876,
 		Skew: schemas.Skew{MaxMean: 1.31, Gini: 0.07, Top1Share: 0.15},
 		Top:  []schemas.KeyCount{{App: "shop", Key: "product:42", Count: 3000, Share: 0.15, Partition: 3}, {Key: "b", Count: 1, Partition: -1}},

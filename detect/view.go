@@ -116,9 +116,12 @@ func (v *View) record(r *kgo.Record) {
 	defer v.mu.Unlock()
 	switch r.Topic {
 	case v.cfg.Hotkeys:
+		if r.Value == nil {
+			return // a tombstone: a cooled key leaving the registry (its cooled came before)
+		}
 		h, err := schemas.DecodeHotKeyEvent(r.Value)
 		if err != nil {
-			return
+			return // not a detector record (a manual entry, "m:…"), or of a format this view does not know
 		}
 		v.alerts = append(v.alerts, string(AppendHotKeyText(nil, h)))
 		v.nAlerts++

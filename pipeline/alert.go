@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/keyheat/keyheat/hotring"
@@ -24,6 +25,54 @@ type alertState struct {
 	belowMs  int64 // first time seen below threshold while hot; noTime while above
 	cooledMs int64 // when it was published cooled; noTime if never
 	deferred bool  // crossed again less than Suppress after cooling
+	ep       epState
+}
+
+// epState is what the records of a hot key's episode (its hot, updates
+// and cooled) carry over from one to the next, for refresh.
+type epState struct {
+	onsetMs int64 // the hot's OnsetMs
+	// lastMs is the event time of the episode's last record: the clock at
+	// its hot, the slot boundary of an update. lastRate and lastBytesRate
+	// are its Rate and BytesRate, what the next update is measured from.
+	lastMs                  int64
+	lastRate, lastBytesRate float64
+	peak                    float64 // the highest Rate published in the episode
+}
+
+// start begins an episode with its hot event.
+func (e *epState) start(ev *schemas.HotKeyEvent, clockMs int64) {
+	ev.PeakRate = ev.Rate
+	*e = epState{onsetMs: ev.OnsetMs, lastMs: clockMs, lastRate: ev.Rate, lastBytesRate: ev.BytesRate, peak: ev.Rate}
+}
+
+// due reports whether an update at atMs is due for a key whose rule
+// window is windowMs and whose rule has an events threshold (eventsRule),
+// a bytes one (bytesRule) or both, at the rates given: at least a window
+// after the episode's last record, and a rate the rule watches moved by
+// change × its last published value or more. change 0 turns updates off.
+func (e *epState) due(atMs, windowMs int64, eventsRule, bytesRule bool, rate, bytesRate, change float64) bool {
+	if change <= 0 || atMs-e.lastMs < windowMs {
+		return false
+	}
+	return eventsRule && moved(rate, e.lastRate, change) || bytesRule && moved(bytesRate, e.lastBytesRate, change)
+}
+
+// moved reports whether cur differs from last by change × last or more
+// (by anything, when last is 0).
+func moved(cur, last, change float64) bool {
+	if last == 0 {
+		return cur > 0
+	}
+	return math.Abs(cur-last) >= change*last
+}
+
+// update makes ev, an update at atMs, the episode's last record, setting
+// its OnsetMs and PeakRate.
+func (e *epState) update(ev *schemas.HotKeyEvent, atMs int64) {
+	e.peak = max(e.peak, ev.Rate)
+	ev.OnsetMs, ev.PeakRate = e.onsetMs, e.peak
+	e.lastMs, e.lastRate, e.lastBytesRate = atMs, ev.Rate, ev.BytesRate
 }
 
 // noTime marks an unset time; the same value as schemas.NoTimeMs.
@@ -158,6 +207,9 @@ func (p *Partition) tickAlerts(g *group, out *Output) {
 		case st.deferred && nowMs >= st.cooledMs+suppressMs && x != nil && x.alert:
 			p.hot(g, x, st, lv, nowMs, out)
 		}
+		if st.hot && x != nil && x.alert && !p.cluster {
+			p.refresh(g, x, st, &win, out)
+		}
 		if !st.hot && !st.deferred && nowMs >= st.cooledMs+suppressMs {
 			g.remove(st)
 		}
@@ -168,24 +220,65 @@ func (p *Partition) hot(g *group, x *rule, st *alertState, lv level, onsetMs int
 	st.hot, st.deferred, st.belowMs, st.rule = true, false, noTime, x.name
 	ev := p.hotKeyEvent(g, x, st, schemas.HotKeyHot, lv, onsetMs)
 	ev.Mitigation = p.mitigation(lv, g.windowMs)
+	st.ep.start(&ev, p.maxTs)
+	p.publish(ev, out)
+}
+
+// refresh publishes an update of hot key st, watched by rule x, when one
+// is due (see epState.due) at the slot boundary the tick just crossed,
+// g.epochMs, and the key's count over the rule window ending there
+// reaches a threshold of x: a key falling below its rule is left to cool.
+//
+// win is the key's ring window as of the tick, which runs before the
+// event that moved the clock into the new slot is counted: its sums are
+// the key's counts over exactly the Slots slots before the boundary,
+// [epochMs − W, epochMs), so the update's Count leaves nothing out (Error
+// 0, credits aside) and its Rate is the key's rate over the rule window
+// ending at the boundary. That is not the alert's count, which leaves
+// the oldest slot out (see windowCount) and which, at a tick, says
+// "below" for a key whose events all fall on whole seconds. Both depend
+// only on the events and the boundary's event time, and so does the
+// decision: a restart or replay makes the same one.
+func (p *Partition) refresh(g *group, x *rule, st *alertState, win *hotring.Window, out *Output) {
+	if p.o.Detect.RefreshChange <= 0 {
+		return
+	}
+	n, by := win.Sum[laneEvents], win.Sum[laneBytes]
+	if !(x.needEvents > 0 && mulGE(n, uint64(g.slotMs), x.needEvents) || x.needBytes > 0 && mulGE(by, uint64(g.slotMs), x.needBytes)) {
+		return
+	}
+	atMs, ws := g.epochMs, float64(g.windowMs)/1000
+	rate, bytesRate := float64(n)/ws, float64(by)/ws
+	if !st.ep.due(atMs, g.windowMs, x.needEvents > 0, x.needBytes > 0, rate, bytesRate, p.o.Detect.RefreshChange) {
+		return
+	}
+	lv := level{events: win.Sum[laneEvents], bytes: win.Sum[laneBytes], reads: win.Sum[laneReads], writes: win.Sum[laneWrites]}
+	ev := p.hotKeyEvent(g, x, st, schemas.HotKeyUpdate, lv, atMs)
+	ev.Mitigation = p.mitigation(lv, g.windowMs)
+	st.ep.update(&ev, atMs)
 	p.publish(ev, out)
 }
 
 func (p *Partition) cooled(g *group, x *rule, st *alertState, lv level, onsetMs int64, out *Output) {
 	st.hot, st.cooledMs = false, onsetMs
 	g.unsteady()
-	p.publish(p.hotKeyEvent(g, x, st, schemas.HotKeyCooled, lv, onsetMs), out)
+	ev := p.hotKeyEvent(g, x, st, schemas.HotKeyCooled, lv, onsetMs)
+	ev.PeakRate = st.ep.peak
+	p.publish(ev, out)
 }
 
-func (p *Partition) hotKeyEvent(g *group, x *rule, st *alertState, typ string, lv level, onsetMs int64) schemas.HotKeyEvent {
+// hotKeyEvent builds a hot-key event of type typ from the key's level,
+// its ID and OnsetMs from atMs (an update's caller sets OnsetMs to the
+// episode's onset after).
+func (p *Partition) hotKeyEvent(g *group, x *rule, st *alertState, typ string, lv level, atMs int64) schemas.HotKeyEvent {
 	ws := float64(g.windowMs) / 1000
 	ev := schemas.HotKeyEvent{
 		Version: schemas.HotKeyVersion,
-		ID:      schemas.HotKeyID(p.src.Topic, p.src.Partition, st.rule, typ, st.app, st.key, onsetMs),
+		ID:      schemas.HotKeyID(p.src.Topic, p.src.Partition, st.rule, typ, st.app, st.key, atMs),
 		Type:    typ, App: st.app, Key: st.key, KeyHash: string(hexHash(nil, st.keyHash)), Rule: st.rule,
 		Rate: float64(lv.events) / ws, Count: lv.events, Error: lv.oldest, WindowMs: g.windowMs,
 		BytesRate: float64(lv.bytes) / ws,
-		Topic:     p.src.Topic, Partition: p.src.Partition, OnsetMs: onsetMs,
+		Topic:     p.src.Topic, Partition: p.src.Partition, OnsetMs: atMs,
 		Reads: lv.reads, Writes: lv.writes, Bytes: lv.bytes, Shortened: st.short,
 	}
 	if x != nil {
@@ -194,7 +287,7 @@ func (p *Partition) hotKeyEvent(g *group, x *rule, st *alertState, typ string, l
 	return ev
 }
 
-// mitigation is the remedy advised for a key at its crossing (see suggest).
+// mitigation is the remedy advised for a key at a level (see suggest).
 func (p *Partition) mitigation(lv level, windowMs int64) *schemas.Mitigation {
 	m := suggest(lv.reads, lv.writes, float64(lv.writes)/(float64(windowMs)/1000), p.o.Detect.SplitCapacity)
 	return &m
@@ -213,9 +306,12 @@ func (p *Partition) publish(ev schemas.HotKeyEvent, out *Output) {
 	}
 	out.HotKeys = append(out.HotKeys, ev)
 	p.commit.alert(ev.ID, p.curOffset, p.curMaxTsBefore)
-	if ev.Type == schemas.HotKeyHot {
+	switch ev.Type {
+	case schemas.HotKeyHot:
 		p.stats.Hot++
-	} else {
+	case schemas.HotKeyUpdate:
+		p.stats.Updates++
+	default:
 		p.stats.Cooled++
 	}
 }

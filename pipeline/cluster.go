@@ -56,8 +56,9 @@ type ClusterStats struct {
 	// was evaluated without them (their counts still replace the
 	// partition's older ones).
 	Batches, Stale atomic.Uint64
-	// Rounds counts rounds evaluated; Hot and Cooled the events raised.
-	Rounds, Hot, Cooled atomic.Uint64
+	// Rounds counts rounds evaluated; Hot, Updates and Cooled the events
+	// raised, by type.
+	Rounds, Hot, Updates, Cooled atomic.Uint64
 	// KeysRefused counts keys listed while ClusterKeys entries were held:
 	// their counts from that batch are not summed.
 	KeysRefused atomic.Uint64
@@ -106,6 +107,7 @@ type clusterKey struct {
 	hot, deferred     bool
 	belowMs, cooledMs int64
 	raisedMs          int64 // round of the last hot; noTime before any
+	ep                epState
 }
 
 // NewClusterAlerts returns a cluster stage deciding by rules (compiled
@@ -344,13 +346,27 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 		switch {
 		case k.hot && above:
 			k.belowMs = noTime
+			ws := float64(g.windowMs) / 1000
+			if k.ep.due(r, g.windowMs, x.rate > 0, x.bytes > 0, float64(lv.events)/ws, float64(lv.bytes)/ws, c.d.RefreshChange) {
+				// The rounds' counts are over the window ending at r, so
+				// the update's rate is the key's over it; its event time
+				// is r, the round that decided it.
+				ev := c.event(g, x, k, lv, schemas.HotKeyUpdate, r)
+				m := suggest(lv.reads, lv.writes, float64(lv.writes)/ws, c.d.SplitCapacity)
+				ev.Mitigation = &m
+				k.ep.update(&ev, r)
+				out = append(out, ev)
+				c.stats.Updates.Add(1)
+			}
 		case k.hot:
 			if k.belowMs == noTime {
 				k.belowMs = r
 			}
 			if r-k.belowMs >= coolMs {
 				k.hot, k.cooledMs = false, k.belowMs+coolMs
-				out = append(out, c.event(g, x, k, lv, schemas.HotKeyCooled, k.cooledMs))
+				ev := c.event(g, x, k, lv, schemas.HotKeyCooled, k.cooledMs)
+				ev.PeakRate = k.ep.peak
+				out = append(out, ev)
 				c.stats.Cooled.Add(1)
 			}
 		case above && (k.cooledMs == noTime || r >= k.cooledMs+suppressMs):
@@ -369,6 +385,7 @@ func (c *ClusterAlerts) round(g *clusterGroup, r int64, out []schemas.HotKeyEven
 			ws := float64(g.windowMs) / 1000
 			m := suggest(lv.reads, lv.writes, float64(lv.writes)/ws, c.d.SplitCapacity)
 			ev.Mitigation = &m
+			k.ep.start(&ev, r)
 			out = append(out, ev)
 			c.stats.Hot.Add(1)
 		case above:
@@ -467,15 +484,18 @@ func (lv clusterLevel) reaches(x *rule, windowMs int64) bool {
 		x.bytes > 0 && float64(by)*1000 >= x.bytes*float64(windowMs)
 }
 
-func (c *ClusterAlerts) event(g *clusterGroup, x *rule, k *clusterKey, lv clusterLevel, typ string, onsetMs int64) schemas.HotKeyEvent {
+// event builds a cluster event of type typ from the key's level at a
+// round, its ID and OnsetMs from atMs (an update's OnsetMs is set to the
+// episode's onset after).
+func (c *ClusterAlerts) event(g *clusterGroup, x *rule, k *clusterKey, lv clusterLevel, typ string, atMs int64) schemas.HotKeyEvent {
 	ws := float64(g.windowMs) / 1000
 	ev := schemas.HotKeyEvent{
 		Version: schemas.HotKeyVersion,
-		ID:      schemas.HotKeyID(g.topic, schemas.ClusterPartition, k.id.rule, typ, k.id.app, k.id.key, onsetMs),
+		ID:      schemas.HotKeyID(g.topic, schemas.ClusterPartition, k.id.rule, typ, k.id.app, k.id.key, atMs),
 		Type:    typ, App: k.id.app, Key: k.id.key, KeyHash: string(hexHash(nil, sketch.Hash(k.id.key))), Rule: k.id.rule,
 		Rate: float64(lv.events) / ws, Count: lv.events, Error: lv.upEvents - lv.events,
 		BytesRate: float64(lv.bytes) / ws, WindowMs: g.windowMs,
-		Topic: g.topic, Partition: schemas.ClusterPartition, Partitions: lv.parts, OnsetMs: onsetMs,
+		Topic: g.topic, Partition: schemas.ClusterPartition, Partitions: lv.parts, OnsetMs: atMs,
 		Reads: lv.reads, Writes: lv.writes, Bytes: lv.bytes, Shortened: k.short,
 	}
 	if x != nil {

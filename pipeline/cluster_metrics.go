@@ -28,7 +28,7 @@ func (c *ClusterAlerts) Register(reg prometheus.Registerer) error {
 		}, f)
 	}
 	events := func(typ string, v *atomic.Uint64) prometheus.Collector {
-		return counter("hotkeys_total", "Hot-key events the cluster stage raised for topics not keyed by access key, by type (hot, cooled).",
+		return counter("hotkeys_total", "Hot-key events the cluster stage raised for topics not keyed by access key, by type (hot, update, cooled).",
 			v, prometheus.Labels{"type": typ})
 	}
 	cs := []prometheus.Collector{
@@ -36,7 +36,7 @@ func (c *ClusterAlerts) Register(reg prometheus.Registerer) error {
 		counter("stale_batches_total", "Candidate batches that came for a slot their partition had sent already, "+
 			"or after their round was evaluated without them.", &s.Stale, nil),
 		counter("rounds_total", "Cluster rounds (slot ends) evaluated.", &s.Rounds, nil),
-		events("hot", &s.Hot), events("cooled", &s.Cooled),
+		events("hot", &s.Hot), events("update", &s.Updates), events("cooled", &s.Cooled),
 		counter("keys_refused_total", "Keys listed by a partition while pipeline.detect.cluster_keys entries were held: "+
 			"their counts from that batch were not summed.", &s.KeysRefused, nil),
 		gauge("keys", "(rule, app, key) entries the cluster stage holds.", func() float64 { return float64(s.Keys.Load()) }),

@@ -122,13 +122,36 @@
 // events per slot, with probability 1 − e^-SketchDepth), and only in the
 // window after its admission.
 //
-// Alert state: a published key stays hot (no repeats) until its count has
-// stayed below its thresholds for CoolDown of event time, then is published
-// cooled; checked on its events and at every slot. A key that crosses again
-// less than Suppress after cooling is published at the end of Suppress if
-// still hot then, never if it cooled meanwhile. Hot events advise a local
-// cache for a key read at least as often as written, else splitting it
-// into the next power of two of its write rate over SplitCapacity.
+// Alert state: a published key stays hot (no second "hot") until its
+// count has stayed below its thresholds for CoolDown of event time, then
+// is published cooled; checked on its events and at every slot. A key
+// that crosses again less than Suppress after cooling is published at
+// the end of Suppress if still hot then, never if it cooled meanwhile.
+// Hot events advise a local cache for a key read at least as often as
+// written, else splitting it into the next power of two of its write rate
+// over SplitCapacity.
+//
+// Refresh: a hot key's crossing rate is about its threshold whatever its
+// load, so while it stays hot the detector publishes it again, Type
+// "update", when its rate has moved by DetectOptions.RefreshChange (a
+// share, ±25 % by default; 0 turns updates off) of the Rate of the
+// episode's last record (its hot or its last update). The check runs at
+// every slot boundary, on the key's counts over exactly the window ending
+// at the boundary (the tick comes before any event of the new slot is
+// counted, so nothing is left out or taken pro rata: Error is 0), for a
+// key whose count over that window reaches a threshold of its rule (a
+// key falling below is left to cool), and at most one record per rule
+// window: a rate is measured over a window, and one measured sooner still
+// holds the last record's events. A step in load is thus published as
+// the window takes it in, and again a window later if the rest of the
+// step moves it by the share again; a slow drift when it has drifted by
+// the share. An update has the rate, counts and advice of that window
+// (so a write-heavy key's split follows its load), PeakRate the highest
+// Rate published in the episode, OnsetMs the episode's onset, and an ID
+// naming the boundary's event time (schemas.HotKeyID with type "update"):
+// its decision and content depend only on the events. Hot carries
+// PeakRate = Rate, cooled the episode's PeakRate. Updates only add
+// records: hot and cooled come out as without them.
 //
 // # Cluster-wide rules on topics not keyed by access key
 //
@@ -151,7 +174,13 @@
 // more than its hold behind the newest, or silent), lower = the listed
 // counts, upper = lower + the floors of the partitions not listing the
 // key, and raises hot/cooled with the alert state machine above, on the
-// rounds' clock, under IDs with partition schemas.ClusterPartition.
+// rounds' clock, under IDs with partition schemas.ClusterPartition, and
+// updates as a partition does (refresh, above), decided at rounds on the
+// listed counts' sum (Rate is the lower bound's, as hot's), with the
+// round's slot end as their event time: one stream per key, whatever the
+// partitions. A stage fed from before an episode's round (detect's merger
+// holds its commit there, EpisodeStartMs) raises its updates again
+// exactly.
 //
 // SetRules replaces rules between events: a window that stays keeps its
 // sketches, ring and alert state; a new window starts empty; keys hot under
@@ -184,6 +213,17 @@
 //     same ID and content, and none before C. A key hot before C is known
 //     to be hot and is not published hot again; its "cooled" comes with
 //     the ID the crashed run would have used.
+//   - updates: as hot keys, for every episode whose crossing the re-read
+//     span (the warm-up) saw. Of an episode older than that (a key hot
+//     for longer than the warm-up at the commit) the restart knows that
+//     the key is hot, not what the crashed run published of it: it takes
+//     the key's first crossing in its re-read as the episode's hot, so
+//     its updates and cooled carry that onset and the peak since, and its
+//     updates come where its own last published rate says: where the
+//     crashed run's did (same IDs, rates and advice) only while the two
+//     runs' last published rates agree. Making them exact needs the
+//     episode's onset, peak and last rate across the commit, which the
+//     commit metadata does not carry.
 //
 // These hold because the detector's state depends only on the last 2W +
 // CoolDown + Suppress of event time: every event goes into the sketches

@@ -68,7 +68,8 @@ type watched struct {
 // not more than one slot before), with a rate within 5% of the true rate
 // at the onset; published cooled after the burst ends plus the cool-down;
 // and a key that never comes within 5% of its threshold is never
-// published.
+// published. The updates between (checkUpdates) carry the key's exact
+// counts over the window they name.
 func TestNoMissedHotKey(t *testing.T) {
 	durationMs, bgPerMs := int64(60_000), 20
 	if testing.Short() || raceEnabled {
@@ -131,6 +132,7 @@ func TestNoMissedHotKey(t *testing.T) {
 				keys = append(keys, watched{app: "shop", key: "user:" + strconv.Itoa(i)})
 			}
 			alerted := map[string]bool{}
+			updates := 0
 			for _, h := range out.HotKeys {
 				alerted[h.App+"/"+h.Key] = true
 			}
@@ -149,8 +151,9 @@ func TestNoMissedHotKey(t *testing.T) {
 				need := x.rate * float64(x.windowMs) / 1000
 				ons := trueOnsets(events, k.app, k.key, x.windowMs, need, count)
 				eps := episodes(ons, o.Detect.CoolDown.Milliseconds(), durationMs)
-				got := hotKeysOf(out, k.app, k.key)
+				got := alertsOf(out, k.app, k.key)
 				checkEpisodes(t, k.key, x, eps, got, o, events, count)
+				updates += checkUpdates(t, events, hotKeysOf(out, k.app, k.key), x.windowMs, o.Detect.RefreshChange, true, count)
 				delete(alerted, k.app+"/"+k.key)
 			}
 			// Every other alerted key must be a real crossing too: check
@@ -162,7 +165,8 @@ func TestNoMissedHotKey(t *testing.T) {
 			}
 			st := p.Stats()
 			require.Zero(t, st.RingRefused)
-			t.Logf("seed %d: %d events, %d hot, %d cooled, %d keys admitted", seed, len(events), st.Hot, st.Cooled, st.RingAdmitted)
+			require.Positive(t, updates, "the bursts and the ramp moved their rates")
+			t.Logf("seed %d: %d events, %d hot, %d updates (%d checked), %d cooled, %d keys admitted", seed, len(events), st.Hot, st.Updates, updates, st.Cooled, st.RingAdmitted)
 		})
 	}
 }
@@ -238,7 +242,8 @@ func TestWhitelistAndWatchOnly(t *testing.T) {
 	require.Empty(t, hotKeysOf(out, "shop", "health:ping"))
 	require.Empty(t, hotKeysOf(out, "admin", "anything"))
 	require.Empty(t, hotKeysOf(out, "shop", "quiet:1"), "a watch-only rule publishes nothing")
-	require.Len(t, hotKeysOf(out, "shop", "hot"), 1)
+	require.Equal(t, []string{"hot", "update"}, typesOf(hotKeysOf(out, "shop", "hot")),
+		"hot at its crossing, then its 5,000/s a window later")
 	var adminEvents uint64
 	for _, w := range out.Windows {
 		for _, a := range w.Apps {
@@ -286,7 +291,10 @@ func TestSuppression(t *testing.T) {
 	events := generate(spec)
 	out := run(newPart(t, o, testSource, Start{}), events, true)
 	for _, key := range []string{"long", "short"} {
-		hs := hotKeysOf(out, "shop", key)
+		// Suppression decides hot and cooled; updates (2,000/s after a
+		// crossing at 1,000) only come between them.
+		hs := alertsOf(out, "shop", key)
+		checkUpdates(t, events, hotKeysOf(out, "shop", key), 1000, o.Detect.RefreshChange, true, allEvents)
 		require.GreaterOrEqual(t, len(hs), 2, key)
 		require.Equal(t, schemas.HotKeyHot, hs[0].Type)
 		require.Equal(t, schemas.HotKeyCooled, hs[1].Type)
@@ -325,7 +333,8 @@ func TestHotKeyAfterRingFull(t *testing.T) {
 		require.LessOrEqual(t, g.ring.Len(), 2*o.Detect.RingNodes)
 	}
 	hs := hotKeysOf(out, "shop", "late-bloomer")
-	require.Len(t, hs, 1)
+	require.Equal(t, []string{"hot", "update"}, typesOf(hs), "hot at its crossing, then its 1,500/s a window later")
+	require.Equal(t, 1500.0, hs[1].Rate)
 	ons := trueOnsets(events, "shop", "late-bloomer", 1000, 1000, allEvents)
 	require.Len(t, ons, 1)
 	require.LessOrEqual(t, hs[0].OnsetMs, ons[0].atMs+100)
@@ -351,15 +360,20 @@ func TestBytesRuleAndMitigation(t *testing.T) {
 	events := generate(spec)
 	out := run(newPart(t, o, testSource, Start{}), events, true)
 	hs := hotKeysOf(out, "shop", "blob:big")
-	require.Len(t, hs, 1)
+	// A window after the crossing the whole window holds 20 events of
+	// 64 KiB, 1.25 MiB/s: 25 % over the crossing's 1 MiB/s, an update.
+	require.Equal(t, []string{"hot", "update"}, typesOf(hs))
+	require.Equal(t, float64(20<<16), hs[1].BytesRate)
 	require.Equal(t, "bytes", hs[0].Rule)
 	require.Equal(t, float64(1<<20), hs[0].BytesThreshold)
 	require.InEpsilon(t, float64(1<<20), hs[0].BytesRate, 0.07)
 	require.Empty(t, hotKeysOf(out, "shop", "blob:small"))
 	c := hotKeysOf(out, "shop", "counter")
-	require.Len(t, c, 1)
+	require.Equal(t, []string{"hot", "update"}, typesOf(c))
 	require.Equal(t, &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: 2}, c[0].Mitigation,
 		"~1000 writes/s at the onset over 1000/s per key: the smallest split")
+	require.Equal(t, &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: 8}, c[1].Mitigation,
+		"5,000 writes/s a window later: 8 keys of 1,000/s")
 	require.Equal(t, &schemas.Mitigation{Kind: schemas.MitigationLocalCache}, hotKeysOf(out, "shop", "page")[0].Mitigation)
 }
 
@@ -502,7 +516,7 @@ func TestSteadyTags(t *testing.T) {
 // events at its first millisecond. Keys at 510, 550 and 900 events/s under
 // a 1,000/s rule are never hot, however their seconds fall on slot
 // boundaries; one at 1,500/s for 10 s is hot once, at the first second of
-// its burst, and cools once after it.
+// its burst, updated once to its 1,500/s, and cools once after it.
 func TestWholeSecondTimestamps(t *testing.T) {
 	o := DefaultOptions() // 1,000 events/s over 1 s, 10 slots
 	p := newPart(t, o, Source{Topic: "access", Partition: 0, Partitions: 1, Keyed: true}, Start{})
@@ -532,10 +546,16 @@ func TestWholeSecondTimestamps(t *testing.T) {
 		require.Empty(t, hotKeysOf(out, "shop", k), "%s is under the rule", k)
 	}
 	hs := hotKeysOf(out, "shop", "k1500")
-	require.Len(t, hs, 2, "one hot, one cooled: %+v", hs)
-	require.Equal(t, schemas.HotKeyHot, hs[0].Type)
+	require.Equal(t, []string{"hot", "update", "cooled"}, typesOf(hs), "one hot, one update, one cooled: %+v", hs)
 	require.Equal(t, t0Ms+10_000, hs[0].OnsetMs, "hot at the burst's first second")
 	require.Equal(t, uint64(1000), hs[0].Count, "at the event that reached the rule")
-	require.Equal(t, schemas.HotKeyCooled, hs[1].Type)
-	require.GreaterOrEqual(t, hs[1].OnsetMs, t0Ms+20_000+o.Detect.CoolDown.Milliseconds(), "cooled a cool-down after the burst")
+	// At the next second the window [10 s, 11 s) holds that second's
+	// 1,500 events whole: the registry says 1,500/s, not the crossing's
+	// 1,000.
+	require.Equal(t, schemas.HotKeyID("access", 0, "default", "update", "shop", "k1500", t0Ms+11_000), hs[1].ID)
+	require.Equal(t, 1500.0, hs[1].Rate)
+	require.Equal(t, hs[0].OnsetMs, hs[1].OnsetMs)
+	require.Equal(t, schemas.HotKeyCooled, hs[2].Type)
+	require.Equal(t, 1500.0, hs[2].PeakRate)
+	require.GreaterOrEqual(t, hs[2].OnsetMs, t0Ms+20_000+o.Detect.CoolDown.Milliseconds(), "cooled a cool-down after the burst")
 }

@@ -53,7 +53,9 @@ func (o Options) MemoryBound() int64 {
 		words *= 2
 	}
 	nodes := int64(2 * d.RingNodes)
-	ring := nodes*(64+8*words+keyBytes+24) + 8<<hotring.SizeBits(2*d.RingNodes) + nodes*(160+keyBytes)
+	// An alert state is 168 bytes (its episode's refresh figures
+	// included), two slots of its table, and its key.
+	ring := nodes*(64+8*words+keyBytes+24) + 8<<hotring.SizeBits(2*d.RingNodes) + nodes*(200+keyBytes)
 	group := 2*int64(d.Slots+1)*int64(d.SketchDepth*d.SketchWidth*8) + ring
 	groups := int64(len(o.rulesWindows()))
 	const cache = maxDetApps*512 + maxHistory*16

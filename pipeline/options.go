@@ -128,6 +128,13 @@ type DetectOptions struct {
 	// a write-heavy hot key is advised to split into the next power of two
 	// of its write rate over it.
 	SplitCapacity float64 `mapstructure:"split_capacity"`
+	// RefreshChange is how far, as a share of the last rate published
+	// for a hot key, its rate over its rule window must move (up or down)
+	// for the key to be published again while it stays hot, as Type
+	// "update" with the new rate, peak and advice. It is checked at every
+	// slot boundary, and a key gets at most one record per rule window.
+	// 0 publishes no updates.
+	RefreshChange float64 `mapstructure:"refresh_change"`
 	// PreThreshold is, on a topic not keyed by access key, the fraction of
 	// a rule's rate, divided by the topic's partition count P, at which a
 	// partition lists a key to the cluster stage (its local
@@ -275,6 +282,7 @@ func DefaultOptions() Options {
 			Suppress:      5 * time.Second,
 			CoolDown:      10 * time.Second,
 			SplitCapacity: 10_000,
+			RefreshChange: 0.25,
 			PreThreshold:  0.1,
 			MaxCandidates: 1024,
 			ClusterKeys:   1 << 16,
@@ -381,6 +389,8 @@ func (d DetectOptions) validate() error {
 		return invalid("detect.ring_nodes = %d, want 1 to %d", d.RingNodes, 1<<24)
 	case !(d.SplitCapacity > 0) || math.IsInf(d.SplitCapacity, 0):
 		return invalid("detect.split_capacity = %v, want a positive rate", d.SplitCapacity)
+	case !(d.RefreshChange >= 0) || math.IsInf(d.RefreshChange, 0):
+		return invalid("detect.refresh_change = %v, want 0 (no updates) or a positive share such as 0.25", d.RefreshChange)
 	case !(d.PreThreshold > 0) || d.PreThreshold > 1:
 		return invalid("detect.pre_threshold = %v, want above 0 and at most 1", d.PreThreshold)
 	case d.MaxCandidates < 1 || d.MaxCandidates > 1<<20:

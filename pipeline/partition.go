@@ -76,10 +76,10 @@ type Stats struct {
 	TruncatedKeys, Whitelisted uint64
 	// AppsFolded counts events counted under schemas.OtherApp.
 	AppsFolded uint64
-	// Windows counts PartitionWindows emitted; Hot and Cooled the hot-key
-	// events published, AlertsWarmUp those decided during warm-up and not
-	// published.
-	Windows, Hot, Cooled, AlertsWarmUp uint64
+	// Windows counts PartitionWindows emitted; Hot, Updates and Cooled the
+	// hot-key events published by type, AlertsWarmUp those decided during
+	// warm-up and not published.
+	Windows, Hot, Updates, Cooled, AlertsWarmUp uint64
 	// RingAdmitted counts keys admitted to exact counting; RingRefused
 	// keys that passed their gate but found the ring full, and RingEvicted
 	// tracked keys evicted to make room for a heavier one. While they grow

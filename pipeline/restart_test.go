@@ -134,6 +134,17 @@ func restartSpec(seed uint64) streamSpec {
 				return 200
 			}},
 			{app: "shop", key: "long:1", op: "INCR", rate: steady(900, 0, 40_000)},
+			// A step within one episode: updates as the window takes
+			// it in.
+			{app: "cart", key: "step", op: "SET", rate: func(ms int64) float64 {
+				switch {
+				case ms >= 18_000 && ms < 20_500:
+					return 1300
+				case ms >= 20_500 && ms < 23_000:
+					return 2800
+				}
+				return 0
+			}},
 		}}
 }
 
@@ -153,8 +164,9 @@ func restartOptions() Options {
 // offset, as when a sink holds the commit back, and sometimes twice in a
 // row), and requires the restarted run to emit, byte for byte, every
 // window the crashed run had not had acknowledged at the commit and every
-// hot-key event it had emitted from the resume offset on, and nothing
-// else.
+// hot-key event (hot, update, cooled) it had emitted from the resume
+// offset on, and nothing else. Its episodes with updates are shorter than
+// the restart's re-read (see doc.go for longer ones).
 func TestRestartReproducesOutput(t *testing.T) {
 	crashes := 16
 	if testing.Short() || raceEnabled {
@@ -170,13 +182,19 @@ func TestRestartReproducesOutput(t *testing.T) {
 
 			ref := &consumer{p: newPart(t, o, src, Start{Offset: startOff}), rng: rand.New(rand.NewPCG(seed, 1)), commitEvery: 400}
 			ref.feed(events, 0, len(events), true)
-			var hots int
+			var hots, updates int
 			for _, e := range ref.emitted {
 				if e.hot != nil || e.cand != nil && len(e.cand.Keys) > 0 {
 					hots++
 				}
+				if e.hot != nil && e.hot.Type == schemas.HotKeyUpdate {
+					updates++
+				}
 			}
 			require.Greater(t, hots, 4, "the stream has hot keys to reproduce")
+			if src.Keyed {
+				require.Greater(t, updates, 4, "the stream has updates to reproduce")
+			}
 
 			rng := rand.New(rand.NewPCG(seed, 2))
 			for c := range crashes {

@@ -47,12 +47,17 @@ const MitigationCoalesce = "coalesce"
 
 // HotKeyEvent is the value of a record on keyheat.hotkeys, the registry of
 // hot keys that applications follow. It is published the moment a key
-// crosses its rule's rate (Type "hot"), and again when it has stayed below
+// crosses its rule's rate (Type "hot"), again while it stays hot each time
+// its rate has moved materially since the last record (Type "update",
+// detect's pipeline.detect.refresh_change), and when it has stayed below
 // the rate for the rule's cool-down (Type "cooled").
 //
 // The topic is compacted and the record key is HotKeyRecordKey(App, Key),
 // so its latest record per key is the key's current state: an application
 // that reads the topic from the start knows every key that is hot now.
+// Right after a cooled, detect writes a tombstone (a record with a nil
+// value) under the same record key, so that compaction removes the key;
+// a reader takes a tombstone, like a cooled, as "not hot".
 //
 // JSON (AppendJSON / DecodeHotKeyEvent), every field always present unless
 // marked omitempty:
@@ -73,7 +78,7 @@ type HotKeyEvent struct {
 	// ID is deterministic: the same crossing detected again after a crash
 	// has the same ID, so consumers and sinks dedupe by it. See HotKeyID.
 	ID string `json:"id"`
-	// Type is HotKeyHot or HotKeyCooled.
+	// Type is HotKeyHot, HotKeyUpdate or HotKeyCooled.
 	Type string `json:"type"`
 	// App and Key are the hot key.
 	App string `json:"app"`
@@ -94,7 +99,7 @@ type HotKeyEvent struct {
 	// rule sets only a bytes threshold.
 	Threshold float64 `json:"threshold"`
 	// Count is the number of events of the key inside the rule's window at
-	// that moment.
+	// that moment (an update's: the window ending at its slot boundary).
 	Count uint64 `json:"count"`
 	// BytesRate is the key's bytes per second over the rule's window, and
 	// BytesThreshold the rule's bytes-per-second threshold (0 when it sets
@@ -116,15 +121,19 @@ type HotKeyEvent struct {
 	// Error bounds what Count may miss. On a partition's alert it is the
 	// events of the window's oldest slot, which Count leaves out though
 	// part of that slot lies inside the window: the key's count over the
-	// window is at most Count + Error. On a cluster alert, partitions
+	// window is at most Count + Error. A partition's update counts the
+	// window ending at a slot boundary whole, so its Error is 0. On a
+	// cluster alert, partitions
 	// that did not list the key had fewer events than their floor, so the
 	// key's cluster count is at most Count + Error (and, Count being a sum
 	// of partition counts that are upper bounds, Count itself may be
 	// above the truth by what each partition's credit over-counts).
 	Error uint64 `json:"error,omitempty"`
 	// OnsetMs is the event time (Unix ms) of the event that made the key
-	// cross the threshold (Type hot), or of the event-time instant at which
-	// its cool-down ended (Type cooled).
+	// cross the threshold (Type hot, and the same on the episode's
+	// updates: an update's own event time, its slot boundary, is the one
+	// its ID ends with), or of the event-time instant at which its
+	// cool-down ended (Type cooled).
 	OnsetMs int64 `json:"onset_ms"`
 	// DetectedMs is the wall-clock time (Unix ms) at which detect published
 	// the event; DetectedMs − OnsetMs is the detection delay when the input
@@ -156,8 +165,9 @@ const ClusterPartition = -1
 
 // HotKeyID returns the deterministic ID of a hot-key event: where it was
 // detected (topic, partition), by which rule, for which key, of which type,
-// at which event time. A restart that detects the same crossing again
-// produces the same ID.
+// at which event time (a hot's and a cooled's OnsetMs, an update's slot
+// boundary). A restart that detects the same crossing again produces the
+// same ID.
 func HotKeyID(topic string, partition int32, rule, typ, app, key string, onsetMs int64) string {
 	b := make([]byte, 0, len(topic)+len(rule)+len(app)+len(key)+48)
 	b = append(b, topic...)

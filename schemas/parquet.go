@@ -17,7 +17,12 @@ import (
 // Version 3 added HotKeyRow's error and partitions columns; a reader reads
 // an older hot-key file with error 0 and no partitions, the fields' zero
 // values, though the alerts it holds may have had both.
-const ParquetVersion = 3
+//
+// Version 4 added HotKeyRow's peak_rate column, with the "update" type its
+// rows may have from then; a reader reads an older hot-key file with
+// peak_rate 0, which HotKeyEvent.PeakRate says for records from before
+// it.
+const ParquetVersion = 4
 
 // ParquetVersionKey is the Parquet key/value metadata key holding
 // ParquetVersion, and ParquetKindKey the one naming the row layout
@@ -165,10 +170,10 @@ func (r *ReportRow) Report() (*WindowReport, error) {
 	return DecodeWindowReport([]byte(r.JSON))
 }
 
-// HotKeyRow is one archived HotKeyEvent, one column per field; the
-// mitigation is flattened into mitigation_kind ("" when absent) and
-// mitigation_split. Partitions is an empty list on every alert but a
-// cluster alert's.
+// HotKeyRow is one archived HotKeyEvent (hot, update or cooled), one
+// column per field; the mitigation is flattened into mitigation_kind (""
+// when absent) and mitigation_split. Partitions is an empty list on every
+// alert but a cluster alert's.
 type HotKeyRow struct {
 	ID              string  `parquet:"id"`
 	Type            string  `parquet:"type,dict"`
@@ -177,6 +182,7 @@ type HotKeyRow struct {
 	KeyHash         string  `parquet:"key_hash"`
 	Rule            string  `parquet:"rule,dict"`
 	Rate            float64 `parquet:"rate"`
+	PeakRate        float64 `parquet:"peak_rate"`
 	Threshold       float64 `parquet:"threshold"`
 	Count           int64   `parquet:"count"`
 	WindowMs        int64   `parquet:"window_ms"`
@@ -206,7 +212,7 @@ func MakeHotKeyRow(h *HotKeyEvent) (HotKeyRow, error) {
 	}
 	row := HotKeyRow{
 		ID: h.ID, Type: h.Type, App: h.App, Key: h.Key, KeyHash: h.KeyHash, Rule: h.Rule,
-		Rate: h.Rate, Threshold: h.Threshold, Count: int64(h.Count), WindowMs: h.WindowMs,
+		Rate: h.Rate, PeakRate: h.PeakRate, Threshold: h.Threshold, Count: int64(h.Count), WindowMs: h.WindowMs,
 		Topic: h.Topic, Partition: h.Partition, Partitions: slices.Clone(h.Partitions), Error: int64(h.Error),
 		OnsetMs: h.OnsetMs, DetectedMs: h.DetectedMs,
 		Reads: int64(h.Reads), Writes: int64(h.Writes), Bytes: int64(h.Bytes),
@@ -221,18 +227,18 @@ func MakeHotKeyRow(h *HotKeyEvent) (HotKeyRow, error) {
 }
 
 // HotKeyEvent returns the HotKeyEvent r archives. It refuses a row whose
-// type is neither hot nor cooled or whose counts are negative, as
+// type is not hot, update or cooled or whose counts are negative, as
 // DecodeHotKeyEvent refuses such a record.
 func (r *HotKeyRow) HotKeyEvent() (*HotKeyEvent, error) {
-	if r.Type != HotKeyHot && r.Type != HotKeyCooled {
-		return nil, fmt.Errorf("read archived hot-key event %s: type %q is neither %q nor %q", r.ID, r.Type, HotKeyHot, HotKeyCooled)
+	if r.Type != HotKeyHot && r.Type != HotKeyUpdate && r.Type != HotKeyCooled {
+		return nil, fmt.Errorf("read archived hot-key event %s: type %q is not %q, %q or %q", r.ID, r.Type, HotKeyHot, HotKeyUpdate, HotKeyCooled)
 	}
 	if r.Count < 0 || r.Error < 0 || r.Reads < 0 || r.Writes < 0 || r.Bytes < 0 {
 		return nil, fmt.Errorf("read archived hot-key event %s: negative count", r.ID)
 	}
 	h := &HotKeyEvent{
 		Version: HotKeyVersion, ID: r.ID, Type: r.Type, App: r.App, Key: r.Key, KeyHash: r.KeyHash,
-		Rule: r.Rule, Rate: r.Rate, Threshold: r.Threshold, Count: uint64(r.Count), WindowMs: r.WindowMs,
+		Rule: r.Rule, Rate: r.Rate, PeakRate: r.PeakRate, Threshold: r.Threshold, Count: uint64(r.Count), WindowMs: r.WindowMs,
 		Topic: r.Topic, Partition: r.Partition, Error: uint64(r.Error), OnsetMs: r.OnsetMs, DetectedMs: r.DetectedMs,
 		Reads: uint64(r.Reads), Writes: uint64(r.Writes), Bytes: uint64(r.Bytes),
 	}

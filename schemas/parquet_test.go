@@ -26,7 +26,12 @@ func TestHotKeyRowRoundTrip(t *testing.T) {
 	}{
 		{"hot with a split", func(h *HotKeyEvent) { h.Mitigation = &Mitigation{Kind: MitigationSplit, Split: 8} }, ""},
 		{"hot with a cache", func(h *HotKeyEvent) { h.Mitigation = &Mitigation{Kind: MitigationLocalCache} }, ""},
+		{"hot with its peak", func(h *HotKeyEvent) { h.PeakRate = h.Rate }, ""},
+		{"update with rate, peak and split", func(h *HotKeyEvent) {
+			h.Type, h.Rate, h.PeakRate, h.Mitigation = HotKeyUpdate, 3100, 3100, &Mitigation{Kind: MitigationSplit, Split: 4}
+		}, ""},
 		{"cooled without mitigation", func(h *HotKeyEvent) { h.Type = HotKeyCooled }, ""},
+		{"cooled with the episode's peak", func(h *HotKeyEvent) { h.Type, h.Rate, h.PeakRate = HotKeyCooled, 0, 3100 }, ""},
 		{"mitigation without kind", func(h *HotKeyEvent) { h.Mitigation = &Mitigation{Split: 2} }, "without a kind"},
 		{"count beyond int64", func(h *HotKeyEvent) { h.Count = 1 << 63 }, "signed 64-bit"},
 		{"partition alert with its error", func(h *HotKeyEvent) { h.Error = 7 }, ""},

@@ -61,9 +61,7 @@ func TestCrashRestartSameReports(t *testing.T) {
 func hotKeyIDs(t *testing.T, seeds []string, topic string) []string {
 	t.Helper()
 	var ids []string
-	for _, r := range readTopic(t, seeds, topic) {
-		h, err := schemas.DecodeHotKeyEvent(r.Value)
-		require.NoError(t, err)
+	for _, h := range registryEvents(t, readTopic(t, seeds, topic)) {
 		ids = append(ids, h.ID)
 	}
 	slices.Sort(ids)

@@ -65,21 +65,25 @@ func TestMergerFailoverUnkeyed(t *testing.T) {
 				"--merge.max_pending_windows=1000"}, env.flags()...)
 			base := time.Now().Add(-time.Hour).Truncate(time.Second)
 			key := string(schemas.HotKeyRecordKey("web", "/hot"))
-			registry := func() (hot, cooled map[string]int, last *schemas.HotKeyEvent) {
+			// last is the key's last event; gone, that a tombstone (which
+			// registryEvents checks follows a cooled) is its last record.
+			registry := func() (hot, cooled map[string]int, last *schemas.HotKeyEvent, gone bool) {
 				hot, cooled = map[string]int{}, map[string]int{}
-				for _, r := range readTopic(t, seeds, env.hotkeys) {
-					h, err := schemas.DecodeHotKeyEvent(r.Value)
-					require.NoError(t, err)
-					require.Equal(t, key, string(r.Key), "an alert for another key: %+v", h)
+				recs := readTopic(t, seeds, env.hotkeys)
+				for _, r := range recs {
+					require.Equal(t, key, string(r.Key), "an alert for another key")
+				}
+				for _, h := range registryEvents(t, recs) {
 					require.Equal(t, int32(schemas.ClusterPartition), h.Partition, "a partition alerted by itself: %+v", h)
-					if h.Type == schemas.HotKeyHot {
+					switch h.Type {
+					case schemas.HotKeyHot:
 						hot[h.ID]++
-					} else {
+					case schemas.HotKeyCooled:
 						cooled[h.ID]++
 					}
 					last = h
 				}
-				return hot, cooled, last
+				return hot, cooled, last, len(recs) > 0 && recs[len(recs)-1].Value == nil
 			}
 
 			a := start(t, nil, args...)
@@ -93,7 +97,7 @@ func TestMergerFailoverUnkeyed(t *testing.T) {
 			produceNginx(t, seeds, events, base, 0, 40, 5, 50)
 			var hotID string
 			eventually(t, "the key's hot on the registry", func() bool {
-				hot, _, _ := registry()
+				hot, _, _, _ := registry()
 				for id := range hot {
 					hotID = id
 				}
@@ -110,22 +114,24 @@ func TestMergerFailoverUnkeyed(t *testing.T) {
 
 			b2.waitErr(`msg="elected merger"`, 2*time.Minute)
 			b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[`, 2*time.Minute)
-			hot, cooled, last := registry()
+			hot, cooled, last, gone := registry()
 			require.Len(t, hot, 1, "one hot: %v", hot)
 			require.Empty(t, cooled)
-			require.Equal(t, schemas.HotKeyHot, last.Type, "the registry says hot while the key is hot")
+			require.False(t, gone)
+			require.Contains(t, []string{schemas.HotKeyHot, schemas.HotKeyUpdate}, last.Type, "the registry says hot while the key is hot")
 
 			// Seconds 40-60: hot until 50, then background only; cooled
 			// 10 s after it fell below.
 			produceNginx(t, seeds, events, base, 40, 62, 5, 50)
-			eventually(t, "the key's cooled on the registry", func() bool {
-				_, cooled, _ := registry()
-				return len(cooled) > 0
+			eventually(t, "the key's cooled and tombstone on the registry", func() bool {
+				_, cooled, _, gone := registry()
+				return len(cooled) > 0 && gone
 			})
-			hot, cooled, last = registry()
+			hot, cooled, last, gone = registry()
 			require.Equal(t, map[string]int{hotID: hot[hotID]}, hot, "every hot has the first merger's ID")
 			require.Len(t, cooled, 1, "one cooled ID: %v", cooled)
-			require.Equal(t, schemas.HotKeyCooled, last.Type, "the registry's last record for the key is its cooled")
+			require.Equal(t, schemas.HotKeyCooled, last.Type, "the registry's last event for the key is its cooled")
+			require.True(t, gone, "then the key's tombstone: compaction drops it")
 			require.Greater(t, last.OnsetMs, base.Add(50*time.Second).UnixMilli(), "cooled after the burst ended")
 			b2.stop(time.Minute)
 		})

@@ -203,15 +203,23 @@ func keyTable(w io.Writer, rs []clickhouse.KeyRow) {
 	}
 }
 
+// alertsTable prints hot-key events: a hot's rate is at its crossing, an
+// update's the key's current rate when it was decided (its onset is the
+// hot's), PEAK/S the highest rate published in the episode so far ("-"
+// on rows stored before updates existed).
 func alertsTable(w io.Writer, rs []clickhouse.AlertRow) {
-	fmt.Fprintln(w, "ONSET\tTYPE\tAPP\tKEY\tRULE\tRATE/S\tTHRESHOLD/S\tPARTITION\tADVICE")
+	fmt.Fprintln(w, "ONSET\tTYPE\tAPP\tKEY\tRULE\tRATE/S\tPEAK/S\tTHRESHOLD/S\tPARTITION\tADVICE")
 	for _, r := range rs {
 		advice := r.Mitigation
 		if r.Split > 1 {
 			advice += " x" + strconv.Itoa(int(r.Split))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s/%d\t%s\n", msTime(r.OnsetMs), r.Type, r.App, r.Key, r.Rule, r.Rate,
-			r.Threshold, r.Topic, r.Partition, advice)
+		peak := "-"
+		if r.PeakRate > 0 {
+			peak = strconv.FormatFloat(r.PeakRate, 'f', 1, 64)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%.1f\t%s/%d\t%s\n", msTime(r.OnsetMs), r.Type, r.App, r.Key, r.Rule, r.Rate,
+			peak, r.Threshold, r.Topic, r.Partition, advice)
 	}
 }
 

@@ -151,9 +151,23 @@ func TestQueryAgainstInsertedRows(t *testing.T) {
 	t.Run("alerts", func(t *testing.T) {
 		rows := jsonRows[clickhouse.AlertRow](t, query(t, "alerts", "--app=shop"))
 		require.Len(t, rows, len(hot), "every hot-key event")
+		var types []string
 		for _, r := range rows {
 			require.Equal(t, "product:42", r.Key)
+			types = append(types, r.Type)
 		}
+		// 250/s under a 200/s rule: hot at its crossing, then its 250/s,
+		// 25 % more, a window later.
+		require.Equal(t, schemas.HotKeyHot, types[0])
+		require.Contains(t, types, schemas.HotKeyUpdate)
+		up := rows[slices.Index(types, schemas.HotKeyUpdate)]
+		require.Equal(t, rows[0].OnsetMs, up.OnsetMs, "an update carries its episode's onset")
+		require.Equal(t, 250.0, up.Rate)
+		require.Equal(t, 250.0, up.PeakRate)
+		out, stderr, err := execDetect(t, append([]string{"query", "alerts", "--app=shop", "--from=2026-01-02T13:00:00Z", "--to=2026-01-02T15:00:00Z"}, chFlags...)...)
+		require.NoError(t, err, stderr)
+		require.Regexp(t, `(?m)^ONSET\s+TYPE\s+APP\s+KEY\s+RULE\s+RATE/S\s+PEAK/S\s+THRESHOLD/S`, out)
+		require.Regexp(t, `(?m)^\S+ \S+\s+update\s+shop\s+product:42\s+t\s+250\.0\s+250\.0\s+200\.0\s`, out)
 	})
 	t.Run("text", func(t *testing.T) {
 		out, stderr, err := execDetect(t, append([]string{"query", "top", "--from=2026-01-02T13:00:00Z", "--to=2026-01-02T15:00:00Z", "--limit=3"}, chFlags...)...)

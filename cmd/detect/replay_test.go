@@ -103,9 +103,7 @@ func TestReplayAfterLiveRun(t *testing.T) {
 			require.NoError(t, err, "the live run")
 			live, _ := reports(t, seeds, e.reports)
 			liveHot := map[string]string{}
-			for _, r := range readTopic(t, seeds, e.hotkeys) {
-				h, err := schemas.DecodeHotKeyEvent(r.Value)
-				require.NoError(t, err)
+			for _, h := range registryEvents(t, readTopic(t, seeds, e.hotkeys)) {
 				liveHot[h.ID] = hotKeyJSON(t, h)
 			}
 			require.Len(t, live, 24, "a cluster and an app report per window")

@@ -124,6 +124,35 @@ func readTopic(t testing.TB, seeds []string, topic string) []*kgo.Record {
 	return out
 }
 
+// registryEvents decodes records of the registry topic in their order
+// within each partition: every value is a hot-key event under its key's
+// record key, except a tombstone (nil value), which must come right after
+// a cooled of its record key, as every cooled must be followed by one. It
+// returns the events, tombstones left out.
+func registryEvents(t testing.TB, recs []*kgo.Record) []*schemas.HotKeyEvent {
+	t.Helper()
+	var evs []*schemas.HotKeyEvent
+	owed := map[string]bool{} // record key → a cooled waits for its tombstone
+	for _, r := range recs {
+		k := string(r.Key)
+		if r.Value == nil {
+			require.True(t, owed[k], "a tombstone at %d/%d not right after a cooled of %q", r.Partition, r.Offset, k)
+			delete(owed, k)
+			continue
+		}
+		require.False(t, owed[k], "a record at %d/%d between a cooled of %q and its tombstone", r.Partition, r.Offset, k)
+		h, err := schemas.DecodeHotKeyEvent(r.Value)
+		require.NoError(t, err)
+		require.Equal(t, string(schemas.HotKeyRecordKey(h.App, h.Key)), k)
+		owed[k] = h.Type == schemas.HotKeyCooled
+		evs = append(evs, h)
+	}
+	for k, o := range owed {
+		require.False(t, o, "the cooled of %q has no tombstone after it", k)
+	}
+	return evs
+}
+
 // reports returns the reports on the topic by ID and how many records the
 // topic held; a report published more than once must have the same
 // content every time.

@@ -413,6 +413,7 @@ func readArchive(t testing.TB, root string) archiveCheck {
 import json, sys, duckdb
 ev = f"read_parquet('{sys.argv[1]}/kind=events/**/*.parquet', hive_partitioning = false)"
 con = duckdb.connect()
+con.sql("SET enable_progress_bar = false")  # a slow query prints one to stdout, before the JSON
 rows, distinct = con.sql(f'SELECT count(*), count(DISTINCT (topic, "partition", "offset")) FROM {ev}').fetchall()[0]
 offsets = {str(p): [lo, hi, n] for p, lo, hi, n in con.sql(
     f'SELECT "partition", min("offset"), max("offset"), count(*) FROM {ev} GROUP BY ALL').fetchall()}

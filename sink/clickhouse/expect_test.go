@@ -201,21 +201,34 @@ func expectKey(cur map[string]*schemas.WindowReport, r Range, app, key string) [
 
 func expectAlerts(f fixture, r Range, app, key string) []AlertRow {
 	var out []AlertRow
+	var ids []string
 	for _, h := range f.hot {
 		if !inRange(r, h.OnsetMs) || (app != "" && h.App != app) || (key != "" && h.Key != key) {
 			continue
 		}
 		row := AlertRow{OnsetMs: h.OnsetMs, DetectedMs: h.DetectedMs, Type: h.Type, App: h.App, Key: h.Key,
-			Rule: h.Rule, Rate: h.Rate, Threshold: h.Threshold, Events: h.Count, WindowMs: h.WindowMs,
+			Rule: h.Rule, Rate: h.Rate, PeakRate: h.PeakRate, Threshold: h.Threshold, Events: h.Count, WindowMs: h.WindowMs,
 			Topic: h.Topic, Partition: h.Partition, Reads: h.Reads, Writes: h.Writes, Bytes: h.Bytes}
 		if h.Mitigation != nil {
 			row.Mitigation, row.Split = h.Mitigation.Kind, uint32(h.Mitigation.Split)
 		}
 		out = append(out, row)
+		ids = append(ids, h.ID)
 	}
-	slices.SortFunc(out, func(a, b AlertRow) int {
+	// The query orders by (onset_ms, app, key, type, id): an episode's
+	// hot, then its updates by the time their ids end with.
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(i, j int) int {
+		a, b := out[i], out[j]
 		return cmp.Or(cmp.Compare(a.OnsetMs, b.OnsetMs), cmp.Compare(a.App, b.App), cmp.Compare(a.Key, b.Key),
-			cmp.Compare(a.Type, b.Type))
+			cmp.Compare(a.Type, b.Type), cmp.Compare(ids[i], ids[j]))
 	})
-	return capRows(out, 0)
+	sorted := make([]AlertRow, len(out))
+	for i, k := range idx {
+		sorted[i] = out[k]
+	}
+	return capRows(sorted, 0)
 }

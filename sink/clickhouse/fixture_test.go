@@ -45,7 +45,7 @@ func keySlot(k fixtureKey) uint16     { return uint16(keyHash(k.key, k.app) % 16
 
 // makeFixture builds windows one-second windows from baseMs: for each,
 // a cluster report and one report per app, and a hot-key event for every
-// app whose key-00 counted more than 900. Window 2's cluster report is
+// app whose key-00 counted more than 900, with two updates. Window 2's cluster report is
 // written partial first, then complete; window 3's complete first, then
 // partial (the complete one must still win); window 4's only partial.
 func makeFixture(seed uint64, windows int, apps []string, baseMs int64) fixture {
@@ -75,6 +75,18 @@ func makeFixture(seed uint64, windows int, apps []string, baseMs int64) fixture 
 					Partition: keyPartition(k), OnsetMs: startMs + 17, DetectedMs: startMs + 25, Reads: k.reads,
 					Writes: k.writes, Bytes: k.bytes, Mitigation: &schemas.Mitigation{Kind: schemas.MitigationLocalCache},
 					Shortened: app == apps[len(apps)-1]})
+				f.hot[len(f.hot)-1].PeakRate = f.hot[len(f.hot)-1].Rate
+				// Two refreshes of the episode, at its onset: its rate up
+				// by half, then back down a third, under the peak.
+				for i, mult := range []float64{1.5, 1} {
+					up := *f.hot[len(f.hot)-1]
+					atMs := startMs + 500 + int64(i)*300
+					up.ID = schemas.HotKeyID(fixtureTopic, up.Partition, "hot-api", schemas.HotKeyUpdate, app, k.key, atMs)
+					up.Type, up.Rate, up.PeakRate = schemas.HotKeyUpdate, mult*float64(k.count), 1.5*float64(k.count)
+					up.Count, up.DetectedMs = uint64(mult*float64(k.count)), atMs+8
+					up.Mitigation = &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: 2 << i}
+					f.hot = append(f.hot, &up)
+				}
 			}
 		}
 		complete := buildReport(r, schemas.ScopeCluster, "", startMs, all, nil)

@@ -234,7 +234,12 @@ type AlertsQuery struct {
 	Limit int
 }
 
-// AlertRow is one hot-key event.
+// AlertRow is one hot-key event: hot, update or cooled. OnsetMs is the
+// hot's crossing on a hot and its updates (an episode's rows share it),
+// the end of the cool-down on a cooled; Rate the key's rate then (an
+// update's: over the rule window ending at its slot boundary), PeakRate
+// the highest rate published in the episode so far (0 on rows written
+// before updates existed).
 type AlertRow struct {
 	OnsetMs    int64   `ch:"onset_ms" json:"onset_ms"`
 	DetectedMs int64   `ch:"detected_ms" json:"detected_ms"`
@@ -243,6 +248,7 @@ type AlertRow struct {
 	Key        string  `ch:"key" json:"key"`
 	Rule       string  `ch:"rule" json:"rule"`
 	Rate       float64 `ch:"rate" json:"rate"`
+	PeakRate   float64 `ch:"peak_rate" json:"peak_rate"`
 	Threshold  float64 `ch:"threshold" json:"threshold"`
 	Events     uint64  `ch:"events" json:"events"`
 	WindowMs   int64   `ch:"window_ms" json:"window_ms"`
@@ -255,7 +261,8 @@ type AlertRow struct {
 	Split      uint32  `ch:"split" json:"split"`
 }
 
-// Alerts runs the alerts query, oldest onset first.
+// Alerts runs the alerts query, oldest onset first; an episode's updates
+// follow its hot, in the order they were decided.
 func (c *Client) Alerts(ctx context.Context, q AlertsQuery) ([]AlertRow, error) {
 	var out []AlertRow
 	err := c.run(ctx, chschema.QueryAlerts, &out, q.Range, map[string]any{

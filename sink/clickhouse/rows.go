@@ -56,7 +56,7 @@ func tables() []*table {
 			name: "hotkey_events",
 			columns: []string{"id", "type", "app", "key", "key_hash", "rule", "rate", "threshold", "events",
 				"window_ms", "topic", "partition", "onset", "onset_ms", "detected_ms", "reads", "writes", "bytes",
-				"mitigation", "split", "shortened", "partitions", "error"},
+				"mitigation", "split", "shortened", "partitions", "error", "peak_rate"},
 			rows: func(it *item) int {
 				if it.hot != nil {
 					return 1
@@ -72,7 +72,7 @@ func tables() []*table {
 				}
 				return b.Append(h.ID, h.Type, h.App, h.Key, h.KeyHash, h.Rule, h.Rate, h.Threshold, h.Count,
 					h.WindowMs, h.Topic, h.Partition, secondOf(h.OnsetMs), h.OnsetMs, h.DetectedMs, h.Reads, h.Writes,
-					h.Bytes, mitigation, split, boolByte(h.Shortened), partitionsOf(h), h.Error)
+					h.Bytes, mitigation, split, boolByte(h.Shortened), partitionsOf(h), h.Error, h.PeakRate)
 			},
 		},
 		{
@@ -224,8 +224,8 @@ func newHotItem(h *schemas.HotKeyEvent, ack AckFunc) (*item, error) {
 	if h.ID == "" {
 		errs = append(errs, errors.New("empty id"))
 	}
-	if h.Type != schemas.HotKeyHot && h.Type != schemas.HotKeyCooled {
-		errs = append(errs, fmt.Errorf("type %q is neither %q nor %q", h.Type, schemas.HotKeyHot, schemas.HotKeyCooled))
+	if h.Type != schemas.HotKeyHot && h.Type != schemas.HotKeyUpdate && h.Type != schemas.HotKeyCooled {
+		errs = append(errs, fmt.Errorf("type %q is not %q, %q or %q", h.Type, schemas.HotKeyHot, schemas.HotKeyUpdate, schemas.HotKeyCooled))
 	}
 	if err := checkMs("onset_ms", h.OnsetMs); err != nil {
 		errs = append(errs, err)

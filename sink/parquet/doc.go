@@ -144,8 +144,10 @@
 // version-2 writer gets every event of its records, so its row counts
 // differ from its manifest: the writer logs that as changed input and
 // records the new files. Versions 1 and 2, before the hot-key rows' error
-// and partitions columns, read back with error 0 and no partitions; a
-// newer file missing any column is refused. SQL tools reading files of
+// and partitions columns, read back with error 0 and no partitions;
+// versions 1 to 3, before their peak_rate column (and the "update" rows
+// that came with it), with peak_rate 0. A file missing a column its
+// version has is refused. SQL tools reading files of
 // several versions together must union their schemas by name (DuckDB's
 // union_by_name = true) and see a column an older file lacks as NULL.
 //

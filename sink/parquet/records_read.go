@@ -90,7 +90,7 @@ func ReadHotKeys(ctx context.Context, fsys FS, q Query, log *slog.Logger) ([]*sc
 // addedColumns are, per kind, the record columns added after version 1
 // with the layout version that added them.
 var addedColumns = map[string]map[string]int{
-	KindHotKeys: {"partitions": 3, "error": 3},
+	KindHotKeys: {"partitions": 3, "error": 3, "peak_rate": 4},
 }
 
 type fileRow[T any] struct {

@@ -111,8 +111,8 @@ type hotKeyRowV2 struct {
 
 // TestReadsVersion2HotKeyFiles: hot-key files written before the error
 // and partitions columns read back with error 0 and no partitions, every
-// other field intact, beside a current file; a file of the current
-// version without them, or an old one without another column, is
+// other field intact, beside a current file; a file of version 3 (which
+// added them) without them, or an old one without another column, is
 // refused.
 func TestReadsVersion2HotKeyFiles(t *testing.T) {
 	const baseMs = int64(1767225600000)
@@ -155,9 +155,9 @@ func TestReadsVersion2HotKeyFiles(t *testing.T) {
 	require.Equal(t, append(want, cur), got, "version 2 rows with error 0 and no partitions, beside a current row")
 
 	var bf *BadFileError
-	fsys, _ = writeHotKeyFile(t, dir, old)
+	fsys, _ = writeHotKeyFile(t, dir, old, schemas.ParquetVersionKey, "3")
 	_, _, err = ReadHotKeys(context.Background(), fsys, Query{}, nil)
-	require.ErrorAs(t, err, &bf, "a current file without the columns")
+	require.ErrorAs(t, err, &bf, "a file of the version that added the columns, without them")
 	require.ErrorContains(t, err, "column partitions missing")
 
 	fsys, _ = writeHotKeyFile(t, dir, []idRow{{ID: "x"}}, schemas.ParquetVersionKey, "2")
@@ -183,4 +183,74 @@ func writeHotKeyFile[T any](t *testing.T, dir string, rows []T, meta ...string) 
 	_, err = enc.writeFile(fsys, dir+"/old_0_1_0000000000000000"+fileExt, rows, meta...)
 	require.NoError(t, err)
 	return fsys, root
+}
+
+// hotKeyRowV3 is schemas.HotKeyRow as layout version 3 wrote it: no
+// peak_rate column.
+type hotKeyRowV3 struct {
+	ID              string  `parquet:"id"`
+	Type            string  `parquet:"type,dict"`
+	App             string  `parquet:"app,dict"`
+	Key             string  `parquet:"key"`
+	KeyHash         string  `parquet:"key_hash"`
+	Rule            string  `parquet:"rule,dict"`
+	Rate            float64 `parquet:"rate"`
+	Threshold       float64 `parquet:"threshold"`
+	Count           int64   `parquet:"count"`
+	WindowMs        int64   `parquet:"window_ms"`
+	Topic           string  `parquet:"topic,dict"`
+	Partition       int32   `parquet:"partition"`
+	Partitions      []int32 `parquet:"partitions,list"`
+	Error           int64   `parquet:"error"`
+	OnsetMs         int64   `parquet:"onset_ms,timestamp(millisecond)"`
+	DetectedMs      int64   `parquet:"detected_ms,timestamp(millisecond)"`
+	Reads           int64   `parquet:"reads"`
+	Writes          int64   `parquet:"writes"`
+	Bytes           int64   `parquet:"bytes"`
+	MitigationKind  string  `parquet:"mitigation_kind,dict"`
+	MitigationSplit int64   `parquet:"mitigation_split"`
+}
+
+// TestReadsVersion3HotKeyFiles: hot-key files written before the
+// peak_rate column read back with peak 0, every other field intact,
+// beside a current file holding an update and its peak; a file of the
+// current version without the column is refused.
+func TestReadsVersion3HotKeyFiles(t *testing.T) {
+	const baseMs = int64(1767225600000)
+	dir := bucketDir(KindHotKeys, "shop", baseMs)
+	old := []hotKeyRowV3{
+		{ID: "t/-1/r/hot/4:shop/a/1767225600000", Type: schemas.HotKeyHot, App: "shop", Key: "a", KeyHash: "0123456789abcdef",
+			Rule: "r", Rate: 1500.5, Threshold: 1000, Count: 1501, WindowMs: 1000, Topic: "t", Partition: schemas.ClusterPartition,
+			Partitions: []int32{0, 4}, Error: 12, OnsetMs: baseMs, DetectedMs: baseMs + 8, Reads: 1400, Writes: 101, Bytes: 7777,
+			MitigationKind: schemas.MitigationLocalCache},
+	}
+	want := []*schemas.HotKeyEvent{
+		{Version: schemas.HotKeyVersion, ID: old[0].ID, Type: schemas.HotKeyHot, App: "shop", Key: "a", KeyHash: "0123456789abcdef",
+			Rule: "r", Rate: 1500.5, Threshold: 1000, Count: 1501, WindowMs: 1000, Topic: "t", Partition: schemas.ClusterPartition,
+			Partitions: []int32{0, 4}, Error: 12, OnsetMs: baseMs, DetectedMs: baseMs + 8, Reads: 1400, Writes: 101, Bytes: 7777,
+			Mitigation: &schemas.Mitigation{Kind: schemas.MitigationLocalCache}},
+	}
+	fsys, root := writeHotKeyFile(t, dir, old, schemas.ParquetVersionKey, "3")
+	opts := DefaultOptions()
+	opts.Root = root
+	a, err := openFS(context.Background(), opts, fsys, nil, nil, time.Now)
+	require.NoError(t, err)
+	w, err := a.HotKeys("cluster")
+	require.NoError(t, err)
+	up := &schemas.HotKeyEvent{Version: schemas.HotKeyVersion, ID: "t/-1/r/update/4:shop/a/1767225601100", Type: schemas.HotKeyUpdate,
+		App: "shop", Key: "a", KeyHash: "0123456789abcdef", Rule: "r", Rate: 3004, PeakRate: 3004, Threshold: 1000, Count: 3004,
+		WindowMs: 1000, Topic: "t", Partition: schemas.ClusterPartition, Partitions: []int32{0, 4}, OnsetMs: baseMs,
+		DetectedMs: baseMs + 1108, Writes: 3004, Mitigation: &schemas.Mitigation{Kind: schemas.MitigationSplit, Split: 4}}
+	require.NoError(t, w.Append(up))
+	require.NoError(t, a.Close())
+	got, bad, err := ReadHotKeys(context.Background(), fsys, Query{}, nil)
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	require.Equal(t, append(want, up), got, "a version 3 row with peak 0, beside a current update")
+
+	var bf *BadFileError
+	fsys, _ = writeHotKeyFile(t, dir, old)
+	_, _, err = ReadHotKeys(context.Background(), fsys, Query{}, nil)
+	require.ErrorAs(t, err, &bf, "a current file without the column")
+	require.ErrorContains(t, err, "column peak_rate missing")
 }

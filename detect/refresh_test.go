@@ -1,0 +1,185 @@
+package detect_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	chgo "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/clickhouse"
+)
+
+// refreshInput is a keyed topic's traffic: a URL at 1,500 requests/s for
+// 20 s from second 2, under the default 1,000/s rule, beside a quiet
+// background, then 10 s of background alone. It returns the records and
+// the URL's event times.
+func refreshInput(topic string, baseMs int64) ([]*kgo.Record, []int64) {
+	var recs []*kgo.Record
+	var hot []int64
+	add := func(key string, tsMs int64) {
+		e := schemas.AccessEvent{TimeMs: tsMs, Key: key, App: "web", Op: "GET", Bytes: 512}
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)})
+	}
+	for ms := range int64(32_000) {
+		if ms%10 == 0 {
+			add("/p/"+string(rune('a'+ms/10%20)), baseMs+ms)
+		}
+		if ms >= 2000 && ms < 22_000 {
+			// 1,500/s: three events every two milliseconds.
+			for range 1 + ms%2 {
+				add("/checkout", baseMs+ms)
+				hot = append(hot, baseMs+ms)
+			}
+		}
+	}
+	return recs, hot
+}
+
+// TestRegistryRefreshAndTombstone: what the registry topic and ClickHouse
+// (the real 18.16 server) hold for the URL at 1,500/s: its hot at the
+// crossing, about the rule's 1,000/s; a window later an update with its
+// rate, exactly its events in the rule window ending at the update's
+// slot boundary; nothing more while it stays at that rate; its cooled
+// with the episode's peak; then, last on the topic, the key's tombstone.
+// ClickHouse has the same events, tombstone aside.
+func TestRegistryRefreshAndTombstone(t *testing.T) {
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.seeds(t), 1)
+			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+			recs, hotTimes := refreshInput(e.events, base)
+			produce(t, e.seeds, recs...)
+
+			conn := testenv.ClickHouseConn(t)
+			db := testenv.ClickHouseDatabase(t, conn)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			chOpts := clickhouse.DefaultOptions()
+			chOpts.Addr, chOpts.Database, chOpts.FlushInterval = []string{testenv.ClickHouseAddr(t)}, db, 50*time.Millisecond
+			ch, err := clickhouse.Open(ctx, chOpts, clickhouse.Deps{Logger: testLogger(t)})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, ch.Close(context.Background())) }()
+
+			cfg := e.config(t)
+			p := pipeline.DefaultOptions() // 1,000 events/s over 1 s; refresh at ±25 %
+			p.Lateness, p.IdleTimeout = 0, time.Hour
+			p.Detect.CoolDown = 3 * time.Second
+			cfg.Pipeline, cfg.ClickHouse = p, ch
+			runToEnd(t, cfg)
+
+			all := readAll(t, e.seeds, e.hotkeys)
+			key := string(schemas.HotKeyRecordKey("web", "/checkout"))
+			var mine []*kgo.Record
+			for _, r := range all {
+				if string(r.Key) == key {
+					mine = append(mine, r)
+				}
+			}
+			evs := registryEvents(t, mine)
+			require.NotEmpty(t, mine)
+			require.Nil(t, mine[len(mine)-1].Value, "the key's last record is its tombstone")
+			require.GreaterOrEqual(t, len(evs), 3, "%+v", evs)
+			hot, up, cooled := evs[0], evs[1], evs[len(evs)-1]
+			require.Equal(t, schemas.HotKeyHot, hot.Type)
+			require.InDelta(t, 1000, hot.Rate, 2, "the crossing's rate")
+			require.Equal(t, schemas.HotKeyUpdate, up.Type)
+			atMs := updateAt(t, &up)
+			var n int
+			for _, ts := range hotTimes {
+				if ts >= atMs-1000 && ts < atMs {
+					n++
+				}
+			}
+			require.Equal(t, float64(n), up.Rate, "the URL's events over [at − 1 s, at)")
+			require.Equal(t, 1500.0, up.Rate)
+			require.Equal(t, 1500.0, up.PeakRate)
+			require.Equal(t, hot.OnsetMs, up.OnsetMs)
+			for _, h := range evs[2 : len(evs)-1] {
+				require.Greater(t, updateAt(t, &h), base+22_000, "an update while the URL stayed at 1,500/s: %+v", h)
+			}
+			require.Equal(t, schemas.HotKeyCooled, cooled.Type)
+			require.Equal(t, 1500.0, cooled.PeakRate)
+
+			type row struct {
+				ID       string  `ch:"id"`
+				Type     string  `ch:"type"`
+				Rate     float64 `ch:"rate"`
+				PeakRate float64 `ch:"peak_rate"`
+			}
+			var rows []row
+			require.NoError(t, conn.Select(ctx, &rows, "SELECT id, toString(type) AS type, rate, peak_rate FROM "+db+
+				".hotkey_events FINAL WHERE key = @k ORDER BY onset_ms, type, id", chgo.Named("k", "/checkout")))
+			var want []row
+			for _, h := range evs {
+				want = append(want, row{h.ID, h.Type, h.Rate, h.PeakRate})
+			}
+			require.Equal(t, want, rows, "ClickHouse holds the registry's events, updates included")
+		})
+	}
+}
+
+// TestViewReadsRegistry: the demo's view follows a registry holding an
+// episode (hot, update, cooled, tombstone) beside records of another
+// writer (a manual entry under "m:…", one with a nil value, one it cannot
+// decode): it prints the episode's three lines, the update with its rate
+// and peak, and skips the rest.
+func TestViewReadsRegistry(t *testing.T) {
+	seeds := testenv.KFake(t)
+	hot, reports := testenv.NewTopic(t, seeds, 1), testenv.NewTopic(t, seeds, 1)
+	const onset = int64(1767225600000)
+	ev := func(typ string, atMs int64, rate, peak float64) *kgo.Record {
+		h := schemas.HotKeyEvent{Version: schemas.HotKeyVersion, ID: schemas.HotKeyID("t", 0, "r", typ, "web", "/checkout", atMs),
+			Type: typ, App: "web", Key: "/checkout", Rule: "r", Rate: rate, PeakRate: peak, Threshold: 1000, WindowMs: 1000,
+			Topic: "t", OnsetMs: onset}
+		if typ == schemas.HotKeyCooled {
+			h.OnsetMs = atMs
+		}
+		v, err := h.AppendJSON(nil)
+		require.NoError(t, err)
+		return &kgo.Record{Topic: hot, Key: schemas.HotKeyRecordKey(h.App, h.Key), Value: v}
+	}
+	key := schemas.HotKeyRecordKey("web", "/checkout")
+	manual := append([]byte("m:"), key...)
+	produce(t, seeds,
+		&kgo.Record{Topic: hot, Key: manual, Value: []byte(`{"v":1,"action":"promote","app":"web","key":"/checkout","ttl_ms":60000}`)},
+		ev(schemas.HotKeyHot, onset, 1000, 1000),
+		&kgo.Record{Topic: hot, Key: manual}, // the manual entry removed
+		ev(schemas.HotKeyUpdate, onset+1000, 1502, 1502),
+		&kgo.Record{Topic: hot, Key: []byte("x"), Value: []byte("not json")},
+		ev(schemas.HotKeyCooled, onset+31_000, 0, 1502),
+		&kgo.Record{Topic: hot, Key: key}, // the tombstone
+	)
+	out := &syncBuffer{}
+	v, err := detect.NewView(detect.ViewConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Hotkeys: hot, Reports: reports,
+		Out: out, Every: 10 * time.Millisecond, Logger: testLogger(t)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	eventually(t, "the cooled line", func() bool { return regexpMatch(`COOLED`, out.String()) })
+	cancel()
+	require.NoError(t, <-done)
+	var lines []string
+	for _, l := range splitLines(out.String()) {
+		if regexpMatch(`^\d\d:\d\d:\d\d\.\d{3} `, l) {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 3, "hot, update, cooled; nothing for the others: %q", lines)
+	require.Regexp(t, `^00:00:00\.000 HOT    web "/checkout" rate=1000\.0/s threshold`, lines[0])
+	require.Regexp(t, `^00:00:01\.000 UPDATE web "/checkout" rate=1502\.0/s peak=1502\.0/s .* onset=00:00:00\.000`, lines[1])
+	require.Regexp(t, `^00:00:31\.000 COOLED web "/checkout" rate=0\.0/s peak=1502\.0/s`, lines[2])
+}
+
+func regexpMatch(expr, s string) bool { return regexp.MustCompile(`(?m)` + expr).MatchString(s) }
+
+func splitLines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
