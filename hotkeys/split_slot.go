@@ -1,9 +1,9 @@
 package hotkeys
 
-import "strings"
+import "github.com/keyheat/keyheat/internal/redisslot"
 
 // splitSlots is the number of hash slots of a Redis Cluster.
-const splitSlots = 16384
+const splitSlots = redisslot.Slots
 
 // Slot returns the Redis Cluster hash slot of key, as CLUSTER KEYSLOT
 // answers it: CRC16 (XMODEM: polynomial 0x1021, initial value 0, no
@@ -12,37 +12,9 @@ const splitSlots = 16384
 // after it, provided there is at least one. So "{user1000}.following" and
 // "{user1000}.followers" share a slot, "foo{}{bar}" is hashed whole (its
 // first tag is empty) and "foo{{bar}}" hashes "{bar".
-func Slot(key string) int {
-	if s := strings.IndexByte(key, '{'); s >= 0 {
-		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
-			key = key[s+1 : s+1+e]
-		}
-	}
-	return int(splitCRC16(0, key) & (splitSlots - 1))
-}
+func Slot(key string) int { return int(redisslot.Of(key)) }
 
 // splitCRC16 feeds s into a CRC16-XMODEM register holding crc: the CRC of
 // a+b is splitCRC16(splitCRC16(0, a), b), which lets a shard's slot be
 // computed from its name's common prefix plus a few digits.
-func splitCRC16(crc uint16, s string) uint16 {
-	for i := 0; i < len(s); i++ {
-		crc = crc<<8 ^ splitCRC16Table[byte(crc>>8)^s[i]]
-	}
-	return crc
-}
-
-// splitCRC16Table[b] is the register after feeding byte b into a zero register.
-var splitCRC16Table = func() (t [256]uint16) {
-	for b := range 256 {
-		c := uint16(b) << 8
-		for range 8 {
-			if c&0x8000 != 0 {
-				c = c<<1 ^ 0x1021
-			} else {
-				c <<= 1
-			}
-		}
-		t[b] = c
-	}
-	return t
-}()
+func splitCRC16(crc uint16, s string) uint16 { return redisslot.CRC16(crc, s) }

@@ -1,7 +1,6 @@
 package hotkeys
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,20 +51,6 @@ func TestSplitSlot(t *testing.T) {
 	}
 	require.Equal(t, Slot("{user1000}.following"), Slot("{user1000}.followers"))
 	require.NotEqual(t, Slot("foo{}{bar}"), Slot("bar"), "an empty tag does not fall through to the next one")
-
-	rng := rand.New(rand.NewPCG(1, 2))
-	for n := range 40 {
-		b := make([]byte, n)
-		for range 50 {
-			for i := range b {
-				b[i] = byte(rng.Uint32())
-			}
-			require.Equal(t, splitCRC16Bitwise(string(b)), splitCRC16(0, string(b)), "%x", b)
-			// CRC of a+b continues from CRC of a.
-			cut := rng.IntN(n + 1)
-			require.Equal(t, splitCRC16Bitwise(string(b)), splitCRC16(splitCRC16(0, string(b[:cut])), string(b[cut:])))
-		}
-	}
 }
 
 func BenchmarkSplitSlot(b *testing.B) {
