@@ -11,5 +11,6 @@
 //
 // It does not detect anything (package pipeline and detect do), and it
 // imports nothing of keyheat's but package schemas, whose record shapes it
-// shares with detect.
+// shares with detect, and internal/redisslot, the Redis Cluster slot
+// function detect's skew report uses too.
 package hotkeys
