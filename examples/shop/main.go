@@ -191,11 +191,25 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	// Registered before WaitReady, so that no change is missed. A key
 	// that leaves the hot set (or changes mitigation) leaves the cache,
 	// and what its splitter shards hold is folded back into the key.
+	hot := map[string]bool{} // keys logged hot; callbacks run one at a time
 	follower.OnChange(func(e hotkeys.Entry) {
+		if e.App != cfg.app {
+			return // the registry lists every application's keys
+		}
 		// The shop's keys are product ids, nothing private, so the log
 		// names them; an application whose keys hold user data logs
-		// key_hash only.
-		log.Info("hot key changed", "app", e.App, "key", e.Key, "key_hash", fmt.Sprintf("%016x", e.KeyHash),
+		// key_hash only. A hot key's entry is refreshed as its rate
+		// moves: those changes are logged at debug level.
+		level := slog.LevelInfo
+		if e.Status == hotkeys.StatusHot && hot[e.Key] {
+			level = slog.LevelDebug
+		}
+		if e.Status == hotkeys.StatusHot {
+			hot[e.Key] = true
+		} else {
+			delete(hot, e.Key)
+		}
+		log.Log(context.Background(), level, "hot key changed", "key", e.Key, "key_hash", fmt.Sprintf("%016x", e.KeyHash),
 			"status", e.Status, "mitigation", e.Mitigation, "split", e.SplitFactor, "rate", e.Rate)
 		if cache != nil {
 			cache.Forget(e)
