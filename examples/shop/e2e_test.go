@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,10 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,23 +47,26 @@ const hang = 5 * time.Minute
 
 // The hot product the load plants, and the Redis key of its record.
 const (
-	hotID  = "7"
-	hotKey = "product:" + hotID
+	hotID    = "7"
+	hotKey   = "product:" + hotID
+	hotViews = "views:product:" + hotID // its view counter, hot for writes
 )
 
 // TestHotProductLoop runs the whole loop as separate processes on the
 // real broker and private Redis servers: the shop reports its accesses,
 // detect (live) finds the planted product hot and writes the registry,
 // the shop follows the registry and serves the product from its cache,
-// so Redis stops seeing its reads; when the burst ends the product cools
-// in the registry and leaves the shop's cache.
+// so Redis stops seeing its reads; its view counter, hot for writes, is
+// split. When the burst ends the product cools in the registry and
+// leaves the shop's cache, and the counter's shards are folded back.
 //
 // A second shop, with --local-cache=false and its own Redis, takes the
 // same load: it is the comparison the test's log reports the Redis read
 // ratio against.
 func TestHotProductLoop(t *testing.T) {
 	seeds := testenv.KafkaSeeds(t)
-	cachedRedis := testenv.PrivateRedisCluster(t).Options().Addrs[0]
+	cachedRDB := testenv.PrivateRedisCluster(t)
+	cachedRedis := cachedRDB.Options().Addrs[0]
 	plainRedis := testenv.PrivateRedisCluster(t).Options().Addrs[0]
 	for _, bin := range []string{"shop", "load", "detect"} {
 		binary(t, bin)
@@ -75,10 +81,10 @@ func TestHotProductLoop(t *testing.T) {
 		"--kafka.topics.windows="+registry["win"], "--kafka.topics.reports="+registry["rep"], "--kafka.topics.progress="+registry["prog"],
 		"--detect.group="+testenv.UniqueName(t, "g"), "--detect.merge_group="+testenv.UniqueName(t, "m"),
 		"--detect.commit_interval=100ms", "--detect.session_timeout=6s",
-		// Products read more than 10 times a second are hot. The load
-		// sends the planted product some 50 reads a second per shop, and
-		// the busiest background product about one.
-		`--pipeline.rules=[{name: shop, app: shop, key: "product:*", window: 2s, rate: 10}]`,
+		// Keys read or written more than 10 times a second are hot. The
+		// load sends the planted product some 35 reads and 15 views a
+		// second per shop, and the busiest background product about one.
+		`--pipeline.rules=[{name: shop, app: shop, key: "*", window: 2s, rate: 10}]`,
 		"--pipeline.detect.cool_down=2s", "--pipeline.idle_timeout=1s")
 	d.waitErr(`msg="partitions assigned"`, hang)
 
@@ -105,7 +111,7 @@ func TestHotProductLoop(t *testing.T) {
 	// The same planted burst on both shops: identical request sequences.
 	loadArgs := func(url string) []string {
 		return []string{"--url=" + url, "--products=2000", "--zipf=0.6", "--hot=" + hotID, "--hot-share=0.5",
-			"--views=0.05", "--rate=100", "--workers=8", "--duration=0", "--report-every=0", "--seed=1"}
+			"--views=0.3", "--rate=100", "--workers=8", "--duration=0", "--report-every=0", "--seed=1"}
 	}
 	cachedLoad := start(t, "load", loadArgs(cachedURL)...)
 	plainLoad := start(t, "load", loadArgs(plainURL)...)
@@ -113,12 +119,14 @@ func TestHotProductLoop(t *testing.T) {
 	// Detect finds the product hot from the shops' own reports; the
 	// cached shop then holds it and serves it from memory.
 	var dv debugView
-	eventually(t, "the hot product held in the shop's cache and served from it", func() bool {
+	eventually(t, "the hot product held in the shop's cache and served from it, its views split", func() bool {
 		dv = getDebug(t, hc, cachedURL)
 		k, ok := dv.cacheKey(hotKey)
-		return dv.isHot(hotKey) && ok && k.Cached && k.Hits > 0
+		return dv.isHot(hotKey) && ok && k.Cached && k.Hits > 0 && dv.isHot(hotViews)
 	})
 	require.Equal(t, "local_cache", dv.hot(hotKey).Mitigation)
+	require.Equal(t, "split", dv.hot(hotViews).Mitigation)
+	require.GreaterOrEqual(t, dv.hot(hotViews).SplitFactor, 2)
 
 	// Redis no longer sees the product's reads from the cached shop: n
 	// requests make fewer than n/2 GETs (one per --local-ttl, at most a
@@ -171,12 +179,19 @@ func TestHotProductLoop(t *testing.T) {
 		100*float64(plainTotal)/float64(plainReads), float64(plainTotal)/float64(max(cachedTotal, 1)))
 
 	// The product cools in the registry, and the shop's cache lets it go
-	// (nothing reads it any more: the registry's change drops it).
+	// (nothing reads it any more: the registry's change drops it). Its
+	// view counter cools too, and its shards are folded into the key.
 	eventually(t, "the cooled product gone from the registry and the cache", func() bool {
 		dv = getDebug(t, hc, cachedURL)
 		_, held := dv.cacheKey(hotKey)
-		return !dv.isHot(hotKey) && !held
+		return !dv.isHot(hotKey) && !held && !dv.isHot(hotViews)
 	})
+	cached.waitErr(`msg="folded a split key" component=splitter app=shop .* shards_folded=[1-9]`, hang)
+	require.Empty(t, scanKeys(t, cachedRDB, "{hk:*}s:"+hotViews), "shards left after the fold")
+	folded, err := cachedRDB.Get(t.Context(), hotViews).Int64()
+	require.NoError(t, err)
+	require.JSONEq(t, fmt.Sprintf(`{"id":%q,"views":%d}`, hotID, folded), get(t, hc, cachedURL+"/products/"+hotID+"/views", http.StatusOK),
+		"the counter's key holds every view")
 	var types []string
 	for _, r := range testenv.ReadCommitted(t, seeds, registry["hot"]) {
 		if r.Value == nil {
@@ -201,6 +216,21 @@ func TestHotProductLoop(t *testing.T) {
 	}
 	d.signal(syscall.SIGTERM)
 	d.waitExit(hang)
+}
+
+// scanKeys returns the keys matching the glob pattern on every master.
+func scanKeys(t *testing.T, rdb *redis.ClusterClient, pattern string) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var out []string
+	require.NoError(t, rdb.ForEachMaster(t.Context(), func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		mu.Lock()
+		out = append(out, keys...)
+		mu.Unlock()
+		return err
+	}))
+	return out
 }
 
 // privateTopics returns a name unique to the test for each of names, and
