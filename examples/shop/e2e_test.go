@@ -153,7 +153,7 @@ func TestHotProductLoop(t *testing.T) {
 	require.JSONEq(t, `{"id":"e2e","views":3}`, get(t, hc, cachedURL+"/products/e2e/views", http.StatusOK))
 
 	// The burst goes on for a while, so that the read counts below are
-	// mostly of the product while hot (the load reads it some 50 times a
+	// mostly of the product while hot (the load reads it some 35 times a
 	// second per shop).
 	eventually(t, "a thousand reads served from the cache", func() bool { return getDebug(t, hc, cachedURL).Cache.Hits >= 1000 })
 
