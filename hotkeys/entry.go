@@ -1,6 +1,10 @@
 package hotkeys
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Source says who put an entry in the registry.
 type Source uint8
@@ -112,4 +116,46 @@ type Entry struct {
 	Expires time.Time
 	// LocalTTL, when not 0, overrides the local cache's TTL for this key.
 	LocalTTL time.Duration
+}
+
+// MarshalText writes s as String does, so that JSON carries "detector" or
+// "manual".
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (s *Source) UnmarshalText(b []byte) error {
+	return unmarshalEnum(b, s, "source", SourceDetector, SourceManual)
+}
+
+// MarshalText writes m as String does ("local_cache", "split", ...).
+func (m Mitigation) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (m *Mitigation) UnmarshalText(b []byte) error {
+	return unmarshalEnum(b, m, "mitigation", MitigationNone, MitigationLocalCache, MitigationSplit, MitigationCoalesce)
+}
+
+// MarshalText writes s as String does ("hot", "cooled", "expired").
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (s *Status) UnmarshalText(b []byte) error {
+	return unmarshalEnum(b, s, "status", StatusHot, StatusCooled, StatusExpired)
+}
+
+func unmarshalEnum[T interface {
+	~uint8
+	String() string
+}](b []byte, dst *T, what string, values ...T) error {
+	for _, v := range values {
+		if v.String() == string(b) {
+			*dst = v
+			return nil
+		}
+	}
+	names := make([]string, len(values))
+	for i, v := range values {
+		names[i] = v.String()
+	}
+	return fmt.Errorf("hotkeys: %s %q, want one of %s", what, b, strings.Join(names, ", "))
 }
