@@ -43,11 +43,12 @@ func Example() {
 	}
 	defer rep.Close(ctx)
 
-	// A key that cools leaves the cache, and its shards fold back.
+	// A key that cools leaves the cache, and its shards fold back (a
+	// periodic split.Reconcile retries a fold that failed).
 	reg.OnChange(func(e hotkeys.Entry) {
 		cache.Forget(e)
-		if e.Status != hotkeys.StatusHot {
-			_ = split.Reconcile(ctx)
+		if e.Status != hotkeys.StatusHot || e.Mitigation != hotkeys.MitigationSplit {
+			_ = split.Fold(ctx, e.App, e.Key, e.SplitFactor)
 		}
 	})
 	if err := reg.WaitReady(ctx); err != nil {
