@@ -97,11 +97,11 @@ type plan struct {
 	linger time.Duration
 }
 
-// benchPlan is what the benchmark runs: 100 onsets, one every 600 ms, each
+// benchPlan is what the benchmark runs: 100 onsets, one every 500 ms, each
 // key at 2,000 events/s (twice the default rule's rate) for 2 s, over
-// 2,000 events/s of background on 8 partitions; about a minute of
-// traffic, 5,000 to 9,000 events/s.
-var benchPlan = plan{partitions: 8, background: 2000, coldKeys: 50_000, onsets: 100, every: 600 * time.Millisecond,
+// 2,000 events/s of background on 8 partitions; 50 s of traffic, 8,000 to
+// 10,000 events/s.
+var benchPlan = plan{partitions: 8, background: 2000, coldKeys: 50_000, onsets: 100, every: 500 * time.Millisecond,
 	plantedRate: 2000, plantedFor: 2 * time.Second, linger: 5 * time.Millisecond}
 
 // onset is one planted key: when its events were produced and when each
@@ -151,17 +151,20 @@ func (o *onset) at(per []atomic.Int64, tsMs int64) int64 {
 // campaign is one run: detect, a follower and the generator against one
 // cluster, with the planted keys each stage reports on.
 type campaign struct {
-	tb                       testing.TB
-	plan                     plan
-	events, hotkeys          string
-	warmup                   *onset
-	planted                  []*onset
-	byKey, byRecordKey       map[string]*onset // read-only once built
-	seenCount                atomic.Int64
-	seenCh                   chan struct{} // a planted key was seen hot
-	strayMu                  sync.Mutex
-	stray                    []string // keys reported hot that were never planted
-	produceErrs, hookRecords atomic.Int64
+	tb                 testing.TB
+	plan               plan
+	events, hotkeys    string
+	warmup             *onset
+	planted            []*onset
+	byKey, byRecordKey map[string]*onset // read-only once built
+	seenCount          atomic.Int64
+	seenCh             chan struct{} // a planted key was seen hot
+	strayMu            sync.Mutex
+	stray              []string // keys reported hot that were never planted
+	produceErrs        atomic.Int64
+	// The generator's pauses (see gen.maxPause), once it stopped.
+	genMaxPause time.Duration
+	genPauses   int
 }
 
 func newCampaign(tb testing.TB, p plan) *campaign {
@@ -342,6 +345,7 @@ func (c *campaign) run(seeds []string, s setting) {
 		"every planted key")
 
 	g.stop()
+	c.genMaxPause, c.genPauses = g.maxPause, g.pauses
 	f.Close()
 	stopDetect()
 	require.Zero(tb, c.produceErrs.Load(), "events the generator's producer failed")
@@ -417,7 +421,17 @@ type gen struct {
 
 	mu      sync.Mutex
 	planted []*growing // planted and not yet produced in full
+
+	// maxPause is the longest time between two rounds, and pauses the
+	// number of rounds that came more than pauseOver after the one before:
+	// how far the generator fell behind the wall clock. Written by loop,
+	// read after stop.
+	maxPause time.Duration
+	pauses   int
 }
+
+// pauseOver is the gap between two rounds counted as a pause.
+const pauseOver = 20 * time.Millisecond
 
 // growing is a planted key being produced.
 type growing struct {
@@ -468,6 +482,7 @@ func (g *gen) loop() {
 	defer g.wg.Done()
 	p := g.c.plan
 	t0 := time.Now()
+	last := t0
 	bgSent := 0
 	// Produce's context is not the loop's: stopping must not fail the
 	// events in flight.
@@ -480,6 +495,11 @@ func (g *gen) loop() {
 		}
 		now := time.Now()
 		tsMs := now.UnixMilli()
+		if d := now.Sub(last); d > pauseOver {
+			g.pauses++
+			g.maxPause = max(g.maxPause, d)
+		}
+		last = now
 		for due := int(p.background*now.Sub(t0).Seconds()) - bgSent; due > 0; due-- {
 			g.produce(ctx, fmt.Sprintf("cold:%d", g.rng.IntN(p.coldKeys)), tsMs, nil)
 			bgSent++
@@ -624,12 +644,19 @@ func report(ss []sample) string {
 	return b.String()
 }
 
-// describe names the broker and the traffic of a campaign for its log.
-func describe(br broker, seeds []string, s setting, p plan) string {
+// describe names the broker, the setting and the traffic of a campaign
+// for its log, and how far the generator fell behind: a pause delays the
+// events due meanwhile, which shows in the window when it falls before a
+// key's crossing and in delivery when it holds up the crossing event's
+// batch.
+func (c *campaign) describe(br broker, seeds []string, s setting) string {
+	p := c.plan
 	where := "kfake in this process"
 	if br.name == kafkaBroker.name {
 		where = fmt.Sprintf("real Kafka at %s (%s)", strings.Join(seeds, ","), testenv.EnvKafka)
 	}
-	return fmt.Sprintf("broker: %s; detect: %s; %d onsets, one every %v, each %.0f events/s for %v; background %.0f events/s over %d keys; %d partitions; generator linger %v",
-		where, s.name, p.onsets, p.every, p.plantedRate, p.plantedFor, p.background, p.coldKeys, p.partitions, p.linger)
+	return fmt.Sprintf("broker: %s; detect: %s; %d onsets, one every %v, each %.0f events/s for %v; "+
+		"background %.0f events/s over %d keys; %d partitions; generator linger %v, %d pauses over %v, longest %v",
+		where, s.name, p.onsets, p.every, p.plantedRate, p.plantedFor, p.background, p.coldKeys, p.partitions, p.linger,
+		c.genPauses, pauseOver, c.genMaxPause.Round(time.Millisecond))
 }
