@@ -656,17 +656,26 @@ var parts = []struct {
 	{"  crossing -> follower's client fetched it", func(s sample) float64 { return s.followerF }},
 }
 
-// report formats the samples' figures as a table, and says at which of
-// its events each key crossed: at the rule's count (the window share is
-// then the time the generator took to produce that many) or before it
-// (Count-Min over-counting a key admitted late).
+// report formats the samples' figures, one part a line (no more than
+// nine lines in all, the describe line first: the testing package cuts a
+// benchmark's log after ten), and says at which of its events each key
+// crossed: at the rule's count (the window share is then the time the
+// generator took to produce that many) or before it (Count-Min
+// over-counting a key admitted late).
 func (c *campaign) report(ss []sample) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-44s %8s %8s %8s\n", "ms", "p50", "p99", "max")
-	for _, p := range parts {
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
 		st := quantiles(ss, p.of)
-		fmt.Fprintf(&b, "%-44s %8.1f %8.1f %8.1f\n", p.name, st.p50, st.p99, st.max)
+		fmt.Fprintf(&b, "%-44s p50 %7.1f  p99 %7.1f  max %7.1f ms", p.name, st.p50, st.p99, st.max)
 	}
+	return b.String()
+}
+
+// crossings says at which of its events each key crossed its rule.
+func (c *campaign) crossings(ss []sample) string {
 	at, early := 0, 0
 	for _, s := range ss {
 		switch n := int(math.Ceil(c.threshold)); {
@@ -676,9 +685,8 @@ func (c *campaign) report(ss []sample) string {
 			early++
 		}
 	}
-	fmt.Fprintf(&b, "crossing event: the rule's count (%.0f) for %d of %d keys, earlier for %d, later for %d",
+	return fmt.Sprintf("crossing event: the rule's count (%.0f) for %d of %d keys, earlier for %d, later for %d",
 		c.threshold, at, len(ss), early, len(ss)-at-early)
-	return b.String()
 }
 
 // describe names the broker, the setting and the traffic of a campaign

@@ -63,7 +63,7 @@ func BenchmarkOnsetToMitigation(b *testing.B) {
 						b.ReportMetric(st.p99, m.unit+"-p99-ms")
 					}
 					b.ReportMetric(float64(len(ss)), "onsets")
-					b.Logf("%s\n%s", c.describe(br, seeds, v.s), c.report(ss))
+					b.Logf("%s; %s\n%s", c.describe(br, seeds, v.s), c.crossings(ss), c.report(ss))
 				}
 			})
 		}

@@ -24,5 +24,5 @@ func TestReportOnset(t *testing.T) {
 	ss := c.samples()
 	require.Len(t, ss, p.onsets)
 	require.Empty(t, c.strays(), "background keys reported hot")
-	t.Logf("%s\n%s", c.describe(br, seeds, defaults), c.report(ss))
+	t.Logf("%s; %s\n%s", c.describe(br, seeds, defaults), c.crossings(ss), c.report(ss))
 }
