@@ -18,5 +18,16 @@
 // figures (p50, p99, max of each part) and TestReportOnset checks that
 // every planted key, and no background key, is reported hot. The
 // campaigns run on the Kafka broker named by KEYHEAT_TEST_KAFKA (see
-// package testenv) and on an in-process kfake cluster.
+// package testenv) and on an in-process kfake cluster:
+//
+//	eval "$(scripts/services.sh env)"
+//	go test -run '^$' -bench BenchmarkOnsetToMitigation -benchtime 1x ./internal/onsetbench/
+//	go test -v -run TestReportOnset ./internal/onsetbench/
+//
+// Times are this process's wall clock. An event's time is stamped when
+// the generator hands it to its producer (ingest's 5 ms linger), so the
+// window share also holds whatever the generator fell behind before the
+// crossing, and delivery the linger and the broker's acknowledgement; the
+// log says how far the generator fell behind and at which of its events
+// each key crossed.
 package onsetbench
