@@ -25,9 +25,9 @@
 //	go test -v -run TestReportOnset ./internal/onsetbench/
 //
 // Times are this process's wall clock. An event's time is stamped when
-// the generator hands it to its producer (ingest's 5 ms linger), so the
-// window share also holds whatever the generator fell behind before the
-// crossing, and delivery the linger and the broker's acknowledgement; the
-// log says how far the generator fell behind and at which of its events
-// each key crossed.
+// the generator hands it to its producer (which lingers 5 ms, as
+// ingest's does), so the window share also holds whatever the generator
+// fell behind before the crossing, and delivery the linger and the
+// broker's acknowledgement; the log says how far the generator fell
+// behind and at which of its events each key crossed.
 package onsetbench
