@@ -21,7 +21,7 @@
 // package testenv) and on an in-process kfake cluster:
 //
 //	eval "$(scripts/services.sh env)"
-//	go test -run '^$' -bench BenchmarkOnsetToMitigation -benchtime 1x ./internal/onsetbench/
+//	go test -run '^$' -bench BenchmarkOnsetToMitigation -benchtime 1x -timeout 30m ./internal/onsetbench/
 //	go test -v -run TestReportOnset ./internal/onsetbench/
 //
 // Times are this process's wall clock. An event's time is stamped when
