@@ -39,7 +39,11 @@ type ReporterConfig struct {
 	// accesses, when one. Empty says nothing.
 	Node string
 	// FlushInterval is the longest an event waits in a buffer that is not
-	// full before it is handed to the producer; default 100ms.
+	// full before it is handed to the producer; default 100ms. Buffers are
+	// handed over one after another, so a partition of the topic can get
+	// events out of event-time order by about FlushInterval (longer on a
+	// starved machine): detect's pipeline.lateness must be well above it
+	// (its default of 2s is), or detect counts such events late.
 	FlushInterval time.Duration
 	// BufferBytes bounds the encoded events the reporter holds, in its
 	// buffers and in flight to Kafka, counting each event's record key and
@@ -176,9 +180,11 @@ type ReporterStats struct {
 	Recorded int64
 	// Sent counts events Kafka acknowledged.
 	Sent int64
-	// Failed counts events that did not reach Kafka after they were
-	// buffered: Kafka refused them, or Close gave up on them when its
-	// context ended.
+	// Failed counts events buffered that Kafka did not acknowledge: it
+	// refused them, or Close gave up on them when its context ended. One
+	// given up on may still have been written (its request was on the
+	// wire), so a reader of the topic finds between Sent and
+	// Sent + Failed of the events.
 	Failed int64
 	// DroppedFull counts events dropped because every buffer was full:
 	// Kafka took less than the application reported.
@@ -262,6 +268,7 @@ type Reporter struct {
 	quit          chan struct{}
 	flusherDone   chan struct{}
 	closeOnce     sync.Once
+	closeDone     chan struct{} // closed once the first Close returns
 	closeErr      error
 	// warned is the flusher's, then Close's once the flusher stopped.
 	warned reporterWarned
@@ -360,7 +367,7 @@ func newReporter(cfg ReporterConfig) *Reporter {
 		topic: cfg.Topic, client: cfg.Client, node: cfg.Node,
 		maxKey: cfg.MaxKeyBytes, fixed: cfg.fixedBytes(), interval: cfg.FlushInterval, log: log,
 		stripes: make([]reporterStripe, nstripes), mask: uint32(nstripes - 1),
-		quit: make(chan struct{}), flusherDone: make(chan struct{}),
+		quit: make(chan struct{}), flusherDone: make(chan struct{}), closeDone: make(chan struct{}),
 	}
 	r.hints.New = func() any { return &reporterHint{stripe: r.nextHint.Add(1) & r.mask} }
 	r.produceCtx, r.cancelProduce = context.WithCancel(context.Background())
@@ -664,25 +671,36 @@ func (r *Reporter) stats() (ReporterStats, [reporterInvalidReasons]int64) {
 // Close stops taking events, produces what the reporter holds and waits
 // until Kafka answered every event or ctx ends; then it closes the
 // client, which fails the events still unanswered (counted in Failed).
-// It returns nil when every event held was sent, and an error saying how
-// many were not otherwise. Record calls after Close are counted in
-// DroppedClosed. Close is idempotent: later calls return the first's
-// result.
+// It returns nil when every event held was acknowledged, and an error
+// saying how many were not otherwise. Record calls after Close are
+// counted in DroppedClosed. Close is idempotent: a later call returns the
+// first one's result once it has one, or ctx's error if its own ctx ends
+// first, and cuts the first one's wait short when it does.
 func (r *Reporter) Close(ctx context.Context) error {
-	r.closeOnce.Do(func() { r.closeErr = r.close(ctx) })
-	return r.closeErr
+	first := false
+	r.closeOnce.Do(func() { first = true })
+	if first {
+		r.closeErr = r.close(ctx)
+		close(r.closeDone)
+		return r.closeErr
+	}
+	stop := context.AfterFunc(ctx, r.cancelProduce)
+	defer stop()
+	select {
+	case <-r.closeDone:
+		return r.closeErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (r *Reporter) close(ctx context.Context) error {
+	// Whatever waits for Kafka below (the flusher, or this goroutine in
+	// Produce when franz-go's buffer is full) gives up when ctx ends.
+	stop := context.AfterFunc(ctx, r.cancelProduce)
+	defer stop()
 	close(r.quit)
-	select {
-	case <-r.flusherDone:
-	case <-ctx.Done():
-		// The flusher waits in Produce for franz-go's buffer: give up the
-		// wait, and the records.
-		r.cancelProduce()
-		<-r.flusherDone
-	}
+	<-r.flusherDone
 	// Every stripe is closed before the ready queue is emptied: a Record
 	// queues a buffer only under its stripe's lock with the stripe open,
 	// so none can be queued after.
@@ -709,7 +727,7 @@ func (r *Reporter) close(ctx context.Context) error {
 	if st.Failed == 0 {
 		return nil
 	}
-	err := fmt.Errorf("hotkeys reporter: %d of %d events buffered did not reach kafka", st.Failed, st.Sent+st.Failed)
+	err := fmt.Errorf("hotkeys reporter: %d of %d events buffered were not acknowledged by kafka (refused, or given up on: those may still have been written)", st.Failed, st.Sent+st.Failed)
 	if flushErr != nil {
 		err = fmt.Errorf("%w (close gave up waiting: %w)", err, flushErr)
 	}
@@ -752,7 +770,7 @@ func (w *reporterWarned) warn(r *Reporter, now time.Time, final bool) {
 		r.errMu.Lock()
 		err := r.lastErr
 		r.errMu.Unlock()
-		r.log.Warn("hotkeys reporter: events did not reach kafka",
+		r.log.Warn("hotkeys reporter: events not acknowledged by kafka",
 			"failed", st.Failed-w.failed, "failed_total", st.Failed, "topic", r.topic, "err", err)
 		w.at, w.failed = now, st.Failed
 	}

@@ -11,7 +11,7 @@ var (
 	reporterSentDesc = prometheus.NewDesc("keyheat_hotkeys_reporter_sent_total",
 		"Events Kafka acknowledged.", nil, nil)
 	reporterErrorsDesc = prometheus.NewDesc("keyheat_hotkeys_reporter_produce_errors_total",
-		"Events buffered that did not reach Kafka: refused, or given up on at close.", nil, nil)
+		"Events buffered that Kafka did not acknowledge: refused, or given up on at close (those may still have been written).", nil, nil)
 	reporterDroppedDesc = prometheus.NewDesc("keyheat_hotkeys_reporter_dropped_total",
 		"Events dropped before they were buffered, by reason: full (every buffer full), closed (after Close), "+
 			"empty_key, empty_app, key_too_long, too_large (app and op too long for a buffer).", []string{"reason"}, nil)

@@ -342,7 +342,7 @@ func TestReporterCloseGivesUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	err := r.Close(ctx)
-	require.ErrorContains(t, err, "25 of 25 events buffered did not reach kafka")
+	require.ErrorContains(t, err, "25 of 25 events buffered were not acknowledged by kafka")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, ReporterStats{Recorded: 25, Failed: 25}, r.Stats())
 	require.Equal(t, err, r.Close(context.Background()), "Close is idempotent")
@@ -505,9 +505,9 @@ func TestReporterProduceErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err := r.Close(ctx)
-	require.ErrorContains(t, err, "21 of 21 events buffered did not reach kafka")
+	require.ErrorContains(t, err, "21 of 21 events buffered were not acknowledged by kafka")
 	require.Equal(t, ReporterStats{Recorded: 21, Failed: 21}, r.Stats())
-	require.Contains(t, logs.String(), "hotkeys reporter: events did not reach kafka")
+	require.Contains(t, logs.String(), "hotkeys reporter: events not acknowledged by kafka")
 	require.Contains(t, logs.String(), "UNKNOWN_TOPIC_OR_PARTITION")
 }
 
