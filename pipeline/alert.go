@@ -200,7 +200,17 @@ func (p *Partition) tickAlerts(g *group, out *Output) {
 				g.unsteady()
 			}
 			if nowMs-st.belowMs >= coolMs {
-				p.cooled(g, x, st, lv, st.belowMs+coolMs, out)
+				if !g.retired {
+					p.cooled(g, x, st, lv, st.belowMs+coolMs, out)
+				} else if handed, readyMs := p.det.handedOver(g, st); handed {
+					// The window the key's rule uses now holds it hot:
+					// that episode speaks for the key in the registry.
+					st.hot, st.cooledMs = false, st.belowMs+coolMs
+					g.unsteady()
+					p.stats.HandedOver++
+				} else if nowMs >= readyMs {
+					p.cooled(g, x, st, lv, max(st.belowMs+coolMs, readyMs), out)
+				}
 			}
 		case st.deferred && !lv.above:
 			st.deferred = false

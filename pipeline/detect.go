@@ -91,6 +91,8 @@ type group struct {
 	alertBits [alertBuckets]uint16
 	sweep     int  // ring buckets swept per tick
 	retired   bool // no rule uses the window any more; kept until its hot keys cooled
+	// retiredMs is the event time of the reload that retired the group.
+	retiredMs int64
 	// steady lets most events of a hot key skip its alert state. A key is
 	// steady while its state is hot and not below its threshold since, under
 	// the rule that watches it: an event that finds it above changes
@@ -121,7 +123,7 @@ func (d *detector) setRules(r *Rules) {
 	d.rules = r
 	for _, g := range d.groups {
 		g.rules = map[string]*rule{}
-		g.retired = true
+		g.retired, g.retiredMs = true, d.p.maxTs
 		g.unsteady() // a key's rule may change
 	}
 	for _, x := range r.rules {
@@ -148,6 +150,28 @@ func (d *detector) setRules(r *Rules) {
 	})
 	clear(d.apps)
 	d.last = nil
+}
+
+// handedOver says how a key hot in retired group g ends its episode
+// there. The registry holds one record per app and key, whatever the
+// window, so a cooled from the window a reload retired would take a key
+// off the registry while the window that watches it now holds it hot. So
+// the key is handed over (ends without a record) when a live group holds
+// it hot, and is not cooled before readyMs, when every live group has
+// counted a whole window since the reload: until then it may be crossing
+// there.
+func (d *detector) handedOver(g *group, st *alertState) (handed bool, readyMs int64) {
+	readyMs = g.retiredMs
+	for _, o := range d.groups {
+		if o.retired {
+			continue
+		}
+		readyMs = max(readyMs, g.retiredMs+o.windowMs)
+		if x := o.lookup(st.hr, st.ns, st.key); x != nil && x.hot {
+			return true, readyMs
+		}
+	}
+	return false, readyMs
 }
 
 func (d *detector) newSketches() []*sketch.CountMin {

@@ -183,8 +183,14 @@
 // exactly.
 //
 // SetRules replaces rules between events: a window that stays keeps its
-// sketches, ring and alert state; a new window starts empty; keys hot under
-// a window no rule uses any more are published cooled after the cool-down.
+// sketches, ring and alert state; a new window starts empty. A key hot
+// under a window no rule uses any more is handed over, without a record,
+// to a window that holds it hot (the registry keeps one record per app and
+// key, so a cooled from the old window would take it off while it is hot),
+// and is published cooled otherwise, after the cool-down and not before
+// every window in use counted a whole window since the reload. The cluster
+// stage keeps its state across SetRules and cools the keys of a rule no
+// longer defined.
 //
 // # Commit point and restarts
 //

@@ -78,8 +78,10 @@ type Stats struct {
 	AppsFolded uint64
 	// Windows counts PartitionWindows emitted; Hot, Updates and Cooled the
 	// hot-key events published by type, AlertsWarmUp those decided during
-	// warm-up and not published.
-	Windows, Hot, Updates, Cooled, AlertsWarmUp uint64
+	// warm-up and not published. HandedOver counts hot keys of a window a
+	// reload retired whose episode ended without a cooled record, because
+	// the window that watches them now holds them hot.
+	Windows, Hot, Updates, Cooled, AlertsWarmUp, HandedOver uint64
 	// RingAdmitted counts keys admitted to exact counting; RingRefused
 	// keys that passed their gate but found the ring full, and RingEvicted
 	// tracked keys evicted to make room for a heavier one. While they grow
