@@ -77,6 +77,9 @@ type HotKeyEvent struct {
 	Version int `json:"v"`
 	// ID is deterministic: the same crossing detected again after a crash
 	// has the same ID, so consumers and sinks dedupe by it. See HotKeyID.
+	// One exception: an update re-published by a restart whose re-read
+	// does not reach back to its episode's onset has the same ID, rate and
+	// counts, but OnsetMs and PeakRate as far as the restart saw them.
 	ID string `json:"id"`
 	// Type is HotKeyHot, HotKeyUpdate or HotKeyCooled.
 	Type string `json:"type"`
