@@ -149,8 +149,9 @@ type SplitKeyStats struct {
 	// Shards is how many shards the Splitter reads the key with: the
 	// largest factor it used since the key's last fold.
 	Shards int
-	// Since is when the Splitter began to remember the key (its first
-	// split call after a fold that forgot it, or ever).
+	// Since is when the Splitter began to remember the key: its first
+	// call on the key while the registry had it split, since the Splitter
+	// was built or since the last fold that forgot the key.
 	Since time.Time
 	// Writes counts the split writes (Incr, SAdd, ZAdd to a shard) Redis
 	// acknowledged; Reads the split reads (Get, SMembers, ZRange) that
