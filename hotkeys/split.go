@@ -76,6 +76,10 @@ func (c SplitConfig) Validate() error {
 //	})
 //	err = s.Incr(ctx, "shop", "views:product:42", 1)
 //
+// Stats reports what a Splitter did: per operation the calls on split
+// keys and those passed through, the split calls' latencies, the folds,
+// and per key it remembers its shards, writes and reads.
+//
 // A Splitter is safe for concurrent use and holds no goroutine.
 type Splitter struct {
 	rdb     redis.UniversalClient

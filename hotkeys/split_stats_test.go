@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -366,4 +367,79 @@ func TestSplitCountersNoAlloc(t *testing.T) {
 		kc.reads.observe(d)
 	})
 	require.Zero(t, allocs)
+}
+
+// BenchmarkSplitBookkeeping measures what an Incr or Get costs besides its
+// Redis command, without Redis: routing (the registry lookup and the
+// remembered keys' map) and counting. "before" counts a call as the
+// Splitter did before it kept Stats, with a Prometheus counter's Inc;
+// "after" is what it does now: one atomic add for a pass-through call, and
+// for a split read a time.Now, a time.Since and two latency observations
+// (the operation's and the key's). Both run in one binary, so a busy
+// machine skews them alike; the parallel runs have every P calling at
+// once.
+func BenchmarkSplitBookkeeping(b *testing.B) {
+	reg := &splitReg{}
+	s, err := NewSplitter(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), SplitConfig{Lookup: reg.lookup})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The counters the Splitter had: one Prometheus counter per operation
+	// and outcome, from one CounterVec.
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "before_total", Help: "before"}, []string{"op", "split"})
+	var before [splitOps][2]prometheus.Counter
+	for op := range splitOps {
+		before[op][0] = vec.WithLabelValues(splitOpNames[op], "false")
+		before[op][1] = vec.WithLabelValues(splitOpNames[op], "true")
+	}
+	count := func(op int, split bool) {
+		i := 0
+		if split {
+			i = 1
+		}
+		before[op][i].Inc()
+	}
+	const plain, hot = "plain", "hot"
+	reg.set(hot, 8)
+	_, _ = s.route(splitTestApp, hot)
+	calls := []struct {
+		name string
+		f    func()
+	}{
+		{"incr/plain/before", func() { n, _ := s.route(splitTestApp, plain); count(splitOpIncr, n > 0) }},
+		{"incr/plain/after", func() {
+			if n, _ := s.route(splitTestApp, plain); n == 0 {
+				s.stats.passed[splitOpIncr].Add(1)
+			}
+		}},
+		{"get/plain/before", func() { _, st := s.route(splitTestApp, plain); count(splitOpGet, st != nil) }},
+		{"get/plain/after", func() {
+			if _, st := s.route(splitTestApp, plain); st == nil {
+				s.stats.passed[splitOpGet].Add(1)
+			}
+		}},
+		{"get/split=8/before", func() { _, st := s.route(splitTestApp, hot); count(splitOpGet, st != nil) }},
+		{"get/split=8/after", func() {
+			if _, st := s.route(splitTestApp, hot); st != nil {
+				t0 := time.Now()
+				s.readDone(splitOpGet, st, t0)
+			}
+		}},
+	}
+	for _, c := range calls {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.f()
+			}
+		})
+		b.Run(c.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c.f()
+				}
+			})
+		})
+	}
 }
