@@ -69,7 +69,7 @@ func newSplitMetrics(reg prometheus.Registerer, c *splitCounters) *splitMetrics 
 type splitFanoutCollector struct{ c *splitCounters }
 
 var splitFanoutDesc = prometheus.NewDesc("keyheat_hotkeys_split_fanout_seconds",
-	"Latency of operations on split keys, by operation, from the first command sent to the last reply read: "+
+	"Latency of operations on split keys, by operation, from routing to the result (Redis round trips and merging): "+
 		"get, smembers, zrange, srem and zrem touch the key and every shard; incr and sadd one shard; "+
 		"zadd a member's home shard and the other places it may be.",
 	[]string{"op"}, nil)

@@ -20,13 +20,15 @@ var splitLatencyBounds = [...]time.Duration{
 
 const splitBuckets = len(splitLatencyBounds) + 1
 
-// splitCounters are a Splitter's totals since it was built. A call on a
-// key that is not split costs one atomic add here; a call on a split key
-// one latency observation (see splitLatency.observe).
+// splitCounters are a Splitter's totals since it was built. A call passed
+// through costs one atomic add here; a split call one latency observation
+// (see splitLatency.observe), a split read a second one, its key's.
 type splitCounters struct {
 	// passed counts, per operation, the calls passed through; each on its
 	// own cache line, so that pass-through calls of different operations
-	// do not contend.
+	// do not contend, nor slow the reads of the fields before (the
+	// Splitter's, which every call reads).
+	_      [64]byte
 	passed [splitOps]struct {
 		atomic.Uint64
 		_ [56]byte
@@ -112,13 +114,15 @@ type SplitStats struct {
 	// FanOutReads joins the latencies of Get, SMembers and ZRange on split
 	// keys: the reads that touch the key and every shard it may have.
 	FanOutReads SplitLatency
-	// Folds and FoldErrors count the Folds that moved a key's shards back
-	// into it (Reconcile's too) and those that returned an error;
-	// FoldedShards the shards that held something when a fold moved it.
+	// Folds counts the Folds (Reconcile's too) that completed, FoldErrors
+	// those that returned an error; a Fold of a key the Splitter does not
+	// remember, given no factor, has nothing to do and counts in neither.
+	// FoldedShards counts the shards that held something when a fold
+	// moved it into their key.
 	Folds, FoldErrors, FoldedShards uint64
 	// Keys are the keys the Splitter remembers now, in no particular
-	// order: those it split, until a fold after they cooled (see
-	// Splitter).
+	// order: those it was called on while the registry had them split,
+	// until a fold after they cooled forgot them (see Splitter).
 	Keys []SplitKeyStats
 }
 
@@ -135,8 +139,10 @@ type SplitOpStats struct {
 	// or not; Passed the calls passed through, counted before their
 	// command was sent.
 	Split, Passed uint64
-	// Latency is the distribution of the split calls' latencies, from the
-	// first command sent to the last reply read; Latency.Count is Split.
+	// Latency is the distribution of the split calls' latencies, each
+	// from the moment the call knew the key split until its result was
+	// ready (its Redis round trips, and merging what they returned);
+	// Latency.Count is Split.
 	Latency SplitLatency
 }
 
@@ -147,7 +153,8 @@ type SplitKeyStats struct {
 	// KeyHash is the xxh3 hash of Key, as Entry.KeyHash.
 	KeyHash uint64
 	// Shards is how many shards the Splitter reads the key with: the
-	// largest factor it used since the key's last fold.
+	// largest factor it used since the key's last fold, or the factor in
+	// force at that fold.
 	Shards int
 	// Since is when the Splitter began to remember the key: its first
 	// call on the key while the registry had it split, since the Splitter
@@ -190,11 +197,11 @@ func (l SplitLatency) Mean() time.Duration {
 	return l.Total / time.Duration(l.Count)
 }
 
-// Quantile estimates the q-quantile (0 < q <= 1) of the latencies from
-// above: the upper bound of the bucket that holds it, or Max when that is
-// less. The true quantile lies between the bucket's lower bound
-// (exclusive) and what Quantile returns. It is 0 before any call, and it
-// never decreases as q grows.
+// Quantile estimates the q-quantile (0 < q <= 1) of the latencies, the
+// ceil(q*Count)-th smallest, from above: the upper bound of the bucket
+// that holds it, or Max when that is less. The true quantile lies between
+// the bucket's lower bound (exclusive) and what Quantile returns. It is 0
+// before any call, and it never decreases as q grows.
 func (l SplitLatency) Quantile(q float64) time.Duration {
 	if l.Count == 0 {
 		return 0
