@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -76,6 +76,10 @@ func (c SplitConfig) Validate() error {
 //	})
 //	err = s.Incr(ctx, "shop", "views:product:42", 1)
 //
+// Stats reports what a Splitter did: per operation the calls on split
+// keys and those passed through, the split calls' latencies, the folds,
+// and per key it remembers its shards, writes and reads.
+//
 // A Splitter is safe for concurrent use and holds no goroutine.
 type Splitter struct {
 	rdb     redis.UniversalClient
@@ -83,6 +87,7 @@ type Splitter struct {
 	lookup  func(app, key string) (Entry, bool)
 	log     *slog.Logger
 	m       *splitMetrics
+	stats   splitCounters
 
 	mu   sync.RWMutex
 	keys map[splitKey]*splitState
@@ -92,16 +97,13 @@ type splitKey struct{ app, key string }
 
 // splitState is what a Splitter remembers of a key it split: the largest
 // factor since the key's last fold, and its shard names. A state is not
-// changed once published, but for its count of writes; a larger one
-// replaces it.
+// changed once published; a larger one replaces it. The key's counters
+// pass from a state to the next.
 type splitState struct {
 	factor int
 	names  *splitNames
 	shards []string // the names of shards 0 to factor-1
-	// writes counts the split writes acknowledged under this state, so
-	// that a fold knows whether one may have landed behind it (see
-	// forget).
-	writes atomic.Uint64
+	kc     *splitKeyCounters
 }
 
 // NewSplitter returns a Splitter over rdb.
@@ -120,14 +122,15 @@ func NewSplitter(rdb redis.UniversalClient, cfg SplitConfig) (*Splitter, error) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Splitter{
+	s := &Splitter{
 		rdb:     rdb,
 		cluster: cluster,
 		lookup:  cfg.Lookup,
 		log:     log,
-		m:       newSplitMetrics(cfg.Registerer),
 		keys:    map[splitKey]*splitState{},
-	}, nil
+	}
+	s.m = newSplitMetrics(cfg.Registerer, &s.stats)
+	return s, nil
 }
 
 // route says how to serve an operation on key: write is the factor to
@@ -156,20 +159,26 @@ func (s *Splitter) remember(app, key string, factor int) *splitState {
 	if old != nil && old.factor >= factor {
 		return old
 	}
-	st := newSplitState(key, factor, old)
+	var st *splitState
+	if old != nil {
+		st = newSplitState(key, factor, old, old.kc)
+	} else {
+		st = newSplitState(key, factor, nil, &splitKeyCounters{since: time.Now()})
+	}
 	s.keys[k] = st
 	return st
 }
 
-// newSplitState returns the state of key split factor ways, reusing the
-// shard names of prev, if not nil, which stays valid for whoever holds it.
-func newSplitState(key string, factor int, prev *splitState) *splitState {
+// newSplitState returns the state of key split factor ways, with the key's
+// counters kc, reusing the shard names of prev, if not nil, which stays
+// valid for whoever holds it.
+func newSplitState(key string, factor int, prev *splitState, kc *splitKeyCounters) *splitState {
 	names := newSplitNames(key)
 	if prev != nil {
 		names.cands = append(make([]uint16, 0, factor), prev.names.cands...)
 	}
 	names.grow(factor)
-	st := &splitState{factor: factor, names: names, shards: make([]string, factor)}
+	st := &splitState{factor: factor, names: names, shards: make([]string, factor), kc: kc}
 	for i := range st.shards {
 		if prev != nil && i < len(prev.shards) {
 			st.shards[i] = prev.shards[i]
@@ -192,7 +201,20 @@ func (s *Splitter) written(app, key string, n int) {
 	if st == nil || st.factor < n {
 		st = s.remember(app, key, n)
 	}
-	st.writes.Add(1)
+	st.kc.writes.Add(1)
+}
+
+// splitDone records a split call of op that began at t0.
+func (s *Splitter) splitDone(op int, t0 time.Time) {
+	s.stats.split[op].observe(time.Since(t0))
+}
+
+// readDone records a split read of op, of the key whose state is st, that
+// began at t0.
+func (s *Splitter) readDone(op int, st *splitState, t0 time.Time) {
+	d := time.Since(t0)
+	s.stats.split[op].observe(d)
+	st.kc.reads.observe(d)
 }
 
 // ------------------------------------------------------------ counters
@@ -202,11 +224,14 @@ func (s *Splitter) written(app, key string, n int) {
 // value: with the key split, no single Redis key holds it (Get sums).
 func (s *Splitter) Incr(ctx context.Context, app, key string, delta int64) error {
 	n, st := s.route(app, key)
-	s.m.count(splitOpIncr, n > 0)
 	if n == 0 {
+		s.stats.passed[splitOpIncr].Add(1)
 		return s.rdb.IncrBy(ctx, key, delta).Err()
 	}
-	if err := s.rdb.IncrBy(ctx, st.shards[rand.IntN(n)], delta).Err(); err != nil {
+	t0 := time.Now()
+	err := s.rdb.IncrBy(ctx, st.shards[rand.IntN(n)], delta).Err()
+	s.splitDone(splitOpIncr, t0)
+	if err != nil {
 		return err
 	}
 	s.written(app, key, n)
@@ -222,17 +247,30 @@ func (s *Splitter) Incr(ctx context.Context, app, key string, delta int64) error
 // counts as of its read, the key as of its own.
 func (s *Splitter) Get(ctx context.Context, app, key string) (int64, error) {
 	_, st := s.route(app, key)
-	s.m.count(splitOpGet, st != nil)
 	if st == nil {
+		s.stats.passed[splitOpGet].Add(1)
 		v, err := s.rdb.Get(ctx, key).Int64()
 		if errors.Is(err, redis.Nil) {
 			return 0, nil
 		}
 		return v, err
 	}
+	t0 := time.Now()
+	var (
+		v   int64
+		err error
+	)
 	if s.cluster {
-		return s.getCluster(ctx, key, st)
+		v, err = s.getCluster(ctx, key, st)
+	} else {
+		v, err = s.getNode(ctx, key, st)
 	}
+	s.readDone(splitOpGet, st, t0)
+	return v, err
+}
+
+// getNode reads a counter on one node: one MGET.
+func (s *Splitter) getNode(ctx context.Context, key string, st *splitState) (int64, error) {
 	keys := make([]string, 0, 1+st.factor)
 	keys = append(keys, key)
 	keys = append(keys, st.shards...)
@@ -376,11 +414,14 @@ func (s *Splitter) SAdd(ctx context.Context, app, key string, members ...string)
 		return nil
 	}
 	n, st := s.route(app, key)
-	s.m.count(splitOpSAdd, n > 0)
 	if n == 0 {
+		s.stats.passed[splitOpSAdd].Add(1)
 		return s.rdb.SAdd(ctx, key, splitArgs(members)...).Err()
 	}
-	if err := s.rdb.SAdd(ctx, st.shards[rand.IntN(n)], splitArgs(members)...).Err(); err != nil {
+	t0 := time.Now()
+	err := s.rdb.SAdd(ctx, st.shards[rand.IntN(n)], splitArgs(members)...).Err()
+	s.splitDone(splitOpSAdd, t0)
+	if err != nil {
 		return err
 	}
 	s.written(app, key, n)
@@ -394,10 +435,17 @@ func (s *Splitter) SRem(ctx context.Context, app, key string, members ...string)
 		return nil
 	}
 	_, st := s.route(app, key)
-	s.m.count(splitOpSRem, st != nil)
 	if st == nil {
+		s.stats.passed[splitOpSRem].Add(1)
 		return s.rdb.SRem(ctx, key, splitArgs(members)...).Err()
 	}
+	t0 := time.Now()
+	err := s.sremSplit(ctx, key, st, members)
+	s.splitDone(splitOpSRem, t0)
+	return err
+}
+
+func (s *Splitter) sremSplit(ctx context.Context, key string, st *splitState, members []string) error {
 	keys := append([]string{key}, st.shards...)
 	if !s.cluster {
 		return splitRemScript.Run(ctx, s.rdb, keys, append([]any{"srem"}, splitArgs(members)...)...).Err()
@@ -415,10 +463,17 @@ func (s *Splitter) SRem(ctx context.Context, app, key string, members ...string)
 // and its shards, in no particular order. On one node that is one SUNION.
 func (s *Splitter) SMembers(ctx context.Context, app, key string) ([]string, error) {
 	_, st := s.route(app, key)
-	s.m.count(splitOpSMembers, st != nil)
 	if st == nil {
+		s.stats.passed[splitOpSMembers].Add(1)
 		return s.rdb.SMembers(ctx, key).Result()
 	}
+	t0 := time.Now()
+	out, err := s.smembersSplit(ctx, key, st)
+	s.readDone(splitOpSMembers, st, t0)
+	return out, err
+}
+
+func (s *Splitter) smembersSplit(ctx context.Context, key string, st *splitState) ([]string, error) {
 	keys := append([]string{key}, st.shards...)
 	if !s.cluster {
 		return s.rdb.SUnion(ctx, keys...).Result()
@@ -502,16 +557,20 @@ func (s *Splitter) ZAdd(ctx context.Context, app, key string, members ...redis.Z
 		return nil
 	}
 	n, st := s.route(app, key)
-	s.m.count(splitOpZAdd, n > 0)
-	if st == nil {
-		return s.rdb.ZAdd(ctx, key, members...).Err()
+	if n == 0 {
+		s.stats.passed[splitOpZAdd].Add(1)
+		if st == nil {
+			return s.rdb.ZAdd(ctx, key, members...).Err()
+		}
+		return s.zMove(ctx, key, st, 0, members, nil)
 	}
-	if err := s.zMove(ctx, key, st, n, members, nil); err != nil {
+	t0 := time.Now()
+	err := s.zMove(ctx, key, st, n, members, nil)
+	s.splitDone(splitOpZAdd, t0)
+	if err != nil {
 		return err
 	}
-	if n > 0 {
-		s.written(app, key, n)
-	}
+	s.written(app, key, n)
 	return nil
 }
 
@@ -522,11 +581,14 @@ func (s *Splitter) ZRem(ctx context.Context, app, key string, members ...string)
 		return nil
 	}
 	_, st := s.route(app, key)
-	s.m.count(splitOpZRem, st != nil)
 	if st == nil {
+		s.stats.passed[splitOpZRem].Add(1)
 		return s.rdb.ZRem(ctx, key, splitArgs(members)...).Err()
 	}
-	return s.zMove(ctx, key, st, 0, nil, members)
+	t0 := time.Now()
+	err := s.zMove(ctx, key, st, 0, nil, members)
+	s.splitDone(splitOpZRem, t0)
+	return err
 }
 
 // zMove adds adds to their homes under factor n (the key itself when n is
@@ -625,10 +687,17 @@ func (s *Splitter) zMove(ctx context.Context, key string, st *splitState, n int,
 // answer can need, and merged.
 func (s *Splitter) ZRange(ctx context.Context, app string, args redis.ZRangeArgs) ([]redis.Z, error) {
 	_, st := s.route(app, args.Key)
-	s.m.count(splitOpZRange, st != nil)
 	if st == nil {
+		s.stats.passed[splitOpZRange].Add(1)
 		return s.rdb.ZRangeArgsWithScores(ctx, args).Result()
 	}
+	t0 := time.Now()
+	out, err := s.zrangeSplit(ctx, args, st)
+	s.readDone(splitOpZRange, st, t0)
+	return out, err
+}
+
+func (s *Splitter) zrangeSplit(ctx context.Context, args redis.ZRangeArgs, st *splitState) ([]redis.Z, error) {
 	if args.ByLex {
 		return nil, errors.New("split zrange: ByLex is not supported on a split key")
 	}

@@ -75,7 +75,7 @@ func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error 
 	var writes uint64
 	if st != nil {
 		n = max(n, st.factor)
-		writes = st.writes.Load()
+		writes = st.kc.writes.Load()
 	}
 	if n == 0 {
 		return nil
@@ -92,9 +92,12 @@ func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error 
 		moved, err = s.foldNode(ctx, key, names, n)
 	}
 	if err != nil {
+		s.stats.foldErrors.Add(1)
 		s.m.folds.WithLabelValues("error").Inc()
 		return fmt.Errorf("split fold of %s key %016x: %w", app, names.keyHash(), err)
 	}
+	s.stats.folds.Add(1)
+	s.stats.foldedShards.Add(uint64(moved))
 	s.m.folds.WithLabelValues("ok").Inc()
 	s.m.foldedShards.Add(float64(moved))
 	s.log.Info("folded a split key", "app", app, "key_hash", fmt.Sprintf("%016x", names.keyHash()), "factor", n, "shards_folded", moved)
@@ -103,12 +106,13 @@ func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error 
 }
 
 // forget updates what the Splitter remembers of key after a fold that
-// began when it remembered st, with writes acknowledged under it: the
-// factor in force now, or nothing when the key is not split. It keeps the
-// state when another replaced it meanwhile, or when a write was
-// acknowledged during the fold: the write may have landed in a shard the
-// fold had passed, beyond the factor in force now, and reads must go on
-// seeing it until a later fold (Reconcile's) moves it.
+// began when it remembered st, with writes acknowledged then (the key's
+// count, which its states share): the factor in force now, with the key's
+// counters, or nothing when the key is not split. It keeps the state when
+// another replaced it meanwhile, or when a write was acknowledged during
+// the fold: the write may have landed in a shard the fold had passed,
+// beyond the factor in force now, and reads must go on seeing it until a
+// later fold (Reconcile's) moves it.
 func (s *Splitter) forget(app, key string, st *splitState, writes uint64) {
 	w := 0
 	if e, ok := s.lookup(app, key); ok && e.Mitigation == MitigationSplit && e.SplitFactor >= 2 {
@@ -118,14 +122,14 @@ func (s *Splitter) forget(app, key string, st *splitState, writes uint64) {
 	defer s.mu.Unlock()
 	k := splitKey{app, key}
 	cur := s.keys[k]
-	if cur == nil || cur != st || cur.factor == w || cur.writes.Load() != writes {
+	if cur == nil || cur != st || cur.factor == w || cur.kc.writes.Load() != writes {
 		return
 	}
 	if w == 0 {
 		delete(s.keys, k)
 		return
 	}
-	s.keys[k] = newSplitState(key, w, nil)
+	s.keys[k] = newSplitState(key, w, nil, cur.kc)
 }
 
 // Reconcile folds every key this Splitter split whose registry entry no
