@@ -124,9 +124,15 @@ func TestHotProductLoop(t *testing.T) {
 		k, ok := dv.cacheKey(hotKey)
 		return dv.isHot(hotKey) && ok && k.Cached && k.Hits > 0 && dv.isHot(hotViews)
 	})
-	require.Equal(t, "local_cache", dv.hot(hotKey).Mitigation)
-	require.Equal(t, "split", dv.hot(hotViews).Mitigation)
+	require.Equal(t, hotkeys.MitigationLocalCache, dv.hot(hotKey).Mitigation)
+	require.Equal(t, hotkeys.MitigationSplit, dv.hot(hotViews).Mitigation)
 	require.GreaterOrEqual(t, dv.hot(hotViews).SplitFactor, 2)
+	eventually(t, "the shop's splitter spreading the hot views, as its stats say", func() bool {
+		dv = getDebug(t, hc, cachedURL)
+		k, ok := dv.splitKey(hotViews)
+		return ok && k.Shards >= 2 && k.Writes > 0
+	})
+	require.Positive(t, dv.Split.Incr.Split, "split increments counted")
 
 	// Redis no longer sees the product's reads from the cached shop: n
 	// requests make fewer than n/2 GETs (one per --local-ttl, at most a
@@ -260,6 +266,15 @@ func privateTopics(t *testing.T, seeds []string, names ...string) map[string]str
 type debugView struct {
 	Hot   []debugEntry        `json:"hot"`
 	Cache *hotkeys.CacheStats `json:"cache"`
+	Split hotkeys.SplitStats  `json:"split"`
+}
+
+func (v debugView) splitKey(key string) (hotkeys.SplitKeyStats, bool) {
+	i := slices.IndexFunc(v.Split.Keys, func(k hotkeys.SplitKeyStats) bool { return k.Key == key })
+	if i < 0 {
+		return hotkeys.SplitKeyStats{}, false
+	}
+	return v.Split.Keys[i], true
 }
 
 func (v debugView) hot(key string) debugEntry {

@@ -145,29 +145,30 @@ func (s *shop) getViews(w http.ResponseWriter, r *http.Request) {
 
 // debugEntry is a registry entry as /debug/hotkeys shows it.
 type debugEntry struct {
-	Key         string    `json:"key"`
-	Mitigation  string    `json:"mitigation"`
-	SplitFactor int       `json:"split_factor,omitempty"`
-	Rate        float64   `json:"rate"`
-	Source      string    `json:"source"`
-	Onset       time.Time `json:"onset"`
+	Key         string             `json:"key"`
+	Mitigation  hotkeys.Mitigation `json:"mitigation"`
+	SplitFactor int                `json:"split_factor,omitempty"`
+	Rate        float64            `json:"rate"`
+	Source      hotkeys.Source     `json:"source"`
+	Onset       time.Time          `json:"onset"`
 }
 
 // debug shows the shop's view of its hot keys: the registry's entries for
 // its app (the splitter spreads those whose mitigation is split), what
-// the cache holds and its counters, and the reporter's counts. The
-// splitter keeps no counters of its own but its metrics.
+// the cache holds and its counters, the splitter's counters and the keys
+// it spreads, and the reporter's counts.
 func (s *shop) debug(w http.ResponseWriter, _ *http.Request) {
 	out := struct {
 		Registry hotkeys.FollowerStats  `json:"registry"`
 		Hot      []debugEntry           `json:"hot"`
 		Cache    *hotkeys.CacheStats    `json:"cache"`
+		Split    hotkeys.SplitStats     `json:"split"`
 		Reporter *hotkeys.ReporterStats `json:"reporter"`
-	}{Registry: s.follower.Stats(), Hot: []debugEntry{}}
+	}{Registry: s.follower.Stats(), Hot: []debugEntry{}, Split: s.split.Stats()}
 	for e := range s.follower.All() {
 		if e.App == s.app {
-			out.Hot = append(out.Hot, debugEntry{Key: e.Key, Mitigation: e.Mitigation.String(), SplitFactor: e.SplitFactor,
-				Rate: e.Rate, Source: e.Source.String(), Onset: e.Onset})
+			out.Hot = append(out.Hot, debugEntry{Key: e.Key, Mitigation: e.Mitigation, SplitFactor: e.SplitFactor,
+				Rate: e.Rate, Source: e.Source, Onset: e.Onset})
 		}
 	}
 	if s.cache != nil {
