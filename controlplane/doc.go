@@ -1,0 +1,92 @@
+// Package controlplane is keyheat's operator API: an HTTP API to see the
+// hot-key registry as a process follows it and to overrule the detector,
+// with Kafka as the only coordination between the processes serving it.
+//
+// It owns the API's routes, their JSON, their authentication and their
+// metrics. It holds no state of its own: a list reads the process's
+// hotkeys.Follower (never a second reader of the registry), and a change is
+// a manual entry (schemas.ManualEntry) published to the registry topic,
+// which every follower, this process's included, then applies. Two
+// servers therefore agree once their followers have read the same records,
+// and a server can be restarted or run on every detect instance at will.
+// It does not listen (the caller mounts Server, an http.Handler, beside
+// /metrics), read configuration files or create topics.
+//
+// # Routes
+//
+//	GET    /api/hotkeys                   the registry, paginated (HotKeyPage)
+//	POST   /api/hotkeys/{key}/promote     promote key (PromoteRequest) → 201 Published
+//	POST   /api/hotkeys/promote?key_b64=  the same, the key in base64
+//	DELETE /api/hotkeys/{key}?app=&ttl=   demote key → 200 Published
+//	DELETE /api/hotkeys?key_b64=&app=&ttl=  the same, the key in base64
+//
+// Every answer is JSON; every error is {"error": "..."} with a 4xx or 5xx
+// status: 400 for a request the route cannot take (unknown query
+// parameters and unknown body fields included, so that a misspelling is
+// not ignored), 401/403 (see Authentication), 404 for a path no route
+// knows, 405 with Allow for a method the path does not take, 413 for a
+// body over MaxBodyBytes, 503 when the follower has not read the registry
+// yet (a list; with Retry-After) or Kafka did not acknowledge a change.
+//
+// GET /api/hotkeys lists what the follower's set holds: key (and key_b64,
+// its bytes in base64, when the key is not UTF-8), key_hash, app, source
+// (detector or manual), mitigation and split_factor, rate and peak_rate,
+// onset and detected, and for an entry with a TTL (a promote's) ttl,
+// expires and expires_in. Manual demotes in force hide their key, so they
+// are not listed. Filters: app=<app> and source=detector|manual.
+//
+// A promote publishes a manual entry that makes the key hot, with the
+// request's mitigation, until its TTL ends, whatever the detector says
+// meanwhile; a demote (DELETE) one that keeps the key out of the set until
+// its ttl ends, whatever the detector says. After the TTL the detector's
+// state rules again. Both need a ttl (a Go duration from MinTTL to
+// Config.MaxTTL) and an app, and take by and reason, for people. A change
+// is answered once Kafka acknowledged its record, with the entry and where
+// it was written; followers (this server's too) show it once they read it,
+// usually within milliseconds. A 503 means Kafka did not acknowledge it
+// within the request's context and Config.PublishTimeout: the record may
+// still be written, so check the list before retrying.
+//
+// # Keys
+//
+// A key is any bytes, up to Config.MaxKeyBytes. In a path it is one
+// segment, percent-escaped (url.PathEscape): "%2F" is a '/' of the key,
+// never a separator, "%25" a '%', "%FF" the byte 0xFF. Keys "." and ".."
+// must be sent as "%2E" and "%2E%2E" (HTTP clients and the server's mux
+// resolve the bare ones as path steps). Where a proxy decodes "%2F" or a
+// client cannot send raw bytes, the routes without {key} take key_b64:
+// the key's bytes in base64, standard or URL-safe, padded or not.
+//
+// # Authentication
+//
+// Changes need the header "Authorization: Bearer <token>" with
+// Config.Token (LoadToken reads it from api.token or api.token_file).
+// With no token configured every change is refused with 403 and a message
+// naming those settings; a missing or wrong token is 401 with
+// WWW-Authenticate: Bearer. Reads are open unless Config.ProtectReads
+// puts them behind the token too. The token is compared in constant time
+// and appears in no log and no error. Browsers never send a bearer token
+// by themselves, so a page elsewhere cannot make a logged-in browser
+// change the registry.
+//
+// # Pagination
+//
+// The list is in (app, key) order, keys compared as bytes. A page holds
+// up to limit entries (default DefaultLimit, at most MaxLimit); when more
+// follow, next_cursor is set, and cursor=<next_cursor> asks for the page
+// after it. A cursor is opaque; it holds the last (app, key) returned, not
+// an offset, so it stays valid while the registry changes and does not
+// expire: over a whole walk every entry present from its first page to
+// its last is listed exactly once, an entry added or removed meanwhile is
+// listed at most once, and the filters may differ between pages. total
+// is the number of entries matching the filters when the page was read.
+// A page costs a walk over the follower's set, without sorting it (see
+// list.go).
+//
+// # Metrics
+//
+// keyheat_api_requests_total{route,method,code} and
+// keyheat_api_request_duration_seconds{route}, route being the route's
+// pattern ("/api/hotkeys/{key}/promote"), never the path: a key is never a
+// label value.
+package controlplane

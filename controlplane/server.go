@@ -1,0 +1,249 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/schemas"
+)
+
+// Defaults of Config's zero fields.
+const (
+	// DefaultMaxTTL bounds the TTL of a promote or demote unless
+	// Config.MaxTTL says otherwise: an override nobody renews ends within
+	// a day.
+	DefaultMaxTTL = 24 * time.Hour
+	// DefaultPublishTimeout is how long a mutation waits for Kafka to
+	// acknowledge its record, unless the request's context ends sooner or
+	// Config.PublishTimeout says otherwise.
+	DefaultPublishTimeout = 10 * time.Second
+)
+
+// MinTTL is the shortest TTL a promote or demote takes: a shorter override
+// is over before most followers have read it.
+const MinTTL = time.Second
+
+// MaxBodyBytes is the largest request body the server reads; a larger one
+// is answered 413.
+const MaxBodyBytes = 64 << 10
+
+// Config configures a Server. Follower and Producer are required; the zero
+// value of every other field is usable.
+type Config struct {
+	// Follower is the registry as this process already follows it: the
+	// server lists its set and never reads the topic itself.
+	Follower *hotkeys.Follower
+	// Producer publishes manual entries to Topic. It must not be
+	// transactional. "Acknowledged" means what its RequiredAcks says;
+	// franz-go's default (all in-sync replicas, idempotent) makes an
+	// acknowledged entry durable.
+	Producer *kgo.Client
+	// Topic is the registry topic, the one Follower reads; "" means
+	// hotkeys.DefaultTopic.
+	Topic string
+	// Token is the bearer token mutations need (see LoadToken). Empty
+	// refuses every mutation with 403.
+	Token string
+	// ProtectReads makes GET requests need the token too. It needs a
+	// Token.
+	ProtectReads bool
+	// MaxTTL bounds a promote's or demote's TTL; 0 means DefaultMaxTTL.
+	MaxTTL time.Duration
+	// MaxKeyBytes is the longest key a mutation accepts, as detect's
+	// events.limits.max_key_bytes; 0 means schemas.DefaultMaxKeyBytes.
+	MaxKeyBytes int
+	// PublishTimeout bounds the wait for Kafka's acknowledgement of a
+	// mutation's record, within the request's own context; 0 means
+	// DefaultPublishTimeout.
+	PublishTimeout time.Duration
+	// Logger receives the server's logs; nil discards them. They name a
+	// key by its hash only and never carry the token.
+	Logger *slog.Logger
+	// Registerer receives the server's metrics (keyheat_api_*); nil
+	// registers none. Close unregisters them.
+	Registerer prometheus.Registerer
+}
+
+// Validate reports what makes c unusable, or nil.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Follower == nil {
+		errs = append(errs, errors.New("Follower is nil: give the process's hotkeys.Follower"))
+	}
+	if c.Producer == nil {
+		errs = append(errs, errors.New("Producer is nil: give a Kafka client that can write the registry topic"))
+	}
+	if c.Producer != nil {
+		if id, _ := c.Producer.OptValue(kgo.TransactionalID).(string); id != "" {
+			errs = append(errs, fmt.Errorf("Producer is transactional (%q); give a client without kgo.TransactionalID", id))
+		}
+	}
+	if c.ProtectReads && c.Token == "" {
+		errs = append(errs, errors.New("ProtectReads needs a Token (api.token or api.token_file)"))
+	}
+	if err := checkToken(c.Token); c.Token != "" && err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxTTL < 0 || (c.MaxTTL > 0 && c.MaxTTL < MinTTL) {
+		errs = append(errs, fmt.Errorf("MaxTTL is %v, want 0 (%v) or at least %v", c.MaxTTL, DefaultMaxTTL, MinTTL))
+	}
+	if c.MaxKeyBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxKeyBytes is %d, want ≥ 0 (0: %d)", c.MaxKeyBytes, schemas.DefaultMaxKeyBytes))
+	}
+	if c.PublishTimeout < 0 {
+		errs = append(errs, fmt.Errorf("PublishTimeout is %v, want ≥ 0 (0: %v)", c.PublishTimeout, DefaultPublishTimeout))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("controlplane config: %w", errors.Join(errs...))
+}
+
+// Server is the control plane's HTTP API (see the package comment for its
+// routes). It is an http.Handler for the caller to mount under "/api/" of
+// its own mux or serve alone; it starts no goroutine and holds no
+// listener. Its handlers are safe for concurrent use.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	m         *apiMetrics
+	mux       *http.ServeMux
+	now       func() time.Time
+	closeOnce sync.Once
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New validates cfg and builds the server; it registers its metrics on
+// cfg.Registerer. Close it to unregister them.
+func New(cfg Config) (*Server, error) {
+	return newServer(cfg, time.Now)
+}
+
+func newServer(cfg Config, now func() time.Time) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = hotkeys.DefaultTopic
+	}
+	if cfg.MaxTTL == 0 {
+		cfg.MaxTTL = DefaultMaxTTL
+	}
+	if cfg.MaxKeyBytes == 0 {
+		cfg.MaxKeyBytes = schemas.DefaultMaxKeyBytes
+	}
+	if cfg.PublishTimeout == 0 {
+		cfg.PublishTimeout = DefaultPublishTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newAPIMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: %w", err)
+	}
+	s := &Server{cfg: cfg, log: log, m: m, mux: http.NewServeMux(), now: now}
+	s.routes()
+	return s, nil
+}
+
+// Route patterns. The method-less ones answer the other methods with a
+// JSON 405, and "/api/" the paths no route knows with a JSON 404, so that
+// every answer of the API is JSON.
+const (
+	routeList        = "/api/hotkeys"
+	routeKey         = "/api/hotkeys/{key}"
+	routePromote     = "/api/hotkeys/{key}/promote"
+	routePromoteB64  = "/api/hotkeys/promote"
+	routeUnknownPath = "/api/"
+)
+
+func (s *Server) routes() {
+	s.mux.Handle("GET "+routeList, s.read(http.HandlerFunc(s.list)))
+	s.mux.Handle("DELETE "+routeList, s.mutate(http.HandlerFunc(s.demote)))
+	s.mux.Handle("DELETE "+routeKey, s.mutate(http.HandlerFunc(s.demote)))
+	s.mux.Handle("POST "+routePromote, s.mutate(http.HandlerFunc(s.promote)))
+	s.mux.Handle("POST "+routePromoteB64, s.mutate(http.HandlerFunc(s.promote)))
+	s.mux.Handle(routeList, methodNotAllowed("GET, HEAD, DELETE"))
+	s.mux.Handle(routeKey, methodNotAllowed("DELETE"))
+	s.mux.Handle(routePromote, methodNotAllowed("POST"))
+	s.mux.Handle(routeUnknownPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "no such API route; see the routes in the controlplane package documentation")
+	}))
+}
+
+// ServeHTTP answers the API's routes and counts each request by the route
+// pattern it matched, never by its path.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	s.mux.ServeHTTP(rec, r)
+	// The mux stored the pattern it matched in r (empty when none did).
+	s.m.observe(routeLabel(r.Pattern), r.Method, rec.code(), time.Since(start))
+}
+
+// Close unregisters the server's metrics. The server keeps answering;
+// calling Close again does nothing.
+func (s *Server) Close() {
+	s.closeOnce.Do(s.m.unregister)
+}
+
+// routeLabel is a pattern's path, the method cut off: "POST
+// /api/hotkeys/{key}/promote" is "/api/hotkeys/{key}/promote".
+func routeLabel(pattern string) string {
+	if pattern == "" {
+		return "unmatched"
+	}
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		return path
+	}
+	return pattern
+}
+
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed here; allowed: %s", sanitizeMethod(r.Method), allow))
+	})
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) code() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
