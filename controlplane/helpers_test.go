@@ -38,10 +38,13 @@ const token = "s3cr3t-t0ken-for-tests-0123456789"
 
 // registry is a compacted registry topic and a client writing it.
 type registry struct {
-	t     testing.TB
-	seeds []string
-	topic string
-	cl    *kgo.Client
+	t          testing.TB
+	seeds      []string
+	topic      string
+	partitions int32
+	cl         *kgo.Client
+	byPart     *kgo.Client // writes each record to the partition it names
+	barriers   int
 }
 
 // newRegistry makes a registry topic on a kfake cluster of the test's own.
@@ -57,7 +60,40 @@ func openRegistry(t testing.TB, seeds []string, partitions int32) *registry {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	return &registry{t: t, seeds: seeds, topic: topic, cl: cl}
+	byPart, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	t.Cleanup(byPart.Close)
+	return &registry{t: t, seeds: seeds, topic: topic, partitions: partitions, cl: cl, byPart: byPart}
+}
+
+// barrierApp is the app of the barrier keys; lists of other apps never
+// show them.
+const barrierApp = "_barrier"
+
+// barrier returns once each of fs has applied every record written to
+// the registry before barrier was called: it writes a new hot key to
+// every partition and waits until fs see them all (a follower applies a
+// partition's records in order).
+func (r *registry) barrier(fs ...*hotkeys.Follower) {
+	r.t.Helper()
+	r.barriers++
+	var recs []*kgo.Record
+	var keys []string
+	for p := range r.partitions {
+		key := "b" + strconv.Itoa(r.barriers) + "p" + strconv.Itoa(int(p))
+		rec := bulkHot(barrierApp, key, 1)
+		rec.Partition = p
+		recs, keys = append(recs, rec), append(keys, key)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	require.NoError(r.t, r.byPart.ProduceSync(ctx, recs...).FirstErr())
+	for _, f := range fs {
+		for _, k := range keys {
+			eventually(r.t, "barrier key "+k, func() bool { return f.IsHot(barrierApp, k) })
+		}
+	}
 }
 
 func (r *registry) produce(recs ...*kgo.Record) {

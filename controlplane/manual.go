@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -56,12 +57,12 @@ var demoteParams = []string{"app", "ttl", "by", "reason"}
 
 // promote publishes a manual promote of the request's key.
 func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
-	key, err := s.requestKey(r)
+	key, inPath, err := requestKey(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if _, err := singleParams(r.URL.Query(), keyParam(r)...); err != nil {
+	if _, err := singleParams(r.URL.Query(), keyParams(inPath)...); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -80,12 +81,12 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 
 // demote publishes a manual demote of the request's key.
 func (s *Server) demote(w http.ResponseWriter, r *http.Request) {
-	key, err := s.requestKey(r)
+	key, inPath, err := requestKey(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	q, err := singleParams(r.URL.Query(), keyParam(r, demoteParams...)...)
+	q, err := singleParams(r.URL.Query(), keyParams(inPath, demoteParams...)...)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -105,34 +106,63 @@ func (s *Server) demote(w http.ResponseWriter, r *http.Request) {
 	s.publish(w, r, m, http.StatusOK)
 }
 
-// keyParam returns the query parameters a mutation takes: params, and
-// key_b64 on a route without the key in its path.
-func keyParam(r *http.Request, params ...string) []string {
-	if r.PathValue("key") != "" {
+// keyParams returns the query parameters a mutation takes: params, and
+// key_b64 when the path names no key.
+func keyParams(inPath bool, params ...string) []string {
+	if inPath {
 		return params
 	}
 	return append(slices.Clip(params), "key_b64")
 }
 
-// requestKey returns the key a mutation names: the {key} path segment
-// (percent-decoded by the mux, so "%2F" is a '/' of the key), or, on the
-// routes without one, the key_b64 query parameter.
-func (s *Server) requestKey(r *http.Request) (string, error) {
-	if key := r.PathValue("key"); key != "" {
+// requestKey returns the key a mutation names, and whether its path names
+// it: the path's key segment percent-decoded ("%2F" is a '/' of the key),
+// or, on the routes without one, the key_b64 query parameter.
+//
+// It reads the key from the escaped path rather than from the mux's {key}
+// value, which is the same but for a segment of "%2F" alone: the mux
+// takes it for a trailing slash, so the key "/" reaches the handler only
+// through the {path...} routes.
+func requestKey(r *http.Request) (key string, inPath bool, err error) {
+	seg, inPath := keySegment(r)
+	if inPath {
 		if r.URL.Query().Has("key_b64") {
-			return "", errors.New("the key is in the path; key_b64 is for the routes without one (POST /api/hotkeys/promote, DELETE /api/hotkeys)")
+			return "", true, errors.New("the key is in the path; key_b64 is for the routes without one (POST /api/hotkeys/promote, DELETE /api/hotkeys)")
 		}
-		return key, nil
+		key, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", true, errors.New("the key in the path is not percent-escaped properly")
+		}
+		return key, true, nil
 	}
 	b64 := r.URL.Query().Get("key_b64")
 	if b64 == "" {
-		return "", errors.New("no key: put it in the path (percent-escaped) or in key_b64")
+		return "", false, errors.New("no key: put it in the path (percent-escaped) or in key_b64")
 	}
-	key, err := decodeKeyB64(b64)
-	if err != nil {
-		return "", err
+	key, err = decodeKeyB64(b64)
+	return key, false, err
+}
+
+// keySegment returns the escaped key segment of a mutation's path:
+// /api/hotkeys/<key>, or /api/hotkeys/<key>/promote for a POST.
+func keySegment(r *http.Request) (string, bool) {
+	return keyOfPath(r.URL.EscapedPath(), r.Method == http.MethodPost)
+}
+
+func keyOfPath(escaped string, promote bool) (string, bool) {
+	rest, ok := strings.CutPrefix(escaped, "/api/hotkeys/")
+	if !ok {
+		return "", false
 	}
-	return key, nil
+	if promote {
+		if rest, ok = strings.CutSuffix(rest, "/promote"); !ok {
+			return "", false
+		}
+	}
+	if rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	return rest, true
 }
 
 // decodeKeyB64 reads a key_b64 parameter: base64 of the key's bytes, in

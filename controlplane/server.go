@@ -159,14 +159,17 @@ func newServer(cfg Config, now func() time.Time) (*Server, error) {
 }
 
 // Route patterns. The method-less ones answer the other methods with a
-// JSON 405, and "/api/" the paths no route knows with a JSON 404, so that
-// every answer of the API is JSON.
+// JSON 405, and the paths no route knows with a JSON 404, so that every
+// answer of the API is JSON.
 const (
 	routeList        = "/api/hotkeys"
 	routeKey         = "/api/hotkeys/{key}"
 	routePromote     = "/api/hotkeys/{key}/promote"
 	routePromoteB64  = "/api/hotkeys/promote"
 	routeUnknownPath = "/api/"
+	// routeKeyEscaped catches a key path the mux does not match as {key}:
+	// one whose key segment is "%2F" alone (see requestKey).
+	routeKeyEscaped = "/api/hotkeys/{path...}"
 )
 
 func (s *Server) routes() {
@@ -175,12 +178,29 @@ func (s *Server) routes() {
 	s.mux.Handle("DELETE "+routeKey, s.mutate(http.HandlerFunc(s.demote)))
 	s.mux.Handle("POST "+routePromote, s.mutate(http.HandlerFunc(s.promote)))
 	s.mux.Handle("POST "+routePromoteB64, s.mutate(http.HandlerFunc(s.promote)))
+	s.mux.Handle("DELETE "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.demote))))
+	s.mux.Handle("POST "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.promote))))
 	s.mux.Handle(routeList, methodNotAllowed("GET, HEAD, DELETE"))
-	s.mux.Handle(routeKey, methodNotAllowed("DELETE"))
-	s.mux.Handle(routePromote, methodNotAllowed("POST"))
-	s.mux.Handle(routeUnknownPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "no such API route; see the routes in the controlplane package documentation")
+	s.mux.Handle(routeKeyEscaped, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No route of the path's takes the method: which would?
+		var allow []string
+		if _, ok := keyOfPath(r.URL.EscapedPath(), false); ok {
+			allow = append(allow, http.MethodDelete)
+		}
+		if _, ok := keyOfPath(r.URL.EscapedPath(), true); ok || r.URL.EscapedPath() == routePromoteB64 {
+			allow = append(allow, http.MethodPost)
+		}
+		if len(allow) == 0 {
+			notFound(w, r)
+			return
+		}
+		methodNotAllowed(strings.Join(allow, ", ")).ServeHTTP(w, r)
 	}))
+	s.mux.HandleFunc(routeUnknownPath, notFound)
+}
+
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	writeError(w, http.StatusNotFound, "no such API route; see the routes in the controlplane package documentation")
 }
 
 // ServeHTTP answers the API's routes and counts each request by the route
@@ -209,6 +229,18 @@ func routeLabel(pattern string) string {
 		return path
 	}
 	return pattern
+}
+
+// keyPathOnly lets through the requests whose path names a key, and
+// answers the others 404.
+func keyPathOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := keySegment(r); !ok {
+			notFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func methodNotAllowed(allow string) http.Handler {
