@@ -341,3 +341,15 @@ func unreachableProducer(t testing.TB) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+type httpRecorder = httptest.ResponseRecorder
+
+func newRecorder() *httpRecorder { return httptest.NewRecorder() }
+
+func newRequest(method, path string, body []byte) *http.Request {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	return httptest.NewRequest(method, path, rd)
+}
