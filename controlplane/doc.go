@@ -45,7 +45,8 @@
 // it was written; followers (this server's too) show it once they read it,
 // usually within milliseconds. A 503 means Kafka did not acknowledge it
 // within the request's context and Config.PublishTimeout: the record may
-// still be written, so check the list before retrying.
+// still be written. Retrying is safe: a key's latest manual entry replaces
+// the one before, whether or not that one was written.
 //
 // # Keys
 //

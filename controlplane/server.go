@@ -90,8 +90,10 @@ func (c *Config) Validate() error {
 	if c.ProtectReads && c.Token == "" {
 		errs = append(errs, errors.New("ProtectReads needs a Token (api.token or api.token_file)"))
 	}
-	if err := checkToken(c.Token); c.Token != "" && err != nil {
-		errs = append(errs, err)
+	if c.Token != "" {
+		if err := checkToken(c.Token); err != nil {
+			errs = append(errs, fmt.Errorf("Token: %w", err))
+		}
 	}
 	if c.MaxTTL < 0 || (c.MaxTTL > 0 && c.MaxTTL < MinTTL) {
 		errs = append(errs, fmt.Errorf("MaxTTL is %v, want 0 (%v) or at least %v", c.MaxTTL, DefaultMaxTTL, MinTTL))
