@@ -45,8 +45,10 @@
 // it was written; followers (this server's too) show it once they read it,
 // usually within milliseconds. A 503 means Kafka did not acknowledge it
 // within the request's context and Config.PublishTimeout: the record may
-// still be written. Retrying is safe: a key's latest manual entry replaces
-// the one before, whether or not that one was written.
+// still be written, and followers apply a key's manual records in the
+// order they read them: a first attempt that lands after its retry, or
+// after a later change, wins. Check the list after a 503 before changing
+// the key again.
 //
 // # Keys
 //

@@ -324,7 +324,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, m *schemas.Manu
 		s.log.Warn("controlplane: publish a manual entry", "action", m.Action, "app", m.App, "key_hash", hash, "err", err)
 		msg := fmt.Sprintf("Kafka did not acknowledge the %s: %v", m.Action, err)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			msg = fmt.Sprintf("Kafka did not acknowledge the %s in time; it may still be written; retrying is safe, the key's latest manual entry replaces it", m.Action)
+			msg = fmt.Sprintf("Kafka did not acknowledge the %s in time; it may still be written, after a retry too: check the list before changing the key again", m.Action)
 		}
 		writeError(w, http.StatusServiceUnavailable, msg)
 		return
