@@ -485,7 +485,12 @@ func TestKillRestartSinks(t *testing.T) {
 	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
 	root := t.TempDir()
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-	const n, chunk = 150_000, 1000 // 150 windows of 1000 events; "hot" at 250/s
+	// Input is produced in 1,000-event chunks, one window each ("hot" at
+	// 250/s), for as long as runs are being killed and at least 150
+	// chunks: every restart then has new input to commit past the last
+	// run's commit. (A fixed amount could all be read and committed
+	// before a late run started, leaving it nothing to commit.)
+	const minN, maxN, chunk = 150_000, 1_000_000, 1000
 	// The live runs never see a partition idle long enough to move its
 	// clock to the wall clock (which would make this old input late).
 	live := append([]string{"run", sinkRules, "--merge.max_pending_windows=1000", "--pipeline.idle_timeout=1h",
@@ -493,10 +498,19 @@ func TestKillRestartSinks(t *testing.T) {
 		chFlags(testenv.ClickHouseAddr(t), db)...)
 	live = append(live, e.flags()...)
 
-	produced := make(chan struct{})
+	killing := make(chan struct{})
+	produced := make(chan int, 1)
 	go func() {
-		defer close(produced)
-		for i := 0; i < n; i += chunk {
+		i := 0
+		defer func() { produced <- i }() // also when produceEvents fails the test
+		for ; i < maxN; i += chunk {
+			select {
+			case <-killing:
+				if i >= minN {
+					return
+				}
+			default:
+			}
 			produceEvents(t, seeds, e.events, chunk, base+int64(i), 1, 4, 5000)
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -534,10 +548,11 @@ func TestKillRestartSinks(t *testing.T) {
 		}
 		p.kill()
 		prev = committedSum(t, seeds, e.group, e.events)
-		t.Logf("run %d: killed %s after its first new commit (%s after its start); committed %d of %d", i,
-			(time.Since(t0) - tWait).Round(time.Millisecond), tWait.Round(time.Millisecond), prev, n)
+		t.Logf("run %d: killed %s after its first new commit (%s after its start); committed %d", i,
+			(time.Since(t0) - tWait).Round(time.Millisecond), tWait.Round(time.Millisecond), prev)
 	}
-	<-produced
+	close(killing)
+	n := <-produced
 	args := append([]string{"--exit-at-end"}, live...)
 	args[0], args[1] = args[1], args[0] // "run --exit-at-end …"
 	p := start(t, nil, args...)
