@@ -62,7 +62,7 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if _, err := singleParams(r.URL.Query(), keyParams(inPath)...); err != nil {
+	if _, err := singleParams(r, keyParams(inPath)...); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -86,7 +86,7 @@ func (s *Server) demote(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	q, err := singleParams(r.URL.Query(), keyParams(inPath, demoteParams...)...)
+	q, err := singleParams(r, keyParams(inPath, demoteParams...)...)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

@@ -183,22 +183,25 @@ func (s *Server) routes() {
 	s.mux.Handle("DELETE "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.demote))))
 	s.mux.Handle("POST "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.promote))))
 	s.mux.Handle(routeList, methodNotAllowed("GET, HEAD, DELETE"))
-	s.mux.Handle(routeKeyEscaped, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// No route of the path's takes the method: which would?
-		var allow []string
-		if _, ok := keyOfPath(r.URL.EscapedPath(), false); ok {
-			allow = append(allow, http.MethodDelete)
-		}
-		if _, ok := keyOfPath(r.URL.EscapedPath(), true); ok || r.URL.EscapedPath() == routePromoteB64 {
-			allow = append(allow, http.MethodPost)
-		}
-		if len(allow) == 0 {
-			notFound(w, r)
-			return
-		}
-		methodNotAllowed(strings.Join(allow, ", ")).ServeHTTP(w, r)
-	}))
+	s.mux.HandleFunc(routeKeyEscaped, otherMethod)
 	s.mux.HandleFunc(routeUnknownPath, notFound)
+}
+
+// otherMethod answers a key path no route of which takes the request's
+// method: 405 with the methods that would, or 404 when none would.
+func otherMethod(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	if _, ok := keyOfPath(r.URL.EscapedPath(), false); ok {
+		allow = append(allow, http.MethodDelete)
+	}
+	if _, ok := keyOfPath(r.URL.EscapedPath(), true); ok || r.URL.EscapedPath() == routePromoteB64 {
+		allow = append(allow, http.MethodPost)
+	}
+	if len(allow) == 0 {
+		notFound(w, r)
+		return
+	}
+	methodNotAllowed(strings.Join(allow, ", ")).ServeHTTP(w, r)
 }
 
 func notFound(w http.ResponseWriter, _ *http.Request) {
@@ -233,12 +236,13 @@ func routeLabel(pattern string) string {
 	return pattern
 }
 
-// keyPathOnly lets through the requests whose path names a key, and
-// answers the others 404.
+// keyPathOnly lets through the requests whose path names a key for
+// their method, and answers the others as otherMethod does: a DELETE of
+// /api/hotkeys/k/promote is a 405 (POST would take it), not a 404.
 func keyPathOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := keySegment(r); !ok {
-			notFound(w, r)
+			otherMethod(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
