@@ -47,8 +47,8 @@ type Config struct {
 	// franz-go's default (all in-sync replicas, idempotent) makes an
 	// acknowledged entry durable.
 	Producer *kgo.Client
-	// Topic is the registry topic, the one Follower reads; "" means
-	// hotkeys.DefaultTopic.
+	// Topic is the registry topic; "" means the one Follower reads, and
+	// any other is refused.
 	Topic string
 	// Token is the bearer token mutations need (see LoadToken). Empty
 	// refuses every mutation with 403.
@@ -135,8 +135,11 @@ func newServer(cfg Config, now func() time.Time) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Topic == "" {
-		cfg.Topic = hotkeys.DefaultTopic
+	switch {
+	case cfg.Topic == "":
+		cfg.Topic = cfg.Follower.Topic()
+	case cfg.Topic != cfg.Follower.Topic():
+		return nil, fmt.Errorf("controlplane: Topic %q is not the registry topic the Follower reads (%q): changes would never show", cfg.Topic, cfg.Follower.Topic())
 	}
 	if cfg.MaxTTL == 0 {
 		cfg.MaxTTL = DefaultMaxTTL

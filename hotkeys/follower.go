@@ -363,6 +363,9 @@ func (f *Follower) WaitReady(ctx context.Context) error {
 	}
 }
 
+// Topic is the registry topic the follower reads.
+func (f *Follower) Topic() string { return f.topic }
+
 // Stats returns a snapshot of the follower's counters.
 func (f *Follower) Stats() FollowerStats {
 	d, m := int(f.nDetector.Load()), int(f.nManual.Load())
