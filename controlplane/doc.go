@@ -22,8 +22,9 @@
 //
 // Every answer is JSON; every error is {"error": "..."} with a 4xx or 5xx
 // status: 400 for a request the route cannot take (unknown query
-// parameters and unknown body fields included, so that a misspelling is
-// not ignored), 401/403 (see Authentication), 404 for a path no route
+// parameters, a query string that does not parse and unknown body fields
+// included, so that a misspelling is not ignored; a path that is not
+// canonical, with an empty, . or .. segment, which is never redirected), 401/403 (see Authentication), 404 for a path no route
 // knows, 405 with Allow for a method the path does not take, 413 for a
 // body over MaxBodyBytes, 503 when the follower has not read the registry
 // yet (a list; with Retry-After) or Kafka did not acknowledge a change.

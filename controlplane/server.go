@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -188,6 +189,10 @@ func (s *Server) routes() {
 	s.mux.Handle(routeList, methodNotAllowed("GET, HEAD, DELETE"))
 	s.mux.HandleFunc(routeKeyEscaped, otherMethod)
 	s.mux.HandleFunc(routeUnknownPath, notFound)
+	// Exact "/api" and everything outside /api/ (a server mounted at the
+	// root): a JSON 404, not the mux's redirect to "/api/" or its text.
+	s.mux.HandleFunc("/api", notFound)
+	s.mux.HandleFunc("/", notFound)
 }
 
 // otherMethod answers a key path no route of which takes the request's
@@ -216,6 +221,13 @@ func notFound(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
+	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && cleanPath(p) != p {
+		// The mux would redirect to the cleaned path, which for a
+		// mutation is another key: "/api/hotkeys/a/../b" is not b.
+		writeError(rec, http.StatusBadRequest, "the path is not canonical (an empty, . or .. segment): escape a key's '/' as %2F, and send the keys . and .. as %2E and %2E%2E")
+		s.m.observe(routeLabel(""), r.Method, rec.code(), time.Since(start))
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
 	// The mux stored the pattern it matched in r (empty when none did).
 	s.m.observe(routeLabel(r.Pattern), r.Method, rec.code(), time.Since(start))
@@ -287,4 +299,24 @@ func (r *statusRecorder) code() int {
 		return http.StatusOK
 	}
 	return r.status
+}
+
+// cleanPath is the path the standard library's mux routes p as (it
+// redirects any other): p with "//", "." and ".." segments resolved, a
+// trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		np += "/"
+	}
+	return np
 }
