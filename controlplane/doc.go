@@ -46,8 +46,14 @@
 // it was written; followers (this server's too) show it once they read it,
 // usually within milliseconds. A 503 means Kafka did not acknowledge it
 // within the request's context and Config.PublishTimeout: the record may
-// still be written. Retrying is safe: a key's latest manual entry replaces
-// the one before, whether or not that one was written.
+// still be written. Retrying is safe: followers apply, of a key's manual
+// entries, the one made last (created_ms, stamped by the server from its
+// clock, to the millisecond), whatever order they are written in, so the
+// first attempt landing after its retry, or after a later change made
+// through another server, changes nothing. The servers' clocks must
+// therefore agree (to well under the time between two changes of a key),
+// and so must the applications' with theirs, which end a TTL by their own
+// clock.
 //
 // # Keys
 //

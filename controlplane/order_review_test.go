@@ -202,9 +202,12 @@ func testManualOrderNeedsKeyPartitioner(t *testing.T, r *registry) {
 	a := serve(t, controlplane.Config{Follower: live, Producer: rr, Topic: r.topic, Token: token})
 
 	keys := []string{"k1", "k2", "k3", "k4", "k5", "k6"}
+	// Across partitions, changes are ordered by created_ms: changes of
+	// one key a millisecond apart at least, as people make them.
 	for _, k := range keys {
 		for range 3 {
 			a.promote("shop", k, controlplane.PromoteRequest{Mitigation: "coalesce", TTL: "10m"})
+			time.Sleep(2 * time.Millisecond)
 		}
 		a.demote("shop", k, "10m")
 	}
