@@ -527,6 +527,9 @@ func TestFollowerManualOverrides(t *testing.T) {
 	e = byKey["c"]
 	require.Equal(t, 333.0, e.Rate, "the update applied while the demote hid it")
 	require.True(t, f.IsHot("shop", "c"))
+	// Stats' counts are stored once a batch's changes were reported: a
+	// barrier's change comes after they are.
+	c.barrier(r)
 	st = f.Stats()
 	require.Zero(t, st.Demoted)
 	require.Zero(t, st.Manual)
