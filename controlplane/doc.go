@@ -22,8 +22,9 @@
 //
 // Every answer is JSON; every error is {"error": "..."} with a 4xx or 5xx
 // status: 400 for a request the route cannot take (unknown query
-// parameters and unknown body fields included, so that a misspelling is
-// not ignored), 401/403 (see Authentication), 404 for a path no route
+// parameters, a query string that does not parse and unknown body fields
+// included, so that a misspelling is not ignored; a path that is not
+// canonical, with an empty, . or .. segment, which is never redirected), 401/403 (see Authentication), 404 for a path no route
 // knows, 405 with Allow for a method the path does not take, 413 for a
 // body over MaxBodyBytes, 503 when the follower has not read the registry
 // yet (a list; with Retry-After) or Kafka did not acknowledge a change.
@@ -45,10 +46,14 @@
 // it was written; followers (this server's too) show it once they read it,
 // usually within milliseconds. A 503 means Kafka did not acknowledge it
 // within the request's context and Config.PublishTimeout: the record may
-// still be written, and followers apply a key's manual records in the
-// order they read them: a first attempt that lands after its retry, or
-// after a later change, wins. Check the list after a 503 before changing
-// the key again.
+// still be written. Retrying is safe: followers apply, of a key's manual
+// entries, the one made last (created_ms, stamped by the server from its
+// clock, to the millisecond), whatever order they are written in, so the
+// first attempt landing after its retry, or after a later change made
+// through another server, changes nothing. The servers' clocks must
+// therefore agree (to well under the time between two changes of a key),
+// and so must the applications' with theirs, which end a TTL by their own
+// clock.
 //
 // # Keys
 //

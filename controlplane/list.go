@@ -52,7 +52,7 @@ const (
 var listParams = []string{"app", "source", "limit", "cursor"}
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q, err := singleParams(r.URL.Query(), listParams...)
+	q, err := singleParams(r, listParams...)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -227,10 +227,16 @@ func decodeCursor(c string) (position, error) {
 	return position{app: string(rest[:n]), key: string(rest[n:])}, nil
 }
 
-// singleParams checks that q names only the given parameters, each at most
+// singleParams checks that r's query names only the given parameters, each at most
 // once, and returns their values. A misspelled parameter is an error
 // rather than a filter silently not applied.
-func singleParams(q url.Values, allowed ...string) (map[string]string, error) {
+func singleParams(r *http.Request, allowed ...string) (map[string]string, error) {
+	// Not r.URL.Query(), which drops the pairs it cannot parse: a
+	// misspelt or half-escaped parameter is refused, not ignored.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("the query string is not well formed (escape %%, ; and & in values): %v", err)
+	}
 	out := make(map[string]string, len(q))
 	for name, vs := range q {
 		if !slices.Contains(allowed, name) {

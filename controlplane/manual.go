@@ -62,7 +62,7 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if _, err := singleParams(r.URL.Query(), keyParams(inPath)...); err != nil {
+	if _, err := singleParams(r, keyParams(inPath)...); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -86,7 +86,7 @@ func (s *Server) demote(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	q, err := singleParams(r.URL.Query(), keyParams(inPath, demoteParams...)...)
+	q, err := singleParams(r, keyParams(inPath, demoteParams...)...)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -324,7 +324,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, m *schemas.Manu
 		s.log.Warn("controlplane: publish a manual entry", "action", m.Action, "app", m.App, "key_hash", hash, "err", err)
 		msg := fmt.Sprintf("Kafka did not acknowledge the %s: %v", m.Action, err)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			msg = fmt.Sprintf("Kafka did not acknowledge the %s in time; it may still be written, after a retry too: check the list before changing the key again", m.Action)
+			msg = fmt.Sprintf("Kafka did not acknowledge the %s in time; it may still be written; retrying is safe, the key's latest manual entry replaces it", m.Action)
 		}
 		writeError(w, http.StatusServiceUnavailable, msg)
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +48,8 @@ type Config struct {
 	// franz-go's default (all in-sync replicas, idempotent) makes an
 	// acknowledged entry durable.
 	Producer *kgo.Client
-	// Topic is the registry topic, the one Follower reads; "" means
-	// hotkeys.DefaultTopic.
+	// Topic is the registry topic; "" means the one Follower reads, and
+	// any other is refused.
 	Topic string
 	// Token is the bearer token mutations need (see LoadToken). Empty
 	// refuses every mutation with 403.
@@ -135,8 +136,11 @@ func newServer(cfg Config, now func() time.Time) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Topic == "" {
-		cfg.Topic = hotkeys.DefaultTopic
+	switch {
+	case cfg.Topic == "":
+		cfg.Topic = cfg.Follower.Topic()
+	case cfg.Topic != cfg.Follower.Topic():
+		return nil, fmt.Errorf("controlplane: Topic %q is not the registry topic the Follower reads (%q): changes would never show", cfg.Topic, cfg.Follower.Topic())
 	}
 	if cfg.MaxTTL == 0 {
 		cfg.MaxTTL = DefaultMaxTTL
@@ -183,22 +187,29 @@ func (s *Server) routes() {
 	s.mux.Handle("DELETE "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.demote))))
 	s.mux.Handle("POST "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.promote))))
 	s.mux.Handle(routeList, methodNotAllowed("GET, HEAD, DELETE"))
-	s.mux.Handle(routeKeyEscaped, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// No route of the path's takes the method: which would?
-		var allow []string
-		if _, ok := keyOfPath(r.URL.EscapedPath(), false); ok {
-			allow = append(allow, http.MethodDelete)
-		}
-		if _, ok := keyOfPath(r.URL.EscapedPath(), true); ok || r.URL.EscapedPath() == routePromoteB64 {
-			allow = append(allow, http.MethodPost)
-		}
-		if len(allow) == 0 {
-			notFound(w, r)
-			return
-		}
-		methodNotAllowed(strings.Join(allow, ", ")).ServeHTTP(w, r)
-	}))
+	s.mux.HandleFunc(routeKeyEscaped, otherMethod)
 	s.mux.HandleFunc(routeUnknownPath, notFound)
+	// Exact "/api" and everything outside /api/ (a server mounted at the
+	// root): a JSON 404, not the mux's redirect to "/api/" or its text.
+	s.mux.HandleFunc("/api", notFound)
+	s.mux.HandleFunc("/", notFound)
+}
+
+// otherMethod answers a key path no route of which takes the request's
+// method: 405 with the methods that would, or 404 when none would.
+func otherMethod(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	if _, ok := keyOfPath(r.URL.EscapedPath(), false); ok {
+		allow = append(allow, http.MethodDelete)
+	}
+	if _, ok := keyOfPath(r.URL.EscapedPath(), true); ok || r.URL.EscapedPath() == routePromoteB64 {
+		allow = append(allow, http.MethodPost)
+	}
+	if len(allow) == 0 {
+		notFound(w, r)
+		return
+	}
+	methodNotAllowed(strings.Join(allow, ", ")).ServeHTTP(w, r)
 }
 
 func notFound(w http.ResponseWriter, _ *http.Request) {
@@ -210,6 +221,13 @@ func notFound(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
+	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && cleanPath(p) != p {
+		// The mux would redirect to the cleaned path, which for a
+		// mutation is another key: "/api/hotkeys/a/../b" is not b.
+		writeError(rec, http.StatusBadRequest, "the path is not canonical (an empty, . or .. segment): escape a key's '/' as %2F, and send the keys . and .. as %2E and %2E%2E")
+		s.m.observe(routeLabel(""), r.Method, rec.code(), time.Since(start))
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
 	// The mux stored the pattern it matched in r (empty when none did).
 	s.m.observe(routeLabel(r.Pattern), r.Method, rec.code(), time.Since(start))
@@ -233,12 +251,13 @@ func routeLabel(pattern string) string {
 	return pattern
 }
 
-// keyPathOnly lets through the requests whose path names a key, and
-// answers the others 404.
+// keyPathOnly lets through the requests whose path names a key for
+// their method, and answers the others as otherMethod does: a DELETE of
+// /api/hotkeys/k/promote is a 405 (POST would take it), not a 404.
 func keyPathOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := keySegment(r); !ok {
-			notFound(w, r)
+			otherMethod(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -280,4 +299,24 @@ func (r *statusRecorder) code() int {
 		return http.StatusOK
 	}
 	return r.status
+}
+
+// cleanPath is the path the standard library's mux routes p as (it
+// redirects any other): p with "//", "." and ".." segments resolved, a
+// trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		np += "/"
+	}
+	return np
 }

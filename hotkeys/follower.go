@@ -102,6 +102,10 @@ type FollowerStats struct {
 	// OnChangeDropped counts the changes the OnChange callbacks did not
 	// get because their queue was full.
 	OnChangeDropped uint64
+	// StaleManual counts manual entries read after a newer one of their
+	// key (by created_ms) and not applied: a change retried through
+	// another server while the first attempt was still on its way.
+	StaleManual uint64
 	// Ready is what Ready returns.
 	Ready bool
 	// Lag is the number of offsets between the follower's position and
@@ -142,7 +146,12 @@ type FollowerStats struct {
 //     says, a demote keeps it out whatever the detector says. When the
 //     override ends (by the wall clock, no new record needed; within a
 //     timer's precision) or a tombstone removes it, the detector's state
-//     for the key rules again. A manual record read after its end changes
+//     for the key rules again. Of a key's manual records the one made
+//     last (the greatest CreatedMs; of equal ones, the one read last)
+//     rules, whatever order they are read in: one made before the key's
+//     latest is skipped and counted (StaleManual), so a change retried
+//     through another writer, or written to another partition, does not
+//     undo a later one. A manual record read after its end changes
 //     nothing but ending the key's previous override.
 //
 // A record that cannot be decoded, or whose value names another key than
@@ -199,6 +208,7 @@ type Follower struct {
 	rearm  chan struct{} // wakes the expiry loop when an override is added
 
 	records, decodeErrors, dropped atomic.Uint64
+	staleManual                    atomic.Uint64 // manual entries older than the key's, not applied
 	lag                            atomic.Int64
 	nDetector, nManual, nDemoted   atomic.Int64
 
@@ -363,12 +373,16 @@ func (f *Follower) WaitReady(ctx context.Context) error {
 	}
 }
 
+// Topic is the registry topic the follower reads.
+func (f *Follower) Topic() string { return f.topic }
+
 // Stats returns a snapshot of the follower's counters.
 func (f *Follower) Stats() FollowerStats {
 	d, m := int(f.nDetector.Load()), int(f.nManual.Load())
 	return FollowerStats{Entries: d + m, Detector: d, Manual: m, Demoted: int(f.nDemoted.Load()),
 		RecordsRead: f.records.Load(), DecodeErrors: f.decodeErrors.Load(), OnChangeDropped: f.dropped.Load(),
-		Ready: f.ready.Load(), Lag: f.lag.Load(), FetchErrors: f.fetchErrors.Load(), Failing: f.failing.Load(),
+		StaleManual: f.staleManual.Load(),
+		Ready:       f.ready.Load(), Lag: f.lag.Load(), FetchErrors: f.fetchErrors.Load(), Failing: f.failing.Load(),
 		Resyncs: f.resyncs.Load(), Resyncing: f.resyncing.Load()}
 }
 

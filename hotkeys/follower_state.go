@@ -31,6 +31,11 @@ type followedKey struct {
 	det *Entry    // the detector's entry; nil: not hot by the detector
 	man *override // the manual override in force; nil: none
 	vis *Entry    // what readers see: visible() when last settled
+	// manMs is the created_ms of the newest manual entry applied while
+	// the key had state: an older one read later (a change retried
+	// through another server while the first attempt was still on its
+	// way, or written to another partition) does not replace it.
+	manMs int64
 }
 
 // override is a manual entry in force until expMs.
@@ -348,11 +353,20 @@ func (f *Follower) applyOpLocked(s *registryState, op *recordOp, nowMs int64) {
 		default:
 			st.det = detectorEntry(op, nil)
 		}
+	} else if op.man != nil && op.man.CreatedMs < st.manMs {
+		// Made before the manual entry the key has: the newer one stands.
+		if s == &f.st {
+			f.staleManual.Add(1)
+		}
 	} else if op.man == nil || op.man.ExpiresMs() <= nowMs {
 		// A tombstone, or an entry read after it ended: whichever override
 		// the key had is over.
+		if op.man != nil {
+			st.manMs = op.man.CreatedMs
+		}
 		s.endOverride(st)
 	} else {
+		st.manMs = op.man.CreatedMs
 		s.endOverride(st)
 		ov := &override{expMs: op.man.ExpiresMs()}
 		if op.man.Action == schemas.ManualPromote {
