@@ -50,6 +50,8 @@ unit:
 	echo "go test -race ./... (full log: $(OUT)/unit.log)"
 	if ! $(GO) test -race -count=1 -timeout 40m -v ./... > $(OUT)/unit.log 2>&1; then
 	  grep -E '^(\s*--- FAIL|FAIL|panic:)' $(OUT)/unit.log || true
+	  echo "---- assertions that failed ----"
+	  grep -E -B1 -A14 '^\s+Error Trace:' $(OUT)/unit.log | grep -vE '^\s+time=' | head -n 200 || true
 	  scripts/hung.sh $(OUT)/unit.log
 	  echo "---- tail of $(OUT)/unit.log ----"; tail -n 150 $(OUT)/unit.log; exit 1
 	fi
@@ -70,6 +72,8 @@ norace:
 	echo "go test ./... without -race (full log: $(OUT)/norace.log)"
 	if ! $(GO) test -count=1 -timeout 40m -v ./... > $(OUT)/norace.log 2>&1; then
 	  grep -E '^(\s*--- FAIL|FAIL|panic:)' $(OUT)/norace.log || true
+	  echo "---- assertions that failed ----"
+	  grep -E -B1 -A14 '^\s+Error Trace:' $(OUT)/norace.log | grep -vE '^\s+time=' | head -n 200 || true
 	  scripts/hung.sh $(OUT)/norace.log
 	  echo "---- tail of $(OUT)/norace.log ----"; tail -n 150 $(OUT)/norace.log; exit 1
 	fi

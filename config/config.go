@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/logparse"
@@ -32,6 +33,7 @@ type Config struct {
 	Merge      pipeline.MergerOptions `mapstructure:"merge" cmd:"detect"`
 	ClickHouse clickhouse.Options     `mapstructure:"clickhouse" cmd:"detect"`
 	Archive    parquet.Options        `mapstructure:"archive" cmd:"detect"`
+	API        controlplane.Options   `mapstructure:"api" cmd:"detect"`
 }
 
 // Log configures the slog logger every command writes to standard error.
@@ -187,5 +189,6 @@ func Defaults() Config {
 		Merge:      pipeline.DefaultMergerOptions(),
 		ClickHouse: clickhouse.DefaultOptions(),
 		Archive:    parquet.DefaultOptions(),
+		API:        controlplane.DefaultOptions(),
 	}
 }

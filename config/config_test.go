@@ -221,6 +221,7 @@ var companions = map[string][]string{
 	"detect.regex_topics":            {"detect.topics=app\\..*"},
 	"detect.regex.pattern":           {"detect.format=regex"},
 	"detect.combined.key":            {"detect.combined.query_param=k"},
+	"api.protect_reads":              {"api.token=t0ken"},
 }
 
 // sampleValue returns a valid value for key that differs from its default,
@@ -230,6 +231,7 @@ func sampleValue(key string) string {
 		"log.level":                     "debug",
 		"log.format":                    "json",
 		"metrics.addr":                  "127.0.0.1:9999",
+		"api.addr":                      "127.0.0.1:9998",
 		"kafka.brokers":                 "h1:1,h2:2",
 		"clickhouse.addr":               "h1:1,h2:2",
 		"kafka.sasl.mechanism":          "plain",

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/internal/topics"
@@ -93,6 +94,9 @@ func (c *Config) Validate(cmd Command) error {
 	}
 	if cmd.Reads("archive") && c.Archive.Root != "" {
 		p.addPrefixed("archive", c.Archive.Validate())
+	}
+	if cmd.Reads("api") {
+		validateAPI(&p, &c.API)
 	}
 	return p.err()
 }
@@ -333,4 +337,21 @@ func isIdent(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// validateAPI checks the api section: its address, and its options' own
+// rules (the token file is read) even with no address, so a mistake shows
+// before the API is turned on.
+func validateAPI(p *problems, o *controlplane.Options) {
+	if o.Addr != "" {
+		checkHostPort(p, "api.addr", o.Addr, true)
+	}
+	for _, e := range unjoin(o.Validate()) {
+		var oe *controlplane.OptionError
+		if errors.As(e, &oe) {
+			p.add("api."+oe.Option, "%s", oe.Problem)
+		} else {
+			p.add("api", "%v", e)
+		}
+	}
 }

@@ -12,6 +12,8 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -123,6 +125,9 @@ type runOpts struct {
 	exitAtEnd bool
 	print     string
 	stdout    io.Writer
+	// apiAnyPort serves the API on any free port of 127.0.0.1 when
+	// api.addr is taken (the demo's default address).
+	apiAnyPort bool
 	// started, when set, is called once the service is built, before it
 	// connects: the demo starts its traffic and view then. What it starts
 	// ends with ctx; the returned wait waits for it.
@@ -134,6 +139,9 @@ type serviceEnv struct {
 	cfg *config.Config
 	log *slog.Logger
 	svc *detect.Service
+	// apiURL is where the operator API and dashboard are served; "" when
+	// they are not.
+	apiURL string
 }
 
 // runService builds everything that can fail on a setting (logger,
@@ -155,18 +163,47 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	// built (ClickHouse migrations can take a while): the handler reads
 	// the service from another goroutine, hence the atomic.
 	var ready atomic.Pointer[detect.Service]
+	readyFn := func() error {
+		svc := ready.Load()
+		if svc == nil {
+			return errors.New("starting")
+		}
+		return svc.Ready()
+	}
+	var api *operatorAPI
+	if cfg.API.Addr != "" {
+		if api, err = newOperatorAPI(cfg, clientOpts, reg, log); err != nil {
+			return err
+		}
+		defer api.Close()
+	}
 	if cfg.Metrics.Addr != "" {
-		srv, err := cli.Serve(cfg.Metrics.Addr, reg, func() error {
-			svc := ready.Load()
-			if svc == nil {
-				return errors.New("starting")
-			}
-			return svc.Ready()
-		}, log)
+		mux := cli.MetricsMux(reg, readyFn)
+		if api != nil && cfg.API.Addr == cfg.Metrics.Addr {
+			api.mount(mux)
+		}
+		srv, err := cli.Listen("metrics.addr", cfg.Metrics.Addr, mux, log)
 		if err != nil {
 			return err
 		}
 		defer srv.Close()
+	}
+	var apiURL string
+	if api != nil {
+		addr := cfg.Metrics.Addr
+		if cfg.API.Addr != cfg.Metrics.Addr {
+			srv, err := cli.Listen("api.addr", cfg.API.Addr, api.handler, log)
+			if err != nil && o.apiAnyPort {
+				srv, err = cli.Listen("api.addr", "127.0.0.1:0", api.handler, log)
+			}
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			addr = srv.Addr()
+		}
+		apiURL = "http://" + addr + "/"
+		log.Info("serving the operator API and dashboard", "url", apiURL)
 	}
 	dc := detect.Config{
 		Options:    cfg.Detect,
@@ -241,7 +278,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		}
 	}()
 	if o.started != nil {
-		wait, err := o.started(runCtx, &serviceEnv{cfg: cfg, log: log, svc: svc})
+		wait, err := o.started(runCtx, &serviceEnv{cfg: cfg, log: log, svc: svc, apiURL: apiURL})
 		if err != nil {
 			return err
 		}
@@ -343,6 +380,20 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The demo serves the dashboard unless told where: on 8080, or any
+	// free port. With no token configured it makes one for this run, so
+	// the dashboard's buttons work, and prints it.
+	anyPort := cfg.API.Addr == ""
+	if anyPort {
+		cfg.API.Addr = "127.0.0.1:8080"
+	}
+	var demoToken string
+	if cfg.API.Token == "" && cfg.API.TokenFile == "" {
+		var b [16]byte
+		_, _ = crand.Read(b[:])
+		demoToken = hex.EncodeToString(b[:])
+		cfg.API.Token = demoToken
+	}
 	tty := isTTY(stdout)
 	var planted []string
 	for _, h := range gc.Hot {
@@ -351,6 +402,13 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 	header := fmt.Sprintf("keyheat demo: Kafka on %s, %0.f events/s over %d keys, planted %s; hot at %.0f events/s (rule %q). Ctrl-C stops.",
 		addr, rate, keys, strings.Join(planted, ", "), cfg.Pipeline.Rules[0].Rate, cfg.Pipeline.Rules[0].Name)
 	started := func(ctx context.Context, env *serviceEnv) (func(), error) {
+		header := header
+		if env.apiURL != "" {
+			header += "\nDashboard: " + env.apiURL
+			if demoToken != "" {
+				header += " (token for promote and demote, this run only: " + demoToken + ")"
+			}
+		}
 		clientOpts, err := cfg.Kafka.ClientOpts()
 		if err != nil {
 			return nil, err
@@ -401,7 +459,7 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 		}()
 		return wg.Wait, nil
 	}
-	return runService(ctx, cfg, src, runOpts{stdout: stdout, started: started})
+	return runService(ctx, cfg, src, runOpts{stdout: stdout, started: started, apiAnyPort: anyPort})
 }
 
 // createTopic creates the topic of spec unless it exists.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -99,13 +100,20 @@ func TestHelpListsDetectKeys(t *testing.T) {
 }
 
 // TestDemo: the README's first command starts with nothing installed,
-// alerts the planted key, and stops cleanly on SIGTERM.
+// alerts the planted key, serves the dashboard's API where it says with
+// the key listed and a token that promotes, and stops cleanly on SIGTERM.
 func TestDemo(t *testing.T) {
 	p := start(t, nil, "demo", "--port=0", "--rate=4000", "--hot=key=smoke:hot,start=0s,for=10m,share=50%")
 	p.waitOut(`^keyheat demo: Kafka on 127\.0\.0\.1:\d+`, time.Minute)
+	dash := regexp.MustCompile(`^Dashboard: (http://127\.0\.0\.1:\d+/) \(token for promote and demote, this run only: ([0-9a-f]{32})\)`).
+		FindStringSubmatch(p.waitOut(`^Dashboard: `, time.Minute))
+	require.Len(t, dash, 3, "the dashboard line names its URL and token")
 	line := p.waitOut(`HOT +shop "smoke:hot"`, time.Minute)
 	require.Contains(t, line, "rule=default")
 	p.waitOut(`window events=\d+ .* top: shop/smoke:hot `, time.Minute)
+	eventually(t, "the hot key listed by the API", func() bool { return listed(t, dash[1], "shop", "smoke:hot") == "detector" })
+	code, b := apiCall(t, "POST", dash[1]+"api/hotkeys/product:7/promote", dash[2], map[string]any{"app": "shop", "mitigation": "local_cache", "ttl": "1m"})
+	require.Equal(t, http.StatusCreated, code, "%s", b)
 	require.Equal(t, 0, p.stop(30*time.Second), "a stop by SIGTERM is a clean exit")
 	require.Empty(t, p.stderr.match(regexp.MustCompile(`level=(ERROR|WARN)`)), "no warning or error in the log")
 	require.NotEmpty(t, p.stderr.match(regexp.MustCompile(`msg="partitions released".*lost=false`)), "the stop committed its partitions")

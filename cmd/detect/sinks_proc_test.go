@@ -22,6 +22,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/internal/testenv"
@@ -460,7 +461,14 @@ func committedSum(t testing.TB, seeds []string, group, topic string) int64 {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
 	defer cl.Close()
-	os, err := kadm.NewClient(cl).FetchOffsets(ctx(t), group)
+	adm := kadm.NewClient(cl)
+	os, err := adm.FetchOffsets(ctx(t), group)
+	// A broker just started answers COORDINATOR_NOT_AVAILABLE (and the
+	// like) until its offsets topic is ready.
+	for kerr.IsRetriable(err) { // ends with ctx's error at the latest
+		time.Sleep(100 * time.Millisecond)
+		os, err = adm.FetchOffsets(ctx(t), group)
+	}
 	require.NoError(t, err)
 	var sum int64
 	os.Each(func(o kadm.OffsetResponse) {

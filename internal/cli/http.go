@@ -13,14 +13,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Server serves /metrics, /livez and /readyz on one listener.
+// Server is one HTTP listener of a command: /metrics and its probes, the
+// operator API, or both.
 type Server struct {
 	srv  *http.Server
 	ln   net.Listener
 	done chan struct{}
 }
 
-// Serve listens on addr (metrics.addr) and serves, until Close:
+// Serve listens on addr (metrics.addr) and serves MetricsMux(reg, ready)
+// until Close.
+func Serve(addr string, reg *prometheus.Registry, ready func() error, log *slog.Logger) (*Server, error) {
+	return Listen("metrics.addr", addr, MetricsMux(reg, ready), log)
+}
+
+// MetricsMux serves
 //
 //   - /metrics: reg in the Prometheus text format;
 //   - /livez: 200 while the process runs (an orchestrator restarts it
@@ -29,13 +36,8 @@ type Server struct {
 //     (a sink retrying, the group not joined yet). A nil ready is always
 //     ready.
 //
-// Listening errors are returned at once, naming metrics.addr, so a taken
-// port fails the command before it reads anything.
-func Serve(addr string, reg *prometheus.Registry, ready func() error, log *slog.Logger) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics.addr: %w", err)
-	}
+// The caller may add routes (the operator API under "/").
+func MetricsMux(reg *prometheus.Registry, ready func() error) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
@@ -51,11 +53,23 @@ func Serve(addr string, reg *prometheus.Registry, ready func() error, log *slog.
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
+	return mux
+}
+
+// Listen listens on addr and serves h until Close. Listening errors are
+// returned at once, naming setting (the config key of addr), so a taken
+// port fails the command before it reads anything.
+func Listen(setting, addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", setting, err)
+	}
+	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, ln: ln, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
+			log.Error("http server", "setting", setting, "addr", addr, "err", err)
 		}
 	}()
 	return s, nil
