@@ -33,6 +33,18 @@ func historyServer(t *testing.T, h *controlplane.History, src controlplane.Repor
 	return serve(t, cfg)
 }
 
+// plainHistoryServer is a Server over h, not served over HTTP.
+func plainHistoryServer(t testing.TB, h *controlplane.History) *controlplane.Server {
+	t.Helper()
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	require.NoError(t, err)
+	t.Cleanup(f.Close)
+	s, err := controlplane.New(controlplane.Config{Follower: f, Producer: unreachableProducer(t), History: h})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
 // get sends a GET and checks its status.
 func (a *api) get(path string, code int) reply {
 	a.t.Helper()
