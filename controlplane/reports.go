@@ -277,7 +277,9 @@ func (s *Server) sourceFailed(r *http.Request, err error) string {
 	if r.Context().Err() != nil {
 		return "the request ended before the report source answered; the answer holds what memory has"
 	}
-	return "the report source (ClickHouse) could not be read; the answer holds what memory has: " + err.Error()
+	// The error itself goes to the log only: it names the database and
+	// servers, which a reader of an open API need not learn.
+	return "the report source (ClickHouse) could not be read (the server's log says why); the answer holds what memory has"
 }
 
 // parseScope reads scope and app: scope cluster (the default without an
