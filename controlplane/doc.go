@@ -19,6 +19,11 @@
 //	POST   /api/hotkeys/promote?key_b64=  the same, the key in base64
 //	DELETE /api/hotkeys/{key}?app=&ttl=   demote key → 200 Published
 //	DELETE /api/hotkeys?key_b64=&app=&ttl=  the same, the key in base64
+//	GET    /api/reports/latest?scope=&app=  the latest window report of a scope
+//	GET    /api/reports?scope=&app=&from=&to=&limit=  a scope's reports (ReportPage)
+//	GET    /api/alerts?app=&limit=        hot-key events, newest first (AlertPage)
+//	GET    /api/hotkeys/{key}/stats?app=&from=&to=&limit=  a key's windows (KeyStats)
+//	GET    /api/hotkeys/stats?key_b64=&…  the same, the key in base64
 //
 // Every answer is JSON; every error is {"error": "..."} with a 4xx or 5xx
 // status: 400 for a request the route cannot take (unknown query
@@ -54,6 +59,52 @@
 // therefore agree (to well under the time between two changes of a key),
 // and so must the applications' with theirs, which end a TTL by their own
 // clock.
+//
+// # Reports, alerts and key stats
+//
+// These routes read a History, which detect's merger feeds with every
+// window report and hot-key event it publishes (Config.History; without
+// one they answer 404). History keeps, in memory, the latest windows of
+// each scope (the cluster, each app) and the latest events, within
+// HistoryConfig's bounds. With Config.ReportSource (controlplane/chsource:
+// the ClickHouse tables the sink writes) the routes also answer for
+// windows and events older than memory holds; should the source fail,
+// they answer what memory holds, with source_error saying why.
+//
+// GET /api/reports/latest is the scope's latest report as detect
+// publishes it on keyheat.reports (schemas.WindowReport's JSON), or 404
+// when none came yet. scope is cluster (the default) or app, which needs
+// app; app alone means scope app.
+//
+// GET /api/reports returns {"reports": [...]} in time order: the windows
+// starting in [from, to) (RFC 3339 or Unix milliseconds; the default is
+// every window), at most limit (default DefaultReportsLimit, at most
+// MaxReportsLimit), the latest ones when more match, and then "more":
+// true: ask again with to set to the first report's start_ms to page
+// back. history_from_ms is the oldest window memory holds for the scope;
+// earlier ones came from ClickHouse, which does not store some of a
+// report's fields (floor, a key's bytes_error, a node's ranges, an
+// advice's threshold: see chsource), so they read 0 or absent there.
+//
+// GET /api/alerts returns {"alerts": [...]}: hot-key events (hot, update,
+// cooled; schemas.HotKeyEvent's JSON), newest first: those in memory in
+// the order they came, then older ones from ClickHouse by detected_ms.
+// app= keeps one app's; limit defaults to DefaultAlertsLimit.
+//
+// GET /api/hotkeys/{key}/stats (the key as the mutations take it, or
+// key_b64 on /api/hotkeys/stats) answers KeyStats: per window whose app
+// report lists the key (any of its top lists: events, bytes, reads,
+// writes, latency), its count and rate (events per second of the
+// window), share, bytes, reads, writes, summed latency, partition and
+// ranks, newest first, from memory then ClickHouse (source says which);
+// the partition its events were seen in, where a window or alert names
+// one; its events (alerted, episodes: the hot ones, alerts: at most 100,
+// newest first); its registry entries while hot, as GET /api/hotkeys
+// lists them (null while the registry is still being read); and
+// clients, null for now, kept for the key's client-side figures. Without
+// app the key is looked up in every app. A window where the key made none
+// of its app's lists has no entry: it then had at most the lists' last
+// counts.
 //
 // # Keys
 //

@@ -66,6 +66,13 @@ type Config struct {
 	// mutation's record, within the request's own context; 0 means
 	// DefaultPublishTimeout.
 	PublishTimeout time.Duration
+	// History holds the recent window reports and hot-key events that
+	// the report, alert and key-stats routes answer from; nil answers
+	// them 404.
+	History *History
+	// ReportSource, when set, reads the reports and events History does
+	// not hold (older ones) for those routes; it needs History.
+	ReportSource ReportSource
 	// Logger receives the server's logs; nil discards them. They name a
 	// key by its hash only and never carry the token.
 	Logger *slog.Logger
@@ -87,6 +94,9 @@ func (c *Config) Validate() error {
 		if id, _ := c.Producer.OptValue(kgo.TransactionalID).(string); id != "" {
 			errs = append(errs, fmt.Errorf("Producer is transactional (%q); give a client without kgo.TransactionalID", id))
 		}
+	}
+	if c.ReportSource != nil && c.History == nil {
+		errs = append(errs, errors.New("ReportSource needs a History: it serves only the windows History no longer holds"))
 	}
 	if c.ProtectReads && c.Token == "" {
 		errs = append(errs, errors.New("ProtectReads needs a Token (api.token or api.token_file)"))
@@ -173,6 +183,12 @@ const (
 	routePromote     = "/api/hotkeys/{key}/promote"
 	routePromoteB64  = "/api/hotkeys/promote"
 	routeUnknownPath = "/api/"
+	// History routes (reports.go, keystats.go).
+	routeReportsLatest = "/api/reports/latest"
+	routeReports       = "/api/reports"
+	routeAlerts        = "/api/alerts"
+	routeKeyStats      = "/api/hotkeys/{key}/stats"
+	routeKeyStatsB64   = "/api/hotkeys/stats"
 	// routeKeyEscaped catches a key path the mux does not match as {key}:
 	// one whose key segment is "%2F" alone (see requestKey).
 	routeKeyEscaped = "/api/hotkeys/{path...}"
@@ -186,6 +202,15 @@ func (s *Server) routes() {
 	s.mux.Handle("POST "+routePromoteB64, s.mutate(http.HandlerFunc(s.promote)))
 	s.mux.Handle("DELETE "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.demote))))
 	s.mux.Handle("POST "+routeKeyEscaped, keyPathOnly(s.mutate(http.HandlerFunc(s.promote))))
+	s.mux.Handle("GET "+routeReportsLatest, s.read(http.HandlerFunc(s.reportsLatest)))
+	s.mux.Handle("GET "+routeReports, s.read(http.HandlerFunc(s.reports)))
+	s.mux.Handle("GET "+routeAlerts, s.read(http.HandlerFunc(s.alerts)))
+	s.mux.Handle("GET "+routeKeyStats, s.read(http.HandlerFunc(s.keyStats)))
+	s.mux.Handle("GET "+routeKeyStatsB64, s.read(http.HandlerFunc(s.keyStats)))
+	s.mux.Handle("GET "+routeKeyEscaped, statsPathOnly(s.read(http.HandlerFunc(s.keyStats))))
+	for _, p := range []string{routeReportsLatest, routeReports, routeAlerts} {
+		s.mux.Handle(p, methodNotAllowed("GET, HEAD"))
+	}
 	s.mux.Handle(routeList, methodNotAllowed("GET, HEAD, DELETE"))
 	s.mux.HandleFunc(routeKeyEscaped, otherMethod)
 	s.mux.HandleFunc(routeUnknownPath, notFound)
@@ -201,6 +226,9 @@ func otherMethod(w http.ResponseWriter, r *http.Request) {
 	var allow []string
 	if _, ok := keyOfPath(r.URL.EscapedPath(), false); ok {
 		allow = append(allow, http.MethodDelete)
+	}
+	if _, ok := statsSegment(r.URL.EscapedPath()); ok || r.URL.EscapedPath() == routeKeyStatsB64 {
+		allow = append(allow, http.MethodGet, http.MethodHead)
 	}
 	if _, ok := keyOfPath(r.URL.EscapedPath(), true); ok || r.URL.EscapedPath() == routePromoteB64 {
 		allow = append(allow, http.MethodPost)
