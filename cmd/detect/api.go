@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/controlplane"
+	"github.com/keyheat/keyheat/controlplane/chsource"
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/sink/clickhouse"
 )
 
 // operatorAPI is the control plane as a detect instance serves it: the
@@ -19,6 +23,10 @@ import (
 type operatorAPI struct {
 	follower *hotkeys.Follower
 	producer *kgo.Client
+	history  *controlplane.History
+	feed     *controlplane.Feed
+	feedDone chan struct{}
+	chPool   driver.Conn
 	server   *controlplane.Server
 	handler  http.Handler
 }
@@ -43,9 +51,39 @@ func newOperatorAPI(cfg *config.Config, clientOpts []kgo.Opt, reg prometheus.Reg
 		a.Close()
 		return nil, fmt.Errorf("api: kafka client: %w", err)
 	}
+	if a.history, err = controlplane.NewHistory(controlplane.HistoryConfig{Registerer: reg}); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	// Every instance reads the reports and alerts back from Kafka, not
+	// only the one merging, so they all answer alike.
+	a.feed, err = controlplane.NewFeed(controlplane.FeedConfig{ClientOpts: clientOpts, Reports: cfg.Kafka.Topics.Reports,
+		Hotkeys: cfg.Kafka.Topics.Hotkeys, History: a.history, Logger: log, Registerer: reg})
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	a.feedDone = make(chan struct{})
+	go func() {
+		defer close(a.feedDone)
+		_ = a.feed.Run(context.Background()) // until Close closes its client
+	}()
+	var source controlplane.ReportSource
+	if cfg.ClickHouse.Enabled {
+		// Windows older than memory holds come from ClickHouse; while it
+		// is down the answers say so and carry what memory has.
+		if a.chPool, err = clickhouse.OpenPool(cfg.ClickHouse); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("api: %w", err)
+		}
+		if source, err = chsource.New(chsource.Config{Conn: a.chPool, Database: cfg.ClickHouse.Database}); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("api: %w", err)
+		}
+	}
 	a.server, err = controlplane.New(controlplane.Config{Follower: a.follower, Producer: a.producer, Token: token,
 		ProtectReads: cfg.API.ProtectReads, MaxTTL: cfg.API.MaxTTL, MaxKeyBytes: cfg.Events.Limits.MaxKeyBytes,
-		Logger: log, Registerer: reg})
+		History: a.history, ReportSource: source, Logger: log, Registerer: reg})
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("api: %w", err)
@@ -71,6 +109,18 @@ func (a *operatorAPI) mount(mux *http.ServeMux) {
 func (a *operatorAPI) Close() {
 	if a.server != nil {
 		a.server.Close()
+	}
+	if a.feed != nil {
+		a.feed.Close()
+		if a.feedDone != nil {
+			<-a.feedDone
+		}
+	}
+	if a.history != nil {
+		a.history.Close()
+	}
+	if a.chPool != nil {
+		_ = a.chPool.Close()
 	}
 	if a.producer != nil {
 		a.producer.Close()

@@ -101,11 +101,30 @@ func TestAPIServed(t *testing.T) {
 			produceEvents(t, seeds, e.events, 3000, start, 1, 4, 100)
 			eventually(t, "the detector's hot key listed", func() bool { return listed(t, base, "app", "hot") == "detector" })
 
+			// Reports, alerts and the key's windows, read back from Kafka.
+			eventually(t, "a cluster report", func() bool {
+				code, b := apiCall(t, "GET", base+"api/reports/latest", "", nil)
+				return code == http.StatusOK && strings.Contains(string(b), `"key":"hot"`)
+			})
+			eventually(t, "the alert", func() bool {
+				code, b := apiCall(t, "GET", base+"api/alerts?app=app", "", nil)
+				return code == http.StatusOK && strings.Contains(string(b), `"type":"hot"`)
+			})
+			code, b := apiCall(t, "GET", base+"api/hotkeys/hot/stats?app=app", "", nil)
+			require.Equal(t, http.StatusOK, code, "%s", b)
+			var st struct {
+				Windows []struct{ Count uint64 }
+				Alerted bool
+			}
+			require.NoError(t, json.Unmarshal(b, &st))
+			require.True(t, st.Alerted, "%s", b)
+			require.NotEmpty(t, st.Windows, "%s", b)
+
 			// An operator's promote of a key with a '/' and non-ASCII bytes.
 			key := "user/42 é"
 			promote := base + "api/hotkeys/" + url.PathEscape(key) + "/promote"
 			req := map[string]any{"app": "app", "mitigation": "split", "split_factor": 4, "ttl": "10m", "reason": "test"}
-			code, b := apiCall(t, "POST", promote, "", req)
+			code, b = apiCall(t, "POST", promote, "", req)
 			require.Equal(t, http.StatusUnauthorized, code, "%s", b)
 			code, b = apiCall(t, "POST", promote, "wrong", req)
 			require.Equal(t, http.StatusUnauthorized, code, "%s", b)

@@ -13,6 +13,33 @@ import (
 // the user's default database) and pings it. Native, not HTTP: ClickHouse
 // 18.16 rejects the settings clickhouse-go sends over HTTP.
 func dial(ctx context.Context, opts Options, database string) (driver.Conn, error) {
+	conn, err := open(opts, database)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Ping(ctx); err != nil {
+		var ex *chgo.Exception
+		if errors.As(err, &ex) { // the server answered: its own words say what is wrong
+			return nil, errors.Join(fmt.Errorf("clickhouse %v: %w", opts.Addr, err), conn.Close())
+		}
+		return nil, errors.Join(fmt.Errorf("ping clickhouse %v (is it running, and is that its native port?): %w", opts.Addr, err),
+			conn.Close())
+	}
+	return conn, nil
+}
+
+// OpenPool opens a native-protocol connection pool to opts.Database, as
+// the sink's own, without contacting the server: a reader that must not
+// fail at start when ClickHouse is down (the operator API's history)
+// finds out query by query. The caller closes it.
+func OpenPool(opts Options) (driver.Conn, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return open(opts, opts.Database)
+}
+
+func open(opts Options, database string) (driver.Conn, error) {
 	conn, err := chgo.Open(&chgo.Options{
 		Protocol: chgo.Native,
 		Addr:     opts.Addr,
@@ -29,14 +56,6 @@ func dial(ctx context.Context, opts Options, database string) (driver.Conn, erro
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse %v: %w", opts.Addr, err)
-	}
-	if err := conn.Ping(ctx); err != nil {
-		var ex *chgo.Exception
-		if errors.As(err, &ex) { // the server answered: its own words say what is wrong
-			return nil, errors.Join(fmt.Errorf("clickhouse %v: %w", opts.Addr, err), conn.Close())
-		}
-		return nil, errors.Join(fmt.Errorf("ping clickhouse %v (is it running, and is that its native port?): %w", opts.Addr, err),
-			conn.Close())
 	}
 	return conn, nil
 }
