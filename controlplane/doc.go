@@ -3,14 +3,15 @@
 // with Kafka as the only coordination between the processes serving it.
 //
 // It owns the API's routes, their JSON, their authentication and their
-// metrics. It holds no state of its own: a list reads the process's
-// hotkeys.Follower (never a second reader of the registry), and a change is
-// a manual entry (schemas.ManualEntry) published to the registry topic,
-// which every follower, this process's included, then applies. Two
-// servers therefore agree once their followers have read the same records,
-// and a server can be restarted or run on every detect instance at will.
-// It does not listen (the caller mounts Server, an http.Handler, beside
-// /metrics), read configuration files or create topics.
+// metrics. Its state is what it reads from Kafka: a list reads the
+// process's hotkeys.Follower (never a second reader of the registry), a
+// report or alert the History a Feed fills from the reports topic and the
+// registry, and a change is a manual entry (schemas.ManualEntry) published
+// to the registry topic, which every follower, this process's included,
+// then applies. Two servers therefore agree once they have read the same
+// records, and a server can be restarted or run on every detect instance
+// at will. It does not listen (the caller mounts Server, an http.Handler,
+// beside /metrics), read configuration files or create topics.
 //
 // # Routes
 //
@@ -62,9 +63,11 @@
 //
 // # Reports, alerts and key stats
 //
-// These routes read a History, which detect's merger feeds with every
-// window report and hot-key event it publishes (Config.History; without
-// one they answer 404). History keeps, in memory, the latest windows of
+// These routes read a History (Config.History; without one they answer
+// 404), which a Feed fills with every window report and detector event
+// detect publishes, read back from Kafka (from FeedConfig.Backlog records
+// before each partition's end at start, then as they come): every
+// instance answers alike, whichever one merges. History keeps, in memory, the latest windows of
 // each scope (the cluster, each app) and the latest events, within
 // HistoryConfig's bounds. With Config.ReportSource (controlplane/chsource:
 // the ClickHouse tables the sink writes) the routes also answer for
