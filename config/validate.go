@@ -340,8 +340,8 @@ func isIdent(s string) bool {
 }
 
 // validateAPI checks the api section: its address, and its options' own
-// rules (the token file is read) even with no address, so a mistake shows
-// before the API is turned on.
+// rules even with no address, so a mistake shows before the API is turned
+// on. The token file is read when detect starts (controlplane.LoadToken).
 func validateAPI(p *problems, o *controlplane.Options) {
 	if o.Addr != "" {
 		checkHostPort(p, "api.addr", o.Addr, true)

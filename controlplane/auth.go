@@ -12,7 +12,7 @@ import (
 
 // LoadToken returns the API's bearer token: value (api.token) as it is, or
 // the contents of the file at path file (api.token_file) without its
-// trailing newline. Both empty is no token (mutations refused); both set is
+// trailing line breaks. Both empty is no token (mutations refused); both set is
 // an error, as is an empty file or a token a client cannot send in an
 // Authorization header (spaces, control characters). Its errors never
 // quote the token.
@@ -27,8 +27,7 @@ func LoadToken(value, file string) (string, error) {
 			return "", fmt.Errorf("api.token_file: %w", err)
 		}
 		tok, what = string(b), "api.token_file "+file
-		tok = strings.TrimSuffix(tok, "\n")
-		tok = strings.TrimSuffix(tok, "\r")
+		tok = strings.TrimRight(tok, "\r\n")
 		if tok == "" {
 			return "", fmt.Errorf("%s is empty; write the token in it, or leave api.token_file unset to refuse mutations", what)
 		}

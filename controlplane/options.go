@@ -24,7 +24,7 @@ type Options struct {
 	TokenFile string `mapstructure:"token_file"`
 	// ProtectReads puts the read routes behind the token too.
 	ProtectReads bool `mapstructure:"protect_reads"`
-	// MaxTTL bounds a promote's or demote's TTL.
+	// MaxTTL bounds a promote's or demote's TTL; 0 means DefaultMaxTTL.
 	MaxTTL time.Duration `mapstructure:"max_ttl"`
 }
 
@@ -57,7 +57,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, &OptionError{Option: "token", Problem: err.Error()})
 		}
 	}
-	if o.MaxTTL < MinTTL {
+	if o.MaxTTL < 0 || o.MaxTTL > 0 && o.MaxTTL < MinTTL {
 		errs = append(errs, &OptionError{Option: "max_ttl", Problem: fmt.Sprintf("%v is shorter than the shortest TTL a change takes (%v)", o.MaxTTL, MinTTL)})
 	}
 	if o.ProtectReads && o.Token == "" && o.TokenFile == "" {

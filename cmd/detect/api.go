@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,17 +93,23 @@ func newOperatorAPI(cfg *config.Config, clientOpts []kgo.Opt, reg prometheus.Reg
 	if token == "" {
 		log.Warn("no API token configured: promotes and demotes are refused (403) until api.token or api.token_file is set")
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/api/", a.server)
-	mux.Handle("/api", a.server)
-	a.handler = mux
+	a.handler = a.wrap(http.NotFoundHandler())
 	return a, nil
 }
 
-// mount adds the API's routes to mux (one listener with /metrics).
-func (a *operatorAPI) mount(mux *http.ServeMux) {
-	mux.Handle("/api/", a.server)
-	mux.Handle("/api", a.server)
+// wrap returns a handler that gives every path under /api to the API
+// server as it came, and the others to rest (the dashboard, /metrics). A
+// ServeMux in front of the server would clean "/api/hotkeys/x/../y" and
+// redirect it, method, body and token kept, to the key y; the server
+// refuses such a path instead.
+func (a *operatorAPI) wrap(rest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := path.Clean("/" + r.URL.Path); p == "/api" || strings.HasPrefix(p, "/api/") {
+			a.server.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
 }
 
 // Close stops the follower and the producer (what a change has in flight

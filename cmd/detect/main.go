@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -178,11 +179,11 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		defer api.Close()
 	}
 	if cfg.Metrics.Addr != "" {
-		mux := cli.MetricsMux(reg, readyFn)
+		var h http.Handler = cli.MetricsMux(reg, readyFn)
 		if api != nil && cfg.API.Addr == cfg.Metrics.Addr {
-			api.mount(mux)
+			h = api.wrap(h)
 		}
-		srv, err := cli.Listen("metrics.addr", cfg.Metrics.Addr, mux, log)
+		srv, err := cli.Listen("metrics.addr", cfg.Metrics.Addr, h, log)
 		if err != nil {
 			return err
 		}

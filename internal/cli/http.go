@@ -64,7 +64,10 @@ func Listen(setting, addr string, h http.Handler, log *slog.Logger) (*Server, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", setting, err)
 	}
-	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute,
+	// Bodies are small (the API's are at most 64 KiB) and answers short:
+	// a client that sends or reads slower than these is dropped.
+	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, ln: ln, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)

@@ -17,10 +17,10 @@ import (
 	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-// reviewAPI builds detect's operator API as runService does, over a kfake
-// registry, and returns its own handler and the metrics mux it mounts on
-// when api.addr is metrics.addr.
-func reviewAPI(t *testing.T) (own, beside http.Handler, token string) {
+// apiHandlers builds detect's operator API as runService does, over a
+// kfake registry, and returns its own listener's handler and the one of
+// a listener shared with /metrics.
+func apiHandlers(t *testing.T) (own, beside http.Handler, token string) {
 	t.Helper()
 	seeds := testenv.KFake(t)
 	hot := testenv.NewTopicWithConfigs(t, seeds, 2, map[string]string{"cleanup.policy": "compact"})
@@ -36,19 +36,15 @@ func reviewAPI(t *testing.T) (own, beside http.Handler, token string) {
 	a, err := newOperatorAPI(cfg, clientOpts, reg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
-	mux := cli.MetricsMux(reg, nil)
-	a.mount(mux)
-	return a.handler, mux, token
+	return a.handler, a.wrap(cli.MetricsMux(reg, nil)), token
 }
 
-// TestReviewNonCanonicalPathNotRedirected: controlplane answers a path
-// with a "." or ".." segment 400 and never redirects it ("/api/hotkeys/x/../y"
-// is not the key y). detect mounts the Server under a standard
-// http.ServeMux, which redirects such a path (307, method and body kept)
-// before the Server sees it: a client that follows redirects, as Go's
-// http.Client and curl -L do, demotes the key y.
-func TestReviewNonCanonicalPathNotRedirected(t *testing.T) {
-	own, beside, token := reviewAPI(t)
+// TestAPINonCanonicalPathNotRedirected: a path under /api with a ".",
+// ".." or empty segment is a JSON 400 on detect's listeners too, never a
+// redirect: a ServeMux in front of the API would send a DELETE of
+// "/api/hotkeys/x/../y" (method, body and token kept) to the key y.
+func TestAPINonCanonicalPathNotRedirected(t *testing.T) {
+	own, beside, token := apiHandlers(t)
 	for name, h := range map[string]http.Handler{"own_listener": own, "beside_metrics": beside} {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(h)
@@ -79,11 +75,10 @@ func TestReviewNonCanonicalPathNotRedirected(t *testing.T) {
 	}
 }
 
-// TestReviewDashboardServed: README ("serves the operator API (and the
-// dashboard at /)"), api.addr's doc and `detect demo`'s "Dashboard: <url>"
-// promise a dashboard at /; the API's listener answers / with a plain 404.
-func TestReviewDashboardServed(t *testing.T) {
-	own, _, _ := reviewAPI(t)
+// TestAPIDashboardServed: the API's listener serves the dashboard's page
+// at /.
+func TestAPIDashboardServed(t *testing.T) {
+	own, _, _ := apiHandlers(t)
 	srv := httptest.NewServer(own)
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/")
