@@ -2,13 +2,17 @@ package controlplane_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,9 +39,9 @@ func (c *testClock) real()           { c.ms.Store(0) }
 
 // statsTopic makes a client-stats topic that takes records up to 4 MiB, so
 // that records over schemas.MaxClientStatsBytes can be written to it.
-func statsTopic(t *testing.T, seeds []string) string {
+func statsTopic(t *testing.T, seeds []string, partitions int32) string {
 	t.Helper()
-	return testenv.NewTopicWithConfigs(t, seeds, 3, map[string]string{"cleanup.policy": "compact", "max.message.bytes": "4194304"})
+	return testenv.NewTopicWithConfigs(t, seeds, partitions, map[string]string{"cleanup.policy": "compact", "max.message.bytes": "4194304"})
 }
 
 func newTestClients(t *testing.T, seeds []string, topic string, clk *testClock, edit func(*controlplane.ClientsConfig)) *controlplane.Clients {
@@ -229,7 +233,7 @@ func TestClientsRoundTrip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seeds := tc.seeds(t)
-			topic := statsTopic(t, seeds)
+			topic := statsTopic(t, seeds, 3)
 			rdb, prefix := testenv.RedisClient(t)
 			hot, split := prefix+"product:42", prefix+"views:product:42"
 			require.NoError(t, rdb.Set(t.Context(), hot, "the hot value", 0).Err())
@@ -343,4 +347,218 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels ...str
 	}
 	t.Fatalf("no metric %s %v", name, labels)
 	return 0
+}
+
+// TestClientsSkipsBadRecords: records that do not decode, are invalid,
+// are over the size or key limits, or whose record key is not their
+// client are skipped and counted, and the records after them are read;
+// on kfake and the real broker.
+func TestClientsSkipsBadRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		seeds func(t *testing.T) []string
+	}{
+		{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
+		{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seeds := tc.seeds(t)
+			topic := statsTopic(t, seeds, 3)
+			clk := &testClock{}
+			now := time.Now()
+			clk.set(now)
+			promReg := prometheus.NewRegistry()
+			var logs syncBuffer
+			clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) {
+				c.Registerer = promReg
+				c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			})
+			prod := statsProducer(t, seeds, topic)
+
+			good := clientStats("good", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 5, Misses: 1, Loads: 1})
+			huge := clientStats("huge", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1})
+			hugeVal, err := huge.AppendJSON(nil)
+			require.NoError(t, err)
+			hugeVal = append(hugeVal[:len(hugeVal)-1], `,"pad":"`+strings.Repeat("x", schemas.MaxClientStatsBytes)+`"}`...)
+			flood := clientStats("flood", now)
+			for i := range 5000 {
+				flood.Keys = append(flood.Keys, schemas.ClientStatsKey{App: "shop", Key: fmt.Sprint(i), Hits: 1})
+			}
+			floodVal, err := json.Marshal(flood)
+			require.NoError(t, err)
+			require.Less(t, len(floodVal), schemas.MaxClientStatsBytes, "within the size limit, over the key limit")
+			dup := clientStats("dup", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1}, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1})
+			dupVal, err := json.Marshal(dup)
+			require.NoError(t, err)
+			v2 := clientStats("v2", now)
+			v2.Version = 2
+			v2Val, err := json.Marshal(v2)
+			require.NoError(t, err)
+			wrongKey := statsRecord(t, clientStats("someone", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 100}))
+			wrongKey.Key = []byte("someone-else")
+
+			bad := []*kgo.Record{
+				{Key: []byte("garbage"), Value: []byte("not json at all")},
+				{Key: []byte("empty"), Value: []byte{}},
+				{Key: []byte("huge"), Value: hugeVal},
+				{Key: []byte("flood"), Value: floodVal},
+				{Key: []byte("dup"), Value: dupVal},
+				{Key: []byte("v2"), Value: v2Val},
+				wrongKey,
+			}
+			for _, r := range append(bad, statsRecord(t, good)) {
+				produceSync(t, prod, r)
+			}
+			waitClients(t, clients, uint64(len(bad))+1)
+			st := clients.Stats()
+			require.EqualValues(t, len(bad), st.Malformed)
+			require.EqualValues(t, 1, st.Applied)
+			require.Equal(t, 1, st.Held)
+			require.LessOrEqual(t, st.Bytes, int64(1024), "only the good record is held")
+			require.Equal(t, controlplane.ClientKeyStats{Clients: 1, Hits: 5, Misses: 1, HitRatio: 5.0 / 6, Loads: 1, CollapseRatio: 1}, clients.Key("shop", "k"))
+			require.EqualValues(t, len(bad), metricValue(t, promReg, "keyheat_api_client_stats_records_total", "malformed"))
+			require.Contains(t, logs.String(), "client stats: record skipped")
+			require.NotContains(t, logs.String(), "someone", "logs carry no record content")
+		})
+	}
+}
+
+// TestClientsStaleness: a client counts until its latest record is older
+// than the staleness (by default three of its own intervals), measured
+// from the time it states or from when it was read if that is earlier; a
+// record stale when read is not kept and removes its client; a tombstone
+// removes its client.
+func TestClientsStaleness(t *testing.T) {
+	seeds := testenv.KFake(t)
+	topic := statsTopic(t, seeds, 3)
+	clk := &testClock{}
+	t0 := time.Now()
+	clk.set(t0.Add(10 * time.Second)) // the records are read then
+	clients := newTestClients(t, seeds, topic, clk, nil)
+	prod := statsProducer(t, seeds, topic)
+	k := schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1}
+
+	slow := clientStats("slow", t0, k)
+	slow.IntervalMs = 60_000 // stale after 3 minutes
+	ahead := clientStats("ahead", t0.Add(time.Hour), k)
+	produceSync(t, prod,
+		statsRecord(t, clientStats("a", t0, k)),
+		statsRecord(t, clientStats("b", t0.Add(10*time.Second), k)),
+		statsRecord(t, slow), statsRecord(t, ahead),
+		statsRecord(t, clientStats("old", t0.Add(-time.Minute), k)),
+	)
+	waitClients(t, clients, 5)
+	require.EqualValues(t, 1, clients.Stats().Stale, "old was stale when read")
+	require.Equal(t, 4, clients.Key("shop", "k").Clients, "a, b, slow and ahead")
+
+	clk.set(t0.Add(14 * time.Second))
+	require.Equal(t, 4, clients.Key("shop", "k").Clients, "a is 14 s old, within 3 × 5 s")
+	clk.set(t0.Add(16 * time.Second))
+	require.Equal(t, 3, clients.Key("shop", "k").Clients, "a is 16 s old")
+	require.Equal(t, 3, clients.Totals().Clients)
+	require.EqualValues(t, 30, clients.Totals().Hits, "the live clients' cache totals")
+	clk.set(t0.Add(26 * time.Second))
+	require.Equal(t, 1, clients.Key("shop", "k").Clients, "b is 16 s old, and so is ahead, read at t0+10s and not an hour later")
+	clk.set(t0.Add(3*time.Minute + time.Second))
+	require.Zero(t, clients.Key("shop", "k").Clients, "slow is over 3 of its minutes old")
+	require.Equal(t, controlplane.ClientTotals{}, clients.Totals())
+
+	// A fresh record brings a client back; a stale one, read later, takes
+	// it out again; a tombstone removes one.
+	now := t0.Add(3*time.Minute + time.Second)
+	produceSync(t, prod, statsRecord(t, clientStats("a", now, k)), statsRecord(t, clientStats("b", now, k)))
+	waitClients(t, clients, 7)
+	require.Equal(t, 2, clients.Key("shop", "k").Clients)
+	produceSync(t, prod, statsRecord(t, clientStats("a", t0, k)), &kgo.Record{Key: []byte("b")})
+	waitClients(t, clients, 9)
+	require.Zero(t, clients.Key("shop", "k").Clients)
+	st := clients.Stats()
+	require.EqualValues(t, 2, st.Stale)
+	require.EqualValues(t, 1, st.Tombstones)
+	require.Equal(t, 2, st.Held, "slow and ahead, stale but held until room is needed")
+
+	t.Run("configured", func(t *testing.T) {
+		topic := statsTopic(t, seeds, 3)
+		clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) { c.Staleness = time.Minute })
+		clk.set(t0)
+		produceSync(t, statsProducer(t, seeds, topic), statsRecord(t, slow), statsRecord(t, clientStats("a", t0, k)))
+		waitClients(t, clients, 2)
+		clk.set(t0.Add(59 * time.Second))
+		require.Equal(t, 2, clients.Key("shop", "k").Clients, "both within the minute, a beyond its 3 intervals")
+		clk.set(t0.Add(61 * time.Second))
+		require.Zero(t, clients.Key("shop", "k").Clients, "slow beyond the minute, within its 3 intervals")
+	})
+}
+
+// TestClientsBounds: a new client beyond MaxClients or MaxBytes is refused
+// and counted, unless dropping the stale clients makes room; a client
+// already held is updated.
+func TestClientsBounds(t *testing.T) {
+	seeds := testenv.KFake(t)
+	topic := statsTopic(t, seeds, 1) // one partition: records are read in the order written
+	clk := &testClock{}
+	t0 := time.Now()
+	clk.set(t0.Add(10 * time.Second)) // the records are read then
+	clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) { c.MaxClients = 2 })
+	prod := statsProducer(t, seeds, topic)
+	k := schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1}
+	produceSync(t, prod, statsRecord(t, clientStats("a", t0, k)),
+		statsRecord(t, clientStats("b", t0.Add(10*time.Second), k)),
+		statsRecord(t, clientStats("c", t0, k)))
+	waitClients(t, clients, 3)
+	require.EqualValues(t, 1, clients.Stats().Refused)
+	require.Equal(t, 2, clients.Key("shop", "k").Clients)
+
+	k.Hits = 7
+	produceSync(t, prod, statsRecord(t, clientStats("a", t0, k)))
+	waitClients(t, clients, 4)
+	require.EqualValues(t, 8, clients.Key("shop", "k").Hits, "a updated in place")
+
+	clk.set(t0.Add(20 * time.Second)) // a is stale, b is not
+	produceSync(t, prod, statsRecord(t, clientStats("c", t0.Add(20*time.Second), k)))
+	waitClients(t, clients, 5)
+	st := clients.Stats()
+	require.EqualValues(t, 1, st.Refused)
+	require.Equal(t, 2, st.Held, "a dropped for c")
+	require.EqualValues(t, 8, clients.Key("shop", "k").Hits, "b's 1 and c's 7")
+
+	t.Run("bytes", func(t *testing.T) {
+		topic := statsTopic(t, seeds, 3)
+		one := statsRecord(t, clientStats("a", t0, k))
+		clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) { c.MaxBytes = int64(len(one.Value)) + 10 })
+		clk.set(t0)
+		produceSync(t, statsProducer(t, seeds, topic), one, statsRecord(t, clientStats("b", t0, k)))
+		waitClients(t, clients, 2)
+		st := clients.Stats()
+		require.EqualValues(t, 1, st.Refused)
+		require.Equal(t, int64(len(one.Value)), st.Bytes)
+	})
+}
+
+// TestClientsLifecycle: a Clients of a topic that does not exist is ready
+// at once and answers zeros; WaitReady after Close says so; Close is
+// idempotent and unregisters the metrics.
+func TestClientsLifecycle(t *testing.T) {
+	seeds := testenv.KFake(t)
+	promReg := prometheus.NewRegistry()
+	clients, err := controlplane.NewClients(controlplane.ClientsConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)},
+		Topic: testenv.UniqueName(t, "missing"), Registerer: promReg})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	require.NoError(t, clients.WaitReady(ctx))
+	require.Equal(t, controlplane.ClientTotals{}, clients.Totals())
+	require.Equal(t, controlplane.ClientKeyStats{}, clients.Key("shop", "k"))
+	require.EqualValues(t, 1, metricValue(t, promReg, "keyheat_api_client_stats_ready"))
+	clients.Close()
+	clients.Close()
+	n, err := testutil.GatherAndCount(promReg)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	c2, err := controlplane.NewClients(controlplane.ClientsConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	require.NoError(t, err)
+	c2.Close()
+	require.ErrorIs(t, c2.WaitReady(ctx), controlplane.ErrClientsClosed)
+	require.Equal(t, hotkeys.DefaultStatsTopic, c2.Topic())
 }
