@@ -191,7 +191,9 @@ type ClientTotals struct {
 
 // ClientsStats are a Clients' own counters.
 type ClientsStats struct {
-	// Records counts the records read. Each is, exactly one of: Applied
+	// Records counts the records read and handled: once it reached n,
+	// Key and Totals show the effect of the first n. Each is exactly one
+	// of: Applied
 	// (it became its client's latest), Malformed (undecodable, invalid,
 	// over schemas.MaxClientStatsBytes, or its record key not its client
 	// ID), Stale (older than the staleness when read: its client is gone,
@@ -449,7 +451,10 @@ func (c *Clients) listEnds() (map[int32]int64, bool) {
 
 // apply makes r its client's latest record, or counts why not.
 func (c *Clients) apply(r *kgo.Record) {
-	c.records.Add(1)
+	// Counted once the record's outcome is visible to Key and Totals
+	// (the deferred Unlock below runs first), so that a reader who saw
+	// Records reach n sees the first n records' effect.
+	defer c.records.Add(1)
 	id := string(r.Key)
 	if r.Value == nil {
 		c.tombstones.Add(1)

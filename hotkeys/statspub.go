@@ -163,7 +163,10 @@ type StatsPublisher struct {
 	// goroutine that builds records: the loop, then Close after it ended.
 	prev map[statsKeyID]uint64
 
+	// inflight counts the records handed to Kafka and not yet answered;
+	// pending is the same, for Close to wait on.
 	inflight                                   atomic.Int32
+	pending                                    sync.WaitGroup
 	published, failed, skipped, encodeErrors   atomic.Uint64
 	errMu                                      sync.Mutex
 	lastErr                                    error
@@ -292,6 +295,7 @@ func (p *StatsPublisher) publish(final bool) {
 		return
 	}
 	p.inflight.Add(1)
+	p.pending.Add(1)
 	p.cl.TryProduce(context.Background(), &kgo.Record{Key: []byte(p.client), Value: val}, func(_ *kgo.Record, err error) {
 		if err != nil {
 			p.failed.Add(1)
@@ -300,6 +304,7 @@ func (p *StatsPublisher) publish(final bool) {
 			p.published.Add(1)
 		}
 		p.inflight.Add(-1)
+		p.pending.Done()
 	})
 }
 
@@ -471,6 +476,7 @@ func (p *StatsPublisher) close(ctx context.Context) error {
 	p.publish(true)
 	flushErr := p.cl.Flush(ctx)
 	p.cl.Close() // fails what Kafka did not answer yet
+	p.pending.Wait()
 	p.warn(true)
 	for _, c := range p.metrics {
 		p.reg.Unregister(c)
