@@ -295,3 +295,39 @@ func closedAddr(t testing.TB) string {
 	require.NoError(t, ln.Close())
 	return addr
 }
+
+// TestStatsPublisherFollowerAndReporter: a record carries the follower's
+// and the reporter's figures when they are given.
+func TestStatsPublisherFollowerAndReporter(t *testing.T) {
+	noLeaks(t)
+	seeds := testenv.KFake(t)
+	statsTopic := testenv.NewTopic(t, seeds, 1)
+	registry := testenv.NewTopicWithConfigs(t, seeds, 1, map[string]string{"cleanup.policy": "compact"})
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+
+	f, err := NewFollower(FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: registry})
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.WaitReady(ctx))
+	r, err := NewReporter(ReporterConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: testenv.NewTopic(t, seeds, 1)})
+	require.NoError(t, err)
+	for range 3 {
+		r.Record("shop", "product:42", "get", 10)
+	}
+	r.Record("shop", "", "get", 10) // dropped: no key
+	require.NoError(t, r.Close(ctx))
+
+	p, err := NewStatsPublisher(StatsPublisherConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: statsTopic,
+		Interval: time.Hour, Follower: f, Reporter: r})
+	require.NoError(t, err)
+	require.NoError(t, p.Close(ctx))
+	recs := testenv.ReadCommitted(t, seeds, statsTopic)
+	require.Len(t, recs, 1)
+	s, err := schemas.DecodeClientStats(recs[0].Value)
+	require.NoError(t, err)
+	require.Equal(t, &schemas.ClientFollowerTotals{Ready: true}, s.Follower)
+	require.Equal(t, &schemas.ClientReporterTotals{Recorded: 4, Sent: 3, Dropped: 1}, s.Reporter)
+	require.Nil(t, s.Cache)
+	require.Empty(t, s.Keys)
+}
