@@ -184,7 +184,8 @@ type statsKeyID struct{ app, key string }
 
 // NewStatsPublisher validates cfg, creates the publisher's Kafka client and
 // starts publishing every Interval; the first record goes out one Interval
-// after it returns. Close it before the components it reads.
+// after it returns. Close it when done; it reads the components' Stats one
+// last time then, which they answer closed or not.
 func NewStatsPublisher(cfg StatsPublisherConfig) (*StatsPublisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
