@@ -99,6 +99,10 @@ type Topics struct {
 	// partition has come (compacted, one partition): how they keep in
 	// step and how the merger tells a slow partition from a gone one.
 	Progress string `mapstructure:"progress" cmd:"detect"`
+	// ClientStats is where applications' hotkeys.StatsPublisher write
+	// their counters (compacted, keyed by client); the operator API sums
+	// them per key.
+	ClientStats string `mapstructure:"client_stats" cmd:"detect"`
 }
 
 // SASL configures broker authentication.
@@ -167,12 +171,13 @@ func Defaults() Config {
 			Partitions:        8,
 			ReplicationFactor: -1,
 			Topics: Topics{
-				Events:   "keyheat.events",
-				DLQ:      "keyheat.events.dlq",
-				Hotkeys:  "keyheat.hotkeys",
-				Windows:  "keyheat.windows",
-				Progress: "keyheat.progress",
-				Reports:  "keyheat.reports",
+				Events:      "keyheat.events",
+				DLQ:         "keyheat.events.dlq",
+				Hotkeys:     "keyheat.hotkeys",
+				Windows:     "keyheat.windows",
+				Progress:    "keyheat.progress",
+				Reports:     "keyheat.reports",
+				ClientStats: "keyheat.client-stats",
 			},
 		},
 		Events: Events{Codec: schemas.Codecs()[0].Name(), Limits: schemas.DefaultLimits()},

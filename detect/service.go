@@ -46,6 +46,11 @@ type OutputTopics struct {
 	// partitions' progress to and follows (schemas.Progress); it must
 	// have exactly one partition.
 	Progress string
+	// ClientStats, when set, is created with the others (compacted, and
+	// deleted after a day: a client's id never comes back after its
+	// restart) for applications' hotkeys.StatsPublisher; detect only
+	// makes it (the operator API reads it).
+	ClientStats string
 }
 
 // ClickHouseSink is what the service writes to ClickHouse: hot-key events
@@ -549,6 +554,9 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	big := map[string]string{"max.message.bytes": strconv.Itoa(maxRecordBytes)}
 	specs := []topics.Spec{spec(t.DLQ, s.cfg.Partitions, nil), spec(t.Hotkeys, s.cfg.Partitions, map[string]string{"cleanup.policy": "compact"}),
 		spec(t.Windows, 1, big), spec(t.Reports, s.cfg.Partitions, big), spec(t.Progress, 1, progressTopicConfig)}
+	if t.ClientStats != "" {
+		specs = append(specs, spec(t.ClientStats, 1, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "86400000"}))
+	}
 	if err := topics.Ensure(ctx, s.out, s.cfg.CreateTopics, specs...); err != nil {
 		if ctx.Err() != nil {
 			return noAnswer(err)

@@ -26,6 +26,7 @@ type operatorAPI struct {
 	follower *hotkeys.Follower
 	producer *kgo.Client
 	history  *controlplane.History
+	clients  *controlplane.Clients
 	feed     *controlplane.Feed
 	feedDone chan struct{}
 	chPool   driver.Conn
@@ -70,6 +71,12 @@ func newOperatorAPI(cfg *config.Config, clientOpts []kgo.Opt, reg prometheus.Reg
 		defer close(a.feedDone)
 		_ = a.feed.Run(context.Background()) // until Close closes its client
 	}()
+	a.clients, err = controlplane.NewClients(controlplane.ClientsConfig{ClientOpts: clientOpts, Topic: cfg.Kafka.Topics.ClientStats,
+		Logger: log, Registerer: reg})
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	var source controlplane.ReportSource
 	if cfg.ClickHouse.Enabled {
 		// Windows older than memory holds come from ClickHouse; while it
@@ -126,6 +133,9 @@ func (a *operatorAPI) Close() {
 	}
 	if a.history != nil {
 		a.history.Close()
+	}
+	if a.clients != nil {
+		a.clients.Close()
 	}
 	if a.chPool != nil {
 		_ = a.chPool.Close()

@@ -220,6 +220,9 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		Logger:     log,
 		Registerer: reg,
 	}
+	if api != nil {
+		dc.Topics.ClientStats = cfg.Kafka.Topics.ClientStats
+	}
 	if o.print != "" {
 		dc.Print, dc.PrintFormat = o.stdout, o.print
 	}
