@@ -7,7 +7,10 @@
 // allocation, and the mitigations an entry asks for: a small in-process
 // cache for hot keys only, coalescing of concurrent misses, and splitting
 // of hot write keys over several physical keys. It also reports accesses
-// for applications that have no access log of their own.
+// for applications that have no access log of their own, and publishes
+// the process's own counters (StatsPublisher: local hits, coalesced
+// loads, split shards, per busy key) to keyheat.client-stats, where the
+// operator API sums them over the processes that report a key.
 //
 // It does not detect anything (package pipeline and detect do), and it
 // imports nothing of keyheat's but package schemas, whose record shapes it

@@ -24,6 +24,10 @@
 //   - manual.go: ManualEntry, an operator's promote or demote of a key on
 //     the registry topic (record key "m:" + HotKeyRecordKey), which wins
 //     over the detector's records for the key until its TTL ends.
+//   - clientstats.go: ClientStats, an application's client-side counters
+//     (local cache, coalescing, splitting, per busy key) that
+//     hotkeys.StatsPublisher writes to keyheat.client-stats, keyed by
+//     client, and the operator API sums per key.
 //   - rawkey.go: how the JSON messages carry a key that is not UTF-8
 //     losslessly: its bytes in base64 in "key_b64" beside "key" (and
 //     "id_b64" beside a hot-key event's "id"), which the decoders prefer.
