@@ -264,7 +264,16 @@ func (b *tab) screenshot() []byte {
 func (b *tab) filterKeys(text string) {
 	b.t.Helper()
 	// chromedp.Clear resets the value attribute, not what was typed.
-	eval[chromedp.Void](b, `document.getElementById('f-text').value = ''`)
-	b.run(chromedp.SendKeys(chromedp.ID("f-text"), text))
+	eval[chromedp.Void](b, `(() => { const f = document.getElementById('f-text'); f.value = ''; f.dispatchEvent(new Event('input')); })()`)
+	if text != "" {
+		b.run(chromedp.SendKeys(chromedp.ID("f-text"), text))
+	}
 	b.waitFor("the filter "+text, `document.getElementById('f-text').value === `+jsString(text))
+}
+
+// reported is what the page reported so far: its errors and warnings.
+func (b *tab) reported() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.problems...)
 }

@@ -1,20 +1,20 @@
 package controlplane_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/controlplane"
@@ -212,6 +212,17 @@ func jsonRoute(body func() []byte) http.Handler {
 	})
 }
 
-var _ = context.Background
-var _ = os.Getenv
-var _ hotkeys.Entry
+// A process serves the dashboard at / beside the API and /metrics.
+func ExampleNewDashboard() {
+	var api *controlplane.Server // controlplane.New(...), as in the package example
+	reg := prometheus.NewRegistry()
+	dash, err := controlplane.NewDashboard(controlplane.DashboardConfig{PollInterval: time.Second})
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/", api)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", dash)
+	_ = &http.Server{Addr: ":9400", Handler: mux}
+}
