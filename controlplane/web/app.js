@@ -234,11 +234,21 @@ function applyRegistry(r) {
   for (const e of r.entries) {
     const id = keyId(e);
     e._id = id;
-    e._shown = shownKey(e);
-    e._onset = time(e.onset);
-    e._expires = e.expires ? time(e.expires) : 0;
     let h = state.hist.get(id);
-    if (!h) h = { rates: [] };
+    if (!h) h = { rates: [], shown: shownKey(e), onset: '', onsetMs: 0, expires: '', expiresMs: 0 };
+    // What is derived from an entry's strings is kept with its history:
+    // a read of 10,000 entries parses only what changed.
+    if (h.onset !== e.onset) {
+      h.onset = e.onset;
+      h.onsetMs = time(e.onset);
+    }
+    if (h.expires !== (e.expires || '')) {
+      h.expires = e.expires || '';
+      h.expiresMs = e.expires ? time(e.expires) : 0;
+    }
+    e._shown = h.shown;
+    e._onset = h.onsetMs;
+    e._expires = h.expiresMs;
     h.rates.push(Number(e.rate) || 0);
     if (h.rates.length > HISTORY) h.rates.shift();
     seen.set(id, h);
@@ -722,7 +732,10 @@ async function poll() {
     poll();
     return;
   }
-  if (!document.hidden) state.timer = setTimeout(poll, Math.max(0, POLL_MS - (t2 - t0)));
+  // The next read starts POLL_MS after this one started, or, when this one
+  // took longer (a large registry, a loaded server), after a quarter of
+  // POLL_MS: the page never keeps the server reading without a pause.
+  if (!document.hidden) state.timer = setTimeout(poll, Math.max(POLL_MS / 4, POLL_MS - (t2 - t0)));
 }
 
 // ---------------------------------------------------------------- actions
