@@ -30,6 +30,8 @@ type site struct {
 	// down, while true, makes every API request fail as an unreachable
 	// server does: the connection closes without an answer.
 	down *atomic.Bool
+	// lists counts the requests for GET /api/hotkeys.
+	lists *atomic.Int64
 }
 
 // newSite serves the dashboard beside the API over a registry of its own.
@@ -50,9 +52,12 @@ func newSiteWith(t testing.TB, cfg controlplane.DashboardConfig, extra map[strin
 	t.Cleanup(srv.Close)
 	dash, err := controlplane.NewDashboard(cfg)
 	require.NoError(t, err)
-	down := new(atomic.Bool)
+	down, lists := new(atomic.Bool), new(atomic.Int64)
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/hotkeys" {
+			lists.Add(1)
+		}
 		if down.Load() {
 			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
 				_ = c.Close()
@@ -67,7 +72,7 @@ func newSiteWith(t testing.TB, cfg controlplane.DashboardConfig, extra map[strin
 	}
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	return &site{reg: reg, f: f, api: &api{t: t, srv: srv, base: hs.URL, token: token}, url: hs.URL + "/", down: down}
+	return &site{reg: reg, f: f, api: &api{t: t, srv: srv, base: hs.URL, token: token}, url: hs.URL + "/", down: down, lists: lists}
 }
 
 // tab is a page in a headless Chromium of the test's own. It records the

@@ -197,6 +197,32 @@ func TestDashboardUnreachable(t *testing.T) {
 	b.noProblems()
 }
 
+// TestDashboardPausesWhenHidden: a hidden tab stops reading the API and
+// says so; shown again, it reads at once.
+func TestDashboardPausesWhenHidden(t *testing.T) {
+	s := newSiteWith(t, controlplane.DashboardConfig{PollInterval: controlplane.MinPollInterval}, nil)
+	b := newTab(t, 1200, 800)
+	b.open(s.url)
+	setHidden := func(hidden bool) {
+		eval[chromedp.Void](b, fmt.Sprintf(`(() => {
+			Object.defineProperty(document, 'hidden', {value: %t, configurable: true});
+			document.dispatchEvent(new Event('visibilitychange'));
+		})()`, hidden))
+	}
+	setHidden(true)
+	b.waitFor("paused", `document.getElementById('status').dataset.state === 'paused'`)
+	require.Contains(t, b.status(), "paused while the tab is hidden")
+	// A read already under way when the tab hid may still end; none starts.
+	before := s.lists.Load()
+	s.reg.produce(detector(schemas.HotKeyHot, "shop", "while-hidden", 10))
+	s.reg.barrier(s.f)
+	require.LessOrEqual(t, s.lists.Load()-before, int64(1), "reads while hidden")
+	setHidden(false)
+	b.waitFor("the key that turned hot meanwhile", hasRow("shop", "while-hidden", ""))
+	b.waitFor("live", `document.getElementById('status').dataset.state === 'live'`)
+	b.noProblems()
+}
+
 func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
