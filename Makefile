@@ -31,6 +31,7 @@ test:
 	scripts/services.sh up
 	eval "$$(scripts/services.sh env)"
 	eval "$$(scripts/pydeps.sh up)"
+	eval "$$(scripts/chromium.sh up)"
 	$(MAKE) --no-print-directory unit norace fuzz
 
 # check: formatting and vet, no services needed.

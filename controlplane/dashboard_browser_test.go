@@ -1,0 +1,284 @@
+package controlplane_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/controlplane"
+	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
+)
+
+// site is what an operator's process serves: the API at /api/, the
+// dashboard at /, over a registry on kfake.
+type site struct {
+	reg *registry
+	f   *hotkeys.Follower
+	api *api
+	url string
+	// down, while true, makes every API request fail as an unreachable
+	// server does: the connection closes without an answer.
+	down *atomic.Bool
+	// lists counts the requests for GET /api/hotkeys.
+	lists *atomic.Int64
+}
+
+// newSite serves the dashboard beside the API over a registry of its own.
+// extra mounts more handlers on the same mux (the report and alert routes
+// other parts of the control plane serve).
+func newSite(t testing.TB, extra map[string]http.Handler) *site {
+	t.Helper()
+	return newSiteWith(t, controlplane.DashboardConfig{}, extra)
+}
+
+// newSiteWith is newSite with the dashboard configured by cfg.
+func newSiteWith(t testing.TB, cfg controlplane.DashboardConfig, extra map[string]http.Handler) *site {
+	t.Helper()
+	reg := newRegistry(t, 4)
+	f := reg.follower()
+	srv, err := controlplane.New(controlplane.Config{Follower: f, Producer: reg.cl, Token: token})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	dash, err := controlplane.NewDashboard(cfg)
+	require.NoError(t, err)
+	down, lists := new(atomic.Bool), new(atomic.Int64)
+	mux := http.NewServeMux()
+	mux.Handle("/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/hotkeys" {
+			lists.Add(1)
+		}
+		if down.Load() {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = c.Close()
+			}
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	mux.Handle("/", dash)
+	for pattern, h := range extra {
+		mux.Handle(pattern, h)
+	}
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	return &site{reg: reg, f: f, api: &api{t: t, srv: srv, base: hs.URL, token: token}, url: hs.URL + "/", down: down, lists: lists}
+}
+
+// tab is a page in a headless Chromium of the test's own. It records the
+// JavaScript dialogs the page opens (and dismisses them, so that the page
+// goes on) and the errors it reports: uncaught exceptions, console errors
+// and the browser's own (a Content-Security-Policy violation is one).
+type tab struct {
+	t   testing.TB
+	ctx context.Context
+
+	mu       sync.Mutex
+	dialogs  []string
+	problems []string
+}
+
+// newTab starts a browser with one tab of width × height pixels.
+func newTab(t testing.TB, width, height int) *tab {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(testenv.Chrome(t)), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(width, height))
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		acancel()
+		wg.Wait()
+	})
+	// The first Run starts the browser; it must have no deadline, which
+	// would end the browser with it.
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))), "start chromium")
+	tb := &tab{t: t, ctx: ctx}
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	console := chromedp.Console(ctx)
+	wg.Go(func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			tb.dialogs = append(tb.dialogs, fmt.Sprintf("%s: %q", ev.Type, ev.Message))
+			tb.mu.Unlock()
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{})
+		}
+	})
+	wg.Go(func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			// The browser logs every answer that is not 2xx as a network
+			// error: the page reads routes that answer 404 until they
+			// exist, on purpose.
+			if m.Source == "network" {
+				continue
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning {
+				tb.mu.Lock()
+				tb.problems = append(tb.problems, m.String())
+				tb.mu.Unlock()
+			}
+		}
+	})
+	return tb
+}
+
+// run runs actions, bounded by the hang guard only.
+func (b *tab) run(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
+	defer cancel()
+	require.NoError(b.t, chromedp.Do(ctx, steps...))
+}
+
+// open navigates to url and waits for the page's first read of the
+// registry.
+func (b *tab) open(url string) {
+	b.t.Helper()
+	b.run(chromedp.Navigate(url))
+	b.waitFor("the first read of the registry", `performance.getEntriesByName('keyheat:first-data').length > 0`)
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](b *tab, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(b.t, err, "evaluate %s", expr)
+	return v
+}
+
+// waitFor waits until the JavaScript expression is true in the page.
+func (b *tab) waitFor(what, expr string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)))
+	if err != nil {
+		b.t.Fatalf("gave up waiting (hang guard) for %s (%s): %v; status line: %s", what, expr, err, b.status())
+	}
+}
+
+func (b *tab) status() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('status-text').textContent`))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return s
+}
+
+// noProblems fails the test if the page opened a dialog or reported an
+// error.
+func (b *tab) noProblems() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.Empty(b.t, b.dialogs, "the page opened JavaScript dialogs")
+	require.Empty(b.t, b.problems, "the page reported errors")
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	var sb strings.Builder
+	sb.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case r < 0x20 || r > 0x7e:
+			if r > 0xffff {
+				fmt.Fprintf(&sb, `\u{%x}`, r)
+			} else {
+				fmt.Fprintf(&sb, `\u%04x`, r)
+			}
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	sb.WriteByte('"')
+	return sb.String()
+}
+
+// rowsJS is a JavaScript expression: the table's rows in the DOM, as
+// {app, key, source, mitigation, rate} objects of their text.
+const rowsJS = `[...document.querySelectorAll('#hk-scroll .hk-row:not([hidden])')].map(r => ({
+	app: r.querySelector('.app').textContent, key: r.querySelector('.key').textContent,
+	source: r.querySelector('.badge').textContent, mitigation: r.querySelector('.mit').textContent,
+	rate: r.querySelector('.rate').textContent}))`
+
+// hasRow is a JavaScript expression true when the table shows key (as
+// displayed) of app, and cond (a JavaScript expression of r, the row's
+// text as rowsJS gives it) holds of it.
+func hasRow(app, shown, cond string) string {
+	if cond == "" {
+		cond = "true"
+	}
+	return fmt.Sprintf(`%s.some(r => r.app === %s && r.key === %s && (%s))`, rowsJS, jsString(app), jsString(shown), cond)
+}
+
+// clickRow clicks (with the mouse, as a person would) the button of class
+// button on the row showing key of app.
+func (b *tab) clickRow(app, shown, button string) {
+	b.t.Helper()
+	b.waitFor("row "+app+" "+shown, hasRow(app, shown, ""))
+	found := eval[bool](b, fmt.Sprintf(`(() => {
+		document.querySelectorAll('#target').forEach(n => n.removeAttribute('id'));
+		const r = [...document.querySelectorAll('#hk-scroll .hk-row:not([hidden])')].find(r =>
+			r.querySelector('.app').textContent === %s && r.querySelector('.key').textContent === %s);
+		if (!r) return false;
+		r.querySelector('button.%s').id = 'target';
+		return true;
+	})()`, jsString(app), jsString(shown), button))
+	require.True(b.t, found, "row %s %q", app, shown)
+	b.run(chromedp.Click(chromedp.CSS("#target"), chromedp.NodeVisible))
+}
+
+// screenshot is a PNG of the tab's viewport.
+func (b *tab) screenshot() []byte {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(b.t, err)
+	return png
+}
+
+// filterKeys types text into the page's key filter, replacing what it held.
+func (b *tab) filterKeys(text string) {
+	b.t.Helper()
+	// chromedp.Clear resets the value attribute, not what was typed.
+	eval[chromedp.Void](b, `(() => { const f = document.getElementById('f-text'); f.value = ''; f.dispatchEvent(new Event('input')); })()`)
+	if text != "" {
+		b.run(chromedp.SendKeys(chromedp.ID("f-text"), text))
+	}
+	b.waitFor("the filter "+text, `document.getElementById('f-text').value === `+jsString(text))
+}
+
+// reported is what the page reported so far: its errors and warnings.
+func (b *tab) reported() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.problems...)
+}
