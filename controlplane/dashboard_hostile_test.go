@@ -32,7 +32,7 @@ func TestDashboardHostileKeys(t *testing.T) {
 	var alerts []json.RawMessage
 	for _, k := range keys {
 		top = append(top, schemas.KeyCount{App: app, Key: k.key, Count: 100, Share: 0.1})
-		h := hotEvent(app, k.key, 5000, 5000, schemas.MitigationLocalCache, 0, now)
+		h := siteEvent(app, k.key, 5000, 5000, schemas.MitigationLocalCache, 0, now)
 		b, err := h.AppendJSON(nil)
 		require.NoError(t, err)
 		alerts = append(alerts, b)
@@ -50,7 +50,7 @@ func TestDashboardHostileKeys(t *testing.T) {
 		"GET /api/alerts": jsonRoute(func() []byte { return mustJSON(t, map[string]any{"alerts": alerts}) }),
 	})
 	for _, k := range keys {
-		s.reg.produce(eventRecord(t, hotEvent(app, k.key, 5000, 5000, schemas.MitigationLocalCache, 0, now)))
+		s.reg.produce(eventRecord(t, siteEvent(app, k.key, 5000, 5000, schemas.MitigationLocalCache, 0, now)))
 	}
 	s.reg.barrier(s.f)
 

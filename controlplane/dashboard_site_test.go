@@ -25,7 +25,7 @@ const EnvScreenshot = "KEYHEAT_SCREENSHOT"
 
 // hotEvent is a detector record of key of app with a mitigation kind
 // (local_cache or split, with split shards).
-func hotEvent(app, key string, rate, peak float64, kind string, split int, onset time.Time) *schemas.HotKeyEvent {
+func siteEvent(app, key string, rate, peak float64, kind string, split int, onset time.Time) *schemas.HotKeyEvent {
 	now := time.Now().UnixMilli()
 	h := &schemas.HotKeyEvent{Version: schemas.HotKeyVersion, Type: schemas.HotKeyHot, App: app, Key: key,
 		KeyHash: "", Rule: "default", Rate: rate, PeakRate: peak, Threshold: 1000, WindowMs: 10000,
@@ -80,7 +80,7 @@ func newFleet(t testing.TB) *fleet {
 				kind, split = schemas.MitigationSplit, 8
 			}
 			onset := now.Add(-time.Duration(rng.IntN(3600)) * time.Second)
-			fl.keys = append(fl.keys, hotEvent(app, key, rate, rate*(1+rng.Float64()*0.4), kind, split, onset))
+			fl.keys = append(fl.keys, siteEvent(app, key, rate, rate*(1+rng.Float64()*0.4), kind, split, onset))
 		}
 	}
 	// Alerts of the last quarter hour, newest first.
