@@ -31,6 +31,7 @@ type operatorAPI struct {
 	feedDone chan struct{}
 	chPool   driver.Conn
 	server   *controlplane.Server
+	dash     *controlplane.Dashboard
 	handler  http.Handler
 }
 
@@ -100,8 +101,19 @@ func newOperatorAPI(cfg *config.Config, clientOpts []kgo.Opt, reg prometheus.Reg
 	if token == "" {
 		log.Warn("no API token configured: promotes and demotes are refused (403) until api.token or api.token_file is set")
 	}
-	a.handler = a.wrap(http.NotFoundHandler())
+	if a.dash, err = controlplane.NewDashboard(controlplane.DashboardConfig{}); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	a.handler = a.wrap(a.dash)
 	return a, nil
+}
+
+// withMetrics serves the API and the dashboard beside mux's /metrics and
+// probes, on one listener.
+func (a *operatorAPI) withMetrics(mux *http.ServeMux) http.Handler {
+	mux.Handle("/", a.dash)
+	return a.wrap(mux)
 }
 
 // wrap returns a handler that gives every path under /api to the API

@@ -36,7 +36,7 @@ func apiHandlers(t *testing.T) (own, beside http.Handler, token string) {
 	a, err := newOperatorAPI(cfg, clientOpts, reg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
-	return a.handler, a.wrap(cli.MetricsMux(reg, nil)), token
+	return a.handler, a.withMetrics(cli.MetricsMux(reg, nil)), token
 }
 
 // TestAPINonCanonicalPathNotRedirected: a path under /api with a ".",
@@ -76,15 +76,27 @@ func TestAPINonCanonicalPathNotRedirected(t *testing.T) {
 }
 
 // TestAPIDashboardServed: the API's listener serves the dashboard's page
-// at /.
+// at /, alone or beside /metrics (which stays /metrics).
 func TestAPIDashboardServed(t *testing.T) {
-	own, _, _ := apiHandlers(t)
-	srv := httptest.NewServer(own)
+	own, beside, _ := apiHandlers(t)
+	for name, h := range map[string]http.Handler{"own_listener": own, "beside_metrics": beside} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			resp, err := http.Get(srv.URL + "/")
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, "GET / (the dashboard): %s", b)
+			require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
+			require.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'self'")
+		})
+	}
+	srv := httptest.NewServer(beside)
 	t.Cleanup(srv.Close)
-	resp, err := http.Get(srv.URL + "/")
+	resp, err := http.Get(srv.URL + "/metrics")
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "GET / (the dashboard): %s", b)
-	require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
+	require.Contains(t, string(b), "keyheat_api_", "/metrics beside the dashboard")
 }

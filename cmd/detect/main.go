@@ -179,9 +179,10 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		defer api.Close()
 	}
 	if cfg.Metrics.Addr != "" {
-		var h http.Handler = cli.MetricsMux(reg, readyFn)
+		mux := cli.MetricsMux(reg, readyFn)
+		var h http.Handler = mux
 		if api != nil && cfg.API.Addr == cfg.Metrics.Addr {
-			h = api.wrap(h)
+			h = api.withMetrics(mux)
 		}
 		srv, err := cli.Listen("metrics.addr", cfg.Metrics.Addr, h, log)
 		if err != nil {
