@@ -31,7 +31,7 @@ func (b *tab) fillForm(vals map[string]string) {
 // the registry, with the token typed once; a key that is not UTF-8 goes
 // through the key_b64 routes.
 func TestDashboardPromoteDemote(t *testing.T) {
-	s := newSite(t, nil)
+	s := newSite(t)
 	const app = "shop"
 	keys := []struct{ key, shown string }{
 		{"product:42", "product:42"},

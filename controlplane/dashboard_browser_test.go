@@ -23,10 +23,11 @@ import (
 // site is what an operator's process serves: the API at /api/, the
 // dashboard at /, over a registry on kfake.
 type site struct {
-	reg *registry
-	f   *hotkeys.Follower
-	api *api
-	url string
+	reg  *registry
+	f    *hotkeys.Follower
+	hist *controlplane.History
+	api  *api
+	url  string
 	// down, while true, makes every API request fail as an unreachable
 	// server does: the connection closes without an answer.
 	down *atomic.Bool
@@ -34,20 +35,22 @@ type site struct {
 	lists *atomic.Int64
 }
 
-// newSite serves the dashboard beside the API over a registry of its own.
-// extra mounts more handlers on the same mux (the report and alert routes
-// other parts of the control plane serve).
-func newSite(t testing.TB, extra map[string]http.Handler) *site {
+// newSite serves the dashboard beside the API over a registry of its own,
+// with a History the test fills (hist) for the report and alert routes.
+func newSite(t testing.TB) *site {
 	t.Helper()
-	return newSiteWith(t, controlplane.DashboardConfig{}, extra)
+	return newSiteWith(t, controlplane.DashboardConfig{})
 }
 
 // newSiteWith is newSite with the dashboard configured by cfg.
-func newSiteWith(t testing.TB, cfg controlplane.DashboardConfig, extra map[string]http.Handler) *site {
+func newSiteWith(t testing.TB, cfg controlplane.DashboardConfig) *site {
 	t.Helper()
 	reg := newRegistry(t, 4)
 	f := reg.follower()
-	srv, err := controlplane.New(controlplane.Config{Follower: f, Producer: reg.cl, Token: token})
+	hist, err := controlplane.NewHistory(controlplane.HistoryConfig{})
+	require.NoError(t, err)
+	t.Cleanup(hist.Close)
+	srv, err := controlplane.New(controlplane.Config{Follower: f, Producer: reg.cl, Token: token, History: hist})
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	dash, err := controlplane.NewDashboard(cfg)
@@ -67,12 +70,9 @@ func newSiteWith(t testing.TB, cfg controlplane.DashboardConfig, extra map[strin
 		srv.ServeHTTP(w, r)
 	}))
 	mux.Handle("/", dash)
-	for pattern, h := range extra {
-		mux.Handle(pattern, h)
-	}
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	return &site{reg: reg, f: f, api: &api{t: t, srv: srv, base: hs.URL, token: token}, url: hs.URL + "/", down: down, lists: lists}
+	return &site{reg: reg, f: f, hist: hist, api: &api{t: t, srv: srv, base: hs.URL, token: token}, url: hs.URL + "/", down: down, lists: lists}
 }
 
 // tab is a page in a headless Chromium of the test's own. It records the

@@ -15,7 +15,7 @@ import (
 // took (figures, not assertions).
 func TestDashboardTenThousandKeys(t *testing.T) {
 	const n = 10_000
-	s := newSite(t, nil)
+	s := newSite(t)
 	recs := make([]*kgo.Record, 0, n)
 	for i := range n {
 		recs = append(recs, bulkHot("bulk", fmt.Sprintf("k%05d", i), float64(i+2)))

@@ -1,12 +1,11 @@
 package controlplane_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -47,7 +46,7 @@ func eventRecord(t testing.TB, h *schemas.HotKeyEvent) *kgo.Record {
 type fleet struct {
 	mu     sync.Mutex
 	keys   []*schemas.HotKeyEvent
-	alerts []json.RawMessage
+	alerts []*schemas.HotKeyEvent
 	report schemas.WindowReport
 }
 
@@ -92,9 +91,8 @@ func newFleet(t testing.TB) *fleet {
 		if e.Type == schemas.HotKeyCooled {
 			e.Mitigation, e.Rate = nil, e.Threshold*0.4
 		}
-		b, err := e.AppendJSON(nil)
-		require.NoError(t, err)
-		fl.alerts = append(fl.alerts, b)
+		e.ID = k.ID + "/" + strconv.Itoa(i) // an event of its own, not k's again
+		fl.alerts = append(fl.alerts, &e)
 	}
 	// The last closed minute's cluster report.
 	start := now.Truncate(time.Minute).Add(-time.Minute)
@@ -160,38 +158,16 @@ func newFleet(t testing.TB) *fleet {
 	return fl
 }
 
-// routes are the report and alert routes other parts of the control plane
-// serve, answering what the fleet holds.
-func (fl *fleet) routes(t testing.TB) map[string]http.Handler {
-	return map[string]http.Handler{
-		"GET /api/reports/latest": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Query().Get("scope") != schemas.ScopeCluster {
-				w.WriteHeader(http.StatusBadRequest)
-				return
-			}
-			fl.mu.Lock()
-			b, err := fl.report.AppendJSON(nil)
-			fl.mu.Unlock()
-			if err != nil {
-				t.Error(err)
-			}
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			_, _ = w.Write(b)
-		}),
-		"GET /api/alerts": jsonRoute(func() []byte {
-			fl.mu.Lock()
-			defer fl.mu.Unlock()
-			return mustJSON(t, map[string]any{"alerts": fl.alerts})
-		}),
-	}
-}
-
 // TestDashboardRealistic: a registry of several apps with the latest
 // report and recent alerts; every panel shows them. With
 // KEYHEAT_SCREENSHOT set it writes a screenshot of the page there.
 func TestDashboardRealistic(t *testing.T) {
 	fl := newFleet(t)
-	s := newSiteWith(t, controlplane.DashboardConfig{PollInterval: 250 * time.Millisecond}, fl.routes(t))
+	s := newSiteWith(t, controlplane.DashboardConfig{PollInterval: 250 * time.Millisecond})
+	s.hist.AddReport(&fl.report)
+	for _, a := range fl.alerts {
+		s.hist.AddAlert(a)
+	}
 	var recs []*kgo.Record
 	for _, k := range fl.keys {
 		recs = append(recs, eventRecord(t, k))

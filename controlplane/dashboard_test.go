@@ -137,7 +137,7 @@ func checkSecurityHeaders(t *testing.T, r *http.Response) {
 // TestDashboardShowsRegistry: what the registry holds shows on the page and
 // follows it as it changes, with the report and alert routes absent.
 func TestDashboardShowsRegistry(t *testing.T) {
-	s := newSite(t, nil)
+	s := newSite(t)
 	s.reg.produce(detector(schemas.HotKeyHot, "shop", "product:42", 1234))
 	s.api.promote("cart", "cart:7", controlplane.PromoteRequest{Mitigation: "coalesce", TTL: "10m", Reason: "flash sale"})
 	s.reg.barrier(s.f)
@@ -181,7 +181,7 @@ func TestDashboardShowsRegistry(t *testing.T) {
 // TestDashboardUnreachable: the status line says when the API stops
 // answering, and the page recovers by itself when it answers again.
 func TestDashboardUnreachable(t *testing.T) {
-	s := newSite(t, nil)
+	s := newSite(t)
 	s.reg.produce(detector(schemas.HotKeyHot, "shop", "product:1", 10))
 	s.reg.barrier(s.f)
 	b := newTab(t, 1200, 800)
@@ -200,7 +200,7 @@ func TestDashboardUnreachable(t *testing.T) {
 // TestDashboardPausesWhenHidden: a hidden tab stops reading the API and
 // says so; shown again, it reads at once.
 func TestDashboardPausesWhenHidden(t *testing.T) {
-	s := newSiteWith(t, controlplane.DashboardConfig{PollInterval: controlplane.MinPollInterval}, nil)
+	s := newSiteWith(t, controlplane.DashboardConfig{PollInterval: controlplane.MinPollInterval})
 	b := newTab(t, 1200, 800)
 	b.open(s.url)
 	setHidden := func(hidden bool) {
@@ -221,21 +221,6 @@ func TestDashboardPausesWhenHidden(t *testing.T) {
 	b.waitFor("the key that turned hot meanwhile", hasRow("shop", "while-hidden", ""))
 	b.waitFor("live", `document.getElementById('status').dataset.state === 'live'`)
 	b.noProblems()
-}
-
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
-}
-
-// jsonRoute answers every request with body.
-func jsonRoute(body func() []byte) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		_, _ = w.Write(body())
-	})
 }
 
 // A process serves the dashboard at / beside the API and /metrics.
