@@ -10,8 +10,10 @@
 // to the registry topic, which every follower, this process's included,
 // then applies. Two servers therefore agree once they have read the same
 // records, and a server can be restarted or run on every detect instance
-// at will. It does not listen (the caller mounts Server, an http.Handler,
-// beside /metrics), read configuration files or create topics.
+// at will. Dashboard is the operator's live page over those routes,
+// served from embedded files. The package does not listen (the caller
+// mounts Server at /api/ and Dashboard at /, beside /metrics), read
+// configuration files or create topics.
 //
 // # Routes
 //
