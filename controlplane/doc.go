@@ -58,7 +58,9 @@
 // entries, the one made last (created_ms, stamped by the server from its
 // clock, to the millisecond), whatever order they are written in, so the
 // first attempt landing after its retry, or after a later change made
-// through another server, changes nothing. The servers' clocks must
+// through another server, changes nothing (two changes stamped in the
+// same millisecond are concurrent: the one read last rules). The servers'
+// clocks must
 // therefore agree (to well under the time between two changes of a key),
 // and so must the applications' with theirs, which end a TTL by their own
 // clock.

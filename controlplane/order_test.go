@@ -86,6 +86,9 @@ func (h *heldPromote) promoteUnacknowledged(t *testing.T, key, ttl string) {
 	defer giveUp()
 	answered := make(chan *httpRecorder, 1)
 	body := promoteBody(t, controlplane.PromoteRequest{App: "shop", Mitigation: "local_cache", TTL: ttl})
+	// Changes made within one millisecond are concurrent (either may
+	// rule): the change the test makes next comes in a later one.
+	defer waitNextMilli(time.Now())
 	go func() {
 		req := newRequest("POST", "/api/hotkeys/"+keyPath(key)+"/promote", body).WithContext(ctx)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -211,5 +214,12 @@ func testManualOrderNeedsKeyPartitioner(t *testing.T, r *registry) {
 			}
 		}
 		require.Empty(t, wrong, "%s: keys demoted last are hot (promoted)", name)
+	}
+}
+
+// waitNextMilli returns once the wall clock is past t's millisecond.
+func waitNextMilli(t time.Time) {
+	for time.Now().UnixMilli() <= t.UnixMilli() {
+		time.Sleep(100 * time.Microsecond)
 	}
 }
