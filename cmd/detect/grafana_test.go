@@ -292,24 +292,32 @@ func TestParseExposition(t *testing.T) {
 
 // scrape returns the series on addr's /metrics.
 func scrape(t testing.TB, addr string) ([]sample, error) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t), "GET", "http://"+addr+"/metrics", nil)
+	body, err := scrapeBody(t, addr)
 	if err != nil {
 		return nil, err
 	}
+	return parseExposition(body)
+}
+
+// scrapeBody returns addr's /metrics as served.
+func scrapeBody(t testing.TB, addr string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx(t), "GET", "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, errors.New(resp.Status)
+		return "", errors.New(resp.Status)
 	}
-	return parseExposition(string(b))
+	return string(b), nil
 }
 
 // TestBoardMetricsServed runs detect the way the board watches it (the
