@@ -27,7 +27,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -155,7 +154,7 @@ type serviceEnv struct {
 // and the next run of the group reads it again from there.
 func runService(ctx context.Context, cfg *config.Config, src config.Source, o runOpts) (err error) {
 	log := cli.NewLogger(cfg.Log, os.Stderr)
-	reg := prometheus.NewRegistry()
+	reg := cli.NewRegistry()
 	clientOpts, err := cfg.Kafka.ClientOpts()
 	if err != nil {
 		return err

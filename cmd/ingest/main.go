@@ -222,7 +222,7 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 	var reg prometheus.Registerer
 	var registry *prometheus.Registry
 	if cfg.Metrics.Addr != "" {
-		registry = prometheus.NewRegistry()
+		registry = cli.NewRegistry()
 		reg = registry
 	}
 	health := ingest.NewKafkaHealth(cfg.Kafka.Brokers, log, reg)

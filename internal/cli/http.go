@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -88,4 +89,13 @@ func (s *Server) Close() {
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
 	<-s.done
+}
+
+// NewRegistry returns the registry a command's metrics go to, with the Go
+// runtime's and the process's own (go_*, process_*: CPU, memory,
+// goroutines, open files) already in it.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
