@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // metrics are the service's Prometheus metrics. Per-partition series are
@@ -87,6 +89,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "When the rules in force were applied."}),
 		alignWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyheat_detect_align_waits_total",
 			Help: "Times a partition waited because its clock ran more than half of merge.max_pending_windows windows ahead of the slowest partition of the group."}),
+	}
+	// The series of known label values exist from the start at 0, so a
+	// rate() or an alert on them has something to compare with before
+	// the first event of their kind.
+	for _, r := range schemas.Reasons() {
+		m.dlq.WithLabelValues(string(r))
+	}
+	for _, t := range []string{schemas.HotKeyHot, schemas.HotKeyUpdate, schemas.HotKeyCooled} {
+		m.alerts.WithLabelValues(t)
+	}
+	for _, g := range []string{"detect", "merge"} {
+		for _, r := range []string{"ok", "error"} {
+			m.commits.WithLabelValues(g, r)
+		}
 	}
 	all := []prometheus.Collector{m.records, m.events, m.late, m.lag, m.committed, m.dlq, m.skipped, m.dropped,
 		m.keyMismatch, m.alerts, m.alertDelay, m.windows, m.reports, m.mergeInvalid, m.commits, m.assigned, m.merging,

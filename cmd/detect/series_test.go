@@ -316,11 +316,12 @@ func TestSeriesBoundedUnderKeyFlood(t *testing.T) {
 }
 
 // maxSeries and maxPerName bound a flooded run's /metrics. A run here
-// leaves 192 series, over 10,000 keys or a million; the most under one
+// leaves 261 series (about 60 of them the Go runtime's and the
+// process's), over 10,000 keys or a million; the most under one
 // name are keyheat_api_request_duration_seconds_bucket's 80, 16 buckets
 // for each of the 5 routes called.
 const (
-	maxSeries  = 256
+	maxSeries  = 400
 	maxPerName = 96
 )
 
@@ -328,6 +329,5 @@ const (
 // with what each met on a loaded machine, every label from a fixed set.
 var loadDependent = map[string]bool{
 	"keyheat_detect_pipeline_total":      true, // counter: the pipeline's counter names, present once non-zero
-	"keyheat_detect_commits_total":       true, // result: failed, under load
 	"keyheat_detect_progress_sent_total": true, // result: error, under load
 }
