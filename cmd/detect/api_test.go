@@ -19,6 +19,7 @@ import (
 type apiList struct {
 	Hotkeys []struct {
 		App, Key, Source, Mitigation string
+		KeyB64                       []byte `json:"key_b64"`
 	} `json:"hotkeys"`
 }
 
@@ -56,7 +57,11 @@ func listed(t *testing.T, base, app, key string) string {
 	var l apiList
 	require.NoError(t, json.Unmarshal(b, &l), "%s", b)
 	for _, h := range l.Hotkeys {
-		if h.App == app && h.Key == key {
+		k := h.Key
+		if h.KeyB64 != nil {
+			k = string(h.KeyB64) // the key's bytes, where they are not UTF-8
+		}
+		if h.App == app && k == key {
 			return h.Source
 		}
 	}
