@@ -30,6 +30,7 @@ import (
 // stops the demo cleanly. Timings are logged, never asserted.
 func TestDashboardOfDemo(t *testing.T) {
 	const hostile = `<img src=x onerror=alert(1)>`
+	binary(t) // built before the clock starts
 	started := time.Now()
 	p := start(t, nil, "demo", "--port=0", "--rate=4000",
 		"--hot=key=smoke:hot,start=0s,for=10m,share=40%",
