@@ -32,6 +32,9 @@ test:
 	eval "$$(scripts/services.sh env)"
 	eval "$$(scripts/pydeps.sh up)"
 	eval "$$(scripts/chromium.sh up)"
+	# Where tests leave what a person may want to look at (the dashboard's
+	# screenshot from TestDashboardOfDemo).
+	export KEYHEAT_TEST_OUT="$$PWD/$(OUT)"
 	$(MAKE) --no-print-directory unit norace fuzz
 
 # check: formatting and vet, no services needed.
