@@ -120,12 +120,23 @@ func TestReportsNoGapAfterFeedBacklog(t *testing.T) {
 	})
 
 	a := historyServer(t, h, s.src, nil)
-	page := decode[controlplane.ReportPage](t, a.get("/api/reports?app=shop&limit=100", http.StatusOK).body)
-	require.Empty(t, page.SourceError)
 	want := make([]int64, 20)
 	for w := range want {
 		want[w] = int64(w) * 1000
 	}
-	require.Equal(t, want, reportStarts(page.Reports), "every window of shop is in memory or ClickHouse (history_from_ms=%d)",
-		page.HistoryFromMs-baseMs)
+	var page controlplane.ReportPage
+	check := func() {
+		page = decode[controlplane.ReportPage](t, a.get("/api/reports?app=shop&limit=100", http.StatusOK).body)
+		require.Empty(t, page.SourceError)
+		require.Equal(t, want, reportStarts(page.Reports), "every window of shop is in memory or ClickHouse (history_from_ms=%d)",
+			page.HistoryFromMs-baseMs)
+	}
+	// Until the Feed has read the backlog and found where it cut the
+	// partitions, memory is complete from no time: ClickHouse is asked
+	// for all. Then it is complete from the latest first window read of
+	// a cut partition: partition 0's first read is window 12, partition
+	// 1's window 5.
+	check()
+	eventually(t, "memory complete from a known time", func() bool { check(); return page.HistoryFromMs != 0 })
+	require.Equal(t, int64(baseMs+12000), page.HistoryFromMs)
 }
