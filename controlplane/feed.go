@@ -43,7 +43,8 @@ type FeedConfig struct {
 
 // Feed fills a History from Kafka: the reports topic and the registry as
 // detect publishes them, read from Backlog records before each
-// partition's end and followed from there. Every process serving the API
+// partition's end (as the client lists it) and followed from there, and
+// tells the History from when its memory is complete (see Run). Every process serving the API
 // runs one, whichever instance merges, so every instance answers the same
 // reports and alerts; a report re-published after a merger's restart
 // replaces the one held (History keeps one per scope and window).

@@ -38,10 +38,11 @@ type HistoryConfig struct {
 	// scopes together; 0 means DefaultHistoryBytes. Past it the oldest
 	// windows go first, whichever scope they belong to, so every scope
 	// keeps about the same span of time. The estimate counts each
-	// report's structs and strings (keys, apps, topics); a report's lists
-	// are bounded by detect's summary.top_keys and summary.big_keys and
-	// its keys by pipeline.max_key_bytes, so a report's size does not
-	// grow with the number of distinct keys.
+	// report's structs and strings (keys, apps, topics), and the JSON of
+	// each scope's latest report once GET /api/reports/latest cached it;
+	// a report's lists are bounded by detect's summary.top_keys and
+	// summary.big_keys and its keys by pipeline.max_key_bytes, so a
+	// report's size does not grow with the number of distinct keys.
 	MaxBytes int64
 	// Alerts is how many hot-key events History keeps; 0 means
 	// DefaultHistoryAlerts.
@@ -71,11 +72,18 @@ func (c *HistoryConfig) Validate() error {
 
 // History keeps the latest window reports of each scope and the latest
 // hot-key events in memory, for the report, alert and key-stats routes.
-// detect's merger feeds it (AddReport, AddAlert); a Server reads it
+// A Feed fills it (AddReport, AddAlert); a Server reads it
 // (Config.History). It is safe for concurrent use.
 //
 // Memory is bounded by HistoryConfig: Windows reports per scope, MaxBytes
-// of reports (estimated) in all, Alerts events.
+// of reports (estimated) in all, Alerts events; the oldest go first.
+//
+// The routes take memory as holding every window of a scope from its
+// oldest on, and every event detected after its oldest, and ask the
+// report source for what lies before. A Feed moves those times later
+// when what it read back at start missed some (see Feed.Run); a History
+// filled otherwise must be given every report and event from its first
+// on.
 //
 // History keeps the reports and events it is given, not copies: they must
 // not be modified once added, and what its methods return must not be

@@ -100,12 +100,15 @@ type KeyStats struct {
 	// its events there were at most the lists' last ones.
 	Windows []KeyWindow `json:"windows"`
 	// More reports that older windows of the range list the key too: ask
-	// again with to set to the last window's start_ms.
+	// again with to set to the last window's start_ms. Without from, the
+	// range starts DefaultKeyStatsSpan before to (see there).
 	More bool `json:"more,omitempty"`
-	// HistoryFromMs is the start of the oldest window the server holds in
-	// memory for the app (the newest of those starts over every app when
-	// none is named); earlier windows came from ClickHouse. Absent when
-	// memory holds none.
+	// HistoryFromMs is the start from which the server's memory holds
+	// every window of the app (the newest of those starts over every app
+	// when none is named), as ReportPage.HistoryFromMs; earlier windows
+	// came from ClickHouse unless memory held them too (Source says).
+	// Absent when memory holds none or the Feed has not read its backlog
+	// yet.
 	HistoryFromMs int64 `json:"history_from_ms,omitempty"`
 	// Alerted reports whether any hot-key event of the key is known;
 	// Episodes counts the "hot" ones (each starts an episode) among

@@ -92,10 +92,13 @@ type ReportPage struct {
 	// More reports that earlier windows of the range were left out: ask
 	// again with to set to the first report's start_ms.
 	More bool `json:"more,omitempty"`
-	// HistoryFromMs is the start of the oldest window the server holds
-	// in memory for the scope; reports of earlier windows came from the
-	// report source (ClickHouse), which stores only part of a report
-	// (see the package documentation). Absent when memory holds none.
+	// HistoryFromMs is the start from which the server's memory holds
+	// every window of the scope: its oldest window, or later when the
+	// Feed's backlog missed some after it (see Feed.Run). Reports of
+	// earlier windows came from the report source (ClickHouse), which
+	// stores only part of a report (see the package documentation),
+	// unless memory held them too. Absent when memory holds none or the
+	// Feed has not read its backlog yet.
 	HistoryFromMs int64 `json:"history_from_ms,omitempty"`
 	// SourceError, when set, says why the report source could not be
 	// read: the answer holds what memory has.
@@ -104,9 +107,10 @@ type ReportPage struct {
 
 // AlertPage is the answer of GET /api/alerts.
 type AlertPage struct {
-	// Alerts are hot-key events (hot, update, cooled), newest first:
-	// those the server holds in memory in the order it received them,
-	// then older ones from the report source by DetectedMs.
+	// Alerts are hot-key events (hot, update, cooled), newest first by
+	// DetectedMs, then ID: those the server holds in memory and, when
+	// they do not fill the limit with events detected after the time from
+	// which memory holds them all, older ones from the report source.
 	Alerts []*schemas.HotKeyEvent `json:"alerts"`
 	// SourceError, when set, says why the report source could not be
 	// read: the answer holds what memory has.
