@@ -56,6 +56,7 @@ type Feed struct {
 	reg     prometheus.Registerer
 
 	closeOnce sync.Once
+	closed    chan struct{} // closed by Close: Run's listing stops retrying
 }
 
 // NewFeed builds the feed's consumer; it does not contact the brokers
@@ -80,7 +81,7 @@ func NewFeed(cfg FeedConfig) (*Feed, error) {
 	if cfg.Backlog == 0 {
 		cfg.Backlog = DefaultFeedBacklog
 	}
-	f := &Feed{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer}
+	f := &Feed{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, closed: make(chan struct{})}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -190,8 +191,12 @@ func (f *Feed) listBacklog(ctx context.Context) (*backlog, bool) {
 		if err == nil {
 			return bl, true
 		}
-		if ctx.Err() != nil || errors.Is(err, kgo.ErrClientClosed) {
+		select {
+		case <-ctx.Done():
 			return nil, false
+		case <-f.closed:
+			return nil, false
+		default:
 		}
 		if time.Since(lastWarn) >= time.Minute {
 			lastWarn = time.Now()
@@ -201,6 +206,9 @@ func (f *Feed) listBacklog(ctx context.Context) (*backlog, bool) {
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
+			t.Stop()
+			return nil, false
+		case <-f.closed:
 			t.Stop()
 			return nil, false
 		case <-t.C:
@@ -363,6 +371,7 @@ func (f *Feed) record(r *kgo.Record) (startMs int64, report bool) {
 // may be called more than once.
 func (f *Feed) Close() {
 	f.closeOnce.Do(func() {
+		close(f.closed)
 		f.cl.Close()
 		if f.reg != nil {
 			f.reg.Unregister(f.records)
