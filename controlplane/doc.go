@@ -71,12 +71,27 @@
 // 404), which a Feed fills with every window report and detector event
 // detect publishes, read back from Kafka (from FeedConfig.Backlog records
 // before each partition's end at start, then as they come): every
-// instance answers alike, whichever one merges. History keeps, in memory, the latest windows of
-// each scope (the cluster, each app) and the latest events, within
-// HistoryConfig's bounds. With Config.ReportSource (controlplane/chsource:
-// the ClickHouse tables the sink writes) the routes also answer for
-// windows and events older than memory holds; should the source fail,
-// they answer what memory holds, with source_error saying why.
+// instance answers alike, whichever one merges. History keeps, in
+// memory, the latest windows of each scope (the cluster, each app) and
+// the latest events, within HistoryConfig's bounds. With
+// Config.ReportSource (controlplane/chsource: the ClickHouse tables the
+// sink writes) the routes also answer for windows and events older than
+// memory holds; should the source fail, they answer what memory holds,
+// with source_error saying why.
+//
+// Memory is complete from a time on: it holds every window of a scope
+// from its oldest on, and every event detected after its oldest, unless
+// the Feed's start missed some. A report's partition is set by its ID, so
+// a scope's windows are spread over the partitions, and a backlog cut
+// short on a busy partition misses windows after the scope's oldest one:
+// memory then counts as complete only from the latest first window read
+// of a partition cut so. The registry is compacted, so of the events
+// before the Feed started only a key's latest is there: memory counts as
+// complete for events detected after the Feed started. Until the Feed has
+// read what the topics held at its start, memory counts as complete from
+// no time. The routes answer from memory what lies in its complete part
+// and ask the source for what lies before it (merged with what memory
+// holds there, memory's version first).
 //
 // GET /api/reports/latest is the scope's latest report as detect
 // publishes it on keyheat.reports (schemas.WindowReport's JSON), or 404
@@ -85,18 +100,25 @@
 //
 // GET /api/reports returns {"reports": [...]} in time order: the windows
 // starting in [from, to) (RFC 3339 or Unix milliseconds; the default is
-// every window), at most limit (default DefaultReportsLimit, at most
-// MaxReportsLimit), the latest ones when more match, and then "more":
-// true: ask again with to set to the first report's start_ms to page
-// back. history_from_ms is the oldest window memory holds for the scope;
-// earlier ones came from ClickHouse, which does not store some of a
+// every window; a fraction of a millisecond rounds up, and a range
+// holding no whole millisecond is empty), at most limit (default
+// DefaultReportsLimit, at most MaxReportsLimit), the latest ones when
+// more match, and then "more": true: ask again with to set to the first
+// report's start_ms to page back (when memory's windows fill the page,
+// the source is asked for one window to know). history_from_ms is where
+// memory's complete part starts; earlier windows came from ClickHouse
+// unless memory held them, and ClickHouse does not store some of a
 // report's fields (floor, a key's bytes_error, a node's ranges, an
 // advice's threshold: see chsource), so they read 0 or absent there.
 //
 // GET /api/alerts returns {"alerts": [...]}: hot-key events (hot, update,
-// cooled; schemas.HotKeyEvent's JSON), newest first: those in memory in
-// the order they came, then older ones from ClickHouse by detected_ms.
-// app= keeps one app's; limit defaults to DefaultAlertsLimit.
+// cooled; schemas.HotKeyEvent's JSON), newest first by detected_ms (then
+// id), from memory and, when memory's complete part does not fill the
+// limit, older ones from ClickHouse. app= keeps one app's; limit defaults
+// to DefaultAlertsLimit. The dashboard polls it every second, so the
+// source's answer for events older than memory's complete part is reused
+// for 5 seconds (a minute once that part starts more than a minute ago):
+// an event the sink writes late shows up that much later.
 //
 // GET /api/hotkeys/{key}/stats (the key as the mutations take it, or
 // key_b64 on /api/hotkeys/stats) answers KeyStats: per window whose app
@@ -109,9 +131,12 @@
 // newest first); its registry entries while hot, as GET /api/hotkeys
 // lists them (null while the registry is still being read); and
 // clients, null for now, kept for the key's client-side figures. Without
-// app the key is looked up in every app. A window where the key made none
-// of its app's lists has no entry: it then had at most the lists' last
-// counts.
+// app the key is looked up in every app, and memory's complete part
+// starts at the latest of the apps'. Without from the range starts
+// DefaultKeyStatsSpan (a day) before to, or before the newest window
+// memory holds, or before now, which bounds what ClickHouse scans; give
+// from to reach further back. A window where the key made none of its
+// app's lists has no entry: it then had at most the lists' last counts.
 //
 // # Keys
 //

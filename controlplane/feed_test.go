@@ -95,3 +95,22 @@ func TestFeed(t *testing.T) {
 	}
 	done <- nil // for the cleanup
 }
+
+// TestFeedCloseWhileListing: a feed that cannot reach the brokers keeps
+// trying to list the topics' offsets, and Close ends its Run all the same
+// (detect runs it without a context of its own).
+func TestFeedCloseWhileListing(t *testing.T) {
+	h := newHistory(t, controlplane.HistoryConfig{})
+	f, err := controlplane.NewFeed(controlplane.FeedConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))},
+		Reports: "reports", Hotkeys: "hotkeys", History: h})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(context.Background()) }()
+	f.Close()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(hangGuard):
+		t.Fatal("Run did not return after Close")
+	}
+}

@@ -3,9 +3,13 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,10 +38,11 @@ type HistoryConfig struct {
 	// scopes together; 0 means DefaultHistoryBytes. Past it the oldest
 	// windows go first, whichever scope they belong to, so every scope
 	// keeps about the same span of time. The estimate counts each
-	// report's structs and strings (keys, apps, topics); a report's lists
-	// are bounded by detect's summary.top_keys and summary.big_keys and
-	// its keys by pipeline.max_key_bytes, so a report's size does not
-	// grow with the number of distinct keys.
+	// report's structs and strings (keys, apps, topics), and the JSON of
+	// each scope's latest report once GET /api/reports/latest cached it;
+	// a report's lists are bounded by detect's summary.top_keys and
+	// summary.big_keys and its keys by pipeline.max_key_bytes, so a
+	// report's size does not grow with the number of distinct keys.
 	MaxBytes int64
 	// Alerts is how many hot-key events History keeps; 0 means
 	// DefaultHistoryAlerts.
@@ -67,11 +72,18 @@ func (c *HistoryConfig) Validate() error {
 
 // History keeps the latest window reports of each scope and the latest
 // hot-key events in memory, for the report, alert and key-stats routes.
-// detect's merger feeds it (AddReport, AddAlert); a Server reads it
+// A Feed fills it (AddReport, AddAlert); a Server reads it
 // (Config.History). It is safe for concurrent use.
 //
 // Memory is bounded by HistoryConfig: Windows reports per scope, MaxBytes
-// of reports (estimated) in all, Alerts events.
+// of reports (estimated) in all, Alerts events; the oldest go first.
+//
+// The routes take memory as holding every window of a scope from its
+// oldest on, and every event detected after its oldest, and ask the
+// report source for what lies before. A Feed moves those times later
+// when what it read back at start missed some (see Feed.Run); a History
+// filled otherwise must be given every report and event from its first
+// on.
 //
 // History keeps the reports and events it is given, not copies: they must
 // not be modified once added, and what its methods return must not be
@@ -87,9 +99,18 @@ type History struct {
 	// so the merger never waits for a request's encoding or I/O.
 	mu      sync.RWMutex
 	scopes  map[scopeKey]*scopeWindows
-	bytes   int64 // estimated bytes of every kept report
+	bytes   int64 // estimated bytes of every kept report and cached JSON
 	reports int   // kept reports, all scopes
-	alerts  alertRing
+	alerts  alertSet
+	// reportsFromMs and alertsFromMs are the Feed's completeness marks
+	// (setReportsFrom, setAlertsFrom); 0 when no Feed set them.
+	reportsFromMs int64
+	alertsFromMs  int64
+
+	// srcAlerts caches the report source's answers for older events (see
+	// sourceAlerts); srcMu guards it.
+	srcMu     sync.Mutex
+	srcAlerts map[AlertQuery]cachedAlerts
 
 	closeOnce sync.Once
 }
@@ -105,7 +126,8 @@ type scopeKey struct {
 type scopeWindows struct {
 	windows []keptReport
 	// latestJSON caches the JSON of the latest report, which
-	// GET /api/reports/latest serves again and again.
+	// GET /api/reports/latest serves again and again; its bytes count in
+	// History.bytes while it is set.
 	latestJSON atomic.Pointer[encodedReport]
 }
 
@@ -134,7 +156,7 @@ func NewHistory(cfg HistoryConfig) (*History, error) {
 	if cfg.Alerts == 0 {
 		cfg.Alerts = DefaultHistoryAlerts
 	}
-	h := &History{cfg: cfg, scopes: map[scopeKey]*scopeWindows{}, alerts: newAlertRing(cfg.Alerts)}
+	h := &History{cfg: cfg, scopes: map[scopeKey]*scopeWindows{}, alerts: newAlertSet(cfg.Alerts)}
 	m, err := newHistoryMetrics(cfg.Registerer, h)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane history: %w", err)
@@ -195,6 +217,9 @@ func (h *History) AddReport(r *schemas.WindowReport) {
 		h.bytes += size
 		h.reports++
 	}
+	if c := sw.latestJSON.Load(); c != nil && c.r != sw.windows[len(sw.windows)-1].r {
+		h.dropLatestJSONLocked(sw)
+	}
 	for len(sw.windows) > h.cfg.Windows {
 		h.dropOldestLocked(k, sw)
 		h.m.evicted.WithLabelValues("windows").Inc()
@@ -234,13 +259,16 @@ func (h *History) dropOldestLocked(k scopeKey, sw *scopeWindows) {
 	sw.windows[0] = keptReport{}
 	sw.windows = sw.windows[1:]
 	if len(sw.windows) == 0 {
+		h.dropLatestJSONLocked(sw)
 		delete(h.scopes, k)
 	}
 }
 
-// AddAlert keeps e as the newest hot-key event, dropping the oldest past
-// HistoryConfig.Alerts. An event with the ID of one kept (published again
-// after a restart) replaces it where it stands. A nil event is ignored.
+// AddAlert keeps e among the hot-key events, which History orders by
+// DetectedMs (then ID), whatever order they come in, and drops the oldest
+// past HistoryConfig.Alerts; an event older than every kept one is then
+// not kept. An event with the ID of one kept (published again after a
+// restart) replaces it. A nil event is ignored.
 func (h *History) AddAlert(e *schemas.HotKeyEvent) {
 	if e == nil {
 		return
@@ -248,6 +276,39 @@ func (h *History) AddAlert(e *schemas.HotKeyEvent) {
 	h.mu.Lock()
 	h.alerts.add(e)
 	h.mu.Unlock()
+}
+
+// unknownMs is a completeness mark that says memory is complete from no
+// time at all: every answer asks the report source.
+const unknownMs = math.MaxInt64
+
+// setReportsFrom records that memory holds every window starting at or
+// after ms that detect published (unknownMs: none known); a Feed calls
+// it. A History nothing calls it for counts its memory of a scope as
+// complete from the scope's oldest window on.
+func (h *History) setReportsFrom(ms int64) {
+	h.mu.Lock()
+	h.reportsFromMs = ms
+	h.mu.Unlock()
+}
+
+// setAlertsFrom records that memory holds every event detected after ms
+// (unknownMs: none known); a Feed calls it. A History nothing calls it
+// for counts its memory as complete from its oldest event on.
+func (h *History) setAlertsFrom(ms int64) {
+	h.mu.Lock()
+	h.alertsFromMs = ms
+	h.mu.Unlock()
+}
+
+// completeFromLocked returns the start from which sw holds every window
+// of its scope: its oldest window, or the Feed's mark when later; unknownMs
+// when it holds none (nothing says a scope without windows had none).
+func (h *History) completeFromLocked(sw *scopeWindows) int64 {
+	if sw == nil {
+		return unknownMs
+	}
+	return max(h.reportsFromMs, sw.windows[0].r.StartMs)
 }
 
 // Latest returns the latest report kept for the cluster (scope
@@ -263,10 +324,11 @@ func (h *History) Latest(scope, app string) (*schemas.WindowReport, bool) {
 }
 
 // latestJSON returns the latest report of a scope as its JSON, encoding
-// it once per report.
+// it once per report. The cached JSON counts against MaxBytes.
 func (h *History) latestJSON(scope, app string) ([]byte, bool, error) {
+	k := scopeKey{scope, app}
 	h.mu.RLock()
-	sw := h.scopes[scopeKey{scope, app}]
+	sw := h.scopes[k]
 	var r *schemas.WindowReport
 	if sw != nil {
 		r = sw.windows[len(sw.windows)-1].r
@@ -282,21 +344,46 @@ func (h *History) latestJSON(scope, app string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
-	// Another request may have cached this report, or a later one,
-	// meanwhile: either is fine, a cache miss costs one encoding.
-	sw.latestJSON.Store(&encodedReport{r: r, json: b})
+	// Cache it only if r is still the scope's latest: AddReport drops
+	// (and uncounts) the cache of a report no longer latest, and a scope
+	// dropped meanwhile would keep bytes nothing counts down. Another
+	// request may have cached r meanwhile: then only its bytes count.
+	h.mu.Lock()
+	if h.scopes[k] == sw && sw.windows[len(sw.windows)-1].r == r {
+		if old := sw.latestJSON.Load(); old == nil || old.r != r {
+			h.dropLatestJSONLocked(sw)
+			sw.latestJSON.Store(&encodedReport{r: r, json: b})
+			h.bytes += int64(len(b))
+		}
+	}
+	h.mu.Unlock()
 	return b, true, nil
+}
+
+// dropLatestJSONLocked forgets sw's cached JSON and its bytes.
+func (h *History) dropLatestJSONLocked(sw *scopeWindows) {
+	if old := sw.latestJSON.Swap(nil); old != nil {
+		h.bytes -= int64(len(old.json))
+	}
 }
 
 // Reports returns, in time order, the kept reports of a scope whose
 // windows start in [fromMs, toMs): the limit latest of them, and whether
 // earlier ones matched too.
 func (h *History) Reports(scope, app string, fromMs, toMs int64, limit int) (reports []*schemas.WindowReport, more bool) {
+	reports, more, _ = h.reportsPage(scope, app, fromMs, toMs, limit)
+	return reports, more
+}
+
+// reportsPage is Reports, and the start from which memory holds every
+// window of the scope (see completeFromLocked).
+func (h *History) reportsPage(scope, app string, fromMs, toMs int64, limit int) (reports []*schemas.WindowReport, more bool, completeMs int64) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	sw := h.scopes[scopeKey{scope, app}]
-	if sw == nil || limit <= 0 {
-		return nil, false
+	completeMs = h.completeFromLocked(sw)
+	if sw == nil || limit <= 0 || fromMs >= toMs {
+		return nil, false, completeMs
 	}
 	lo, _ := slices.BinarySearchFunc(sw.windows, fromMs, func(w keptReport, t int64) int { return cmpInt64(w.r.StartMs, t) })
 	hi, _ := slices.BinarySearchFunc(sw.windows, toMs, func(w keptReport, t int64) int { return cmpInt64(w.r.StartMs, t) })
@@ -307,108 +394,135 @@ func (h *History) Reports(scope, app string, fromMs, toMs int64, limit int) (rep
 	for _, w := range sw.windows[lo:hi] {
 		out = append(out, w.r)
 	}
-	return out, more
-}
-
-// oldestStart returns the start of the oldest window kept for a scope.
-func (h *History) oldestStart(scope, app string) (int64, bool) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	sw := h.scopes[scopeKey{scope, app}]
-	if sw == nil {
-		return 0, false
-	}
-	return sw.windows[0].r.StartMs, true
+	return out, more, completeMs
 }
 
 // appWindows returns the kept reports of one app, or of every app when
-// app is "", and the start of the oldest window kept of any of them.
-func (h *History) appWindows(app string, all bool) (reports []*schemas.WindowReport, oldest int64, any bool) {
+// all; the start from which memory holds every window of them (the
+// newest of the apps' starts, see completeFromLocked); and the start of
+// the newest window kept of any of them, if any.
+func (h *History) appWindows(app string, all bool) (reports []*schemas.WindowReport, completeMs, newestMs int64, any bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	completeMs = math.MinInt64
 	add := func(sw *scopeWindows) {
+		completeMs = max(completeMs, h.completeFromLocked(sw))
 		if sw == nil {
 			return
 		}
 		for _, w := range sw.windows {
 			reports = append(reports, w.r)
 		}
-		if s := sw.windows[0].r.StartMs; !any || s < oldest {
-			oldest, any = s, true
+		if s := sw.windows[len(sw.windows)-1].r.StartMs; !any || s > newestMs {
+			newestMs, any = s, true
 		}
 	}
 	if !all {
 		add(h.scopes[scopeKey{schemas.ScopeApp, app}])
-		return reports, oldest, any
+		return reports, completeMs, newestMs, any
 	}
 	for k, sw := range h.scopes {
 		if k.scope == schemas.ScopeApp {
 			add(sw)
 		}
 	}
-	return reports, oldest, any
+	if !any {
+		completeMs = unknownMs
+	}
+	return reports, completeMs, newestMs, any
 }
 
 // Alerts returns the kept hot-key events of app (every app when app is
-// ""), newest first, at most limit of them.
+// ""), newest first (by DetectedMs, then ID), at most limit of them.
 func (h *History) Alerts(app string, limit int) []*schemas.HotKeyEvent {
-	return h.alertsMatching(limit, func(e *schemas.HotKeyEvent) bool { return app == "" || e.App == app })
+	events, _ := h.alertsMatching(limit, func(e *schemas.HotKeyEvent) bool { return app == "" || e.App == app })
+	return events
 }
 
 // alertsMatching returns the kept events match accepts, newest first, at
-// most limit of them.
-func (h *History) alertsMatching(limit int, match func(*schemas.HotKeyEvent) bool) []*schemas.HotKeyEvent {
+// most limit of them, and the DetectedMs after which memory holds every
+// event: its oldest event's, or the Feed's mark when later; the Feed's
+// mark alone when memory holds none; unknownMs without either.
+func (h *History) alertsMatching(limit int, match func(*schemas.HotKeyEvent) bool) (events []*schemas.HotKeyEvent, completeMs int64) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	var out []*schemas.HotKeyEvent
+	completeMs = unknownMs
+	if oldest, ok := h.alerts.oldest(); ok {
+		completeMs = max(oldest, h.alertsFromMs)
+	} else if h.alertsFromMs > 0 {
+		completeMs = h.alertsFromMs
+	}
 	for e := range h.alerts.newestFirst() {
-		if len(out) >= limit {
+		if len(events) >= limit {
 			break
 		}
 		if match(e) {
-			out = append(out, e)
+			events = append(events, e)
 		}
 	}
-	return out
+	return events, completeMs
 }
 
-// alertRing keeps the latest events in arrival order, and where each ID
-// sits so that an event published again replaces its first copy.
-type alertRing struct {
-	buf  []*schemas.HotKeyEvent
-	next int // where the next event goes
-	n    int
-	byID map[string]int
+// alertSet keeps the latest events in (DetectedMs, ID) order, the order
+// ClickHouse answers in, and each ID's event so that an event published
+// again replaces its first copy.
+type alertSet struct {
+	max  int
+	byTS []*schemas.HotKeyEvent // oldest first
+	byID map[string]*schemas.HotKeyEvent
 }
 
-func newAlertRing(n int) alertRing {
-	return alertRing{buf: make([]*schemas.HotKeyEvent, n), byID: make(map[string]int, n)}
+func newAlertSet(n int) alertSet {
+	return alertSet{max: n, byTS: make([]*schemas.HotKeyEvent, 0, n), byID: make(map[string]*schemas.HotKeyEvent, n)}
 }
 
-func (a *alertRing) add(e *schemas.HotKeyEvent) {
-	if i, ok := a.byID[e.ID]; ok && e.ID != "" {
-		a.buf[i] = e
-		return
+// compareEvents orders events by DetectedMs, then ID.
+func compareEvents(a, b *schemas.HotKeyEvent) int {
+	if c := cmpInt64(a.DetectedMs, b.DetectedMs); c != 0 {
+		return c
 	}
-	if old := a.buf[a.next]; old != nil && a.byID[old.ID] == a.next {
-		delete(a.byID, old.ID)
+	return strings.Compare(a.ID, b.ID)
+}
+
+func (a *alertSet) add(e *schemas.HotKeyEvent) {
+	if old, ok := a.byID[e.ID]; ok && e.ID != "" {
+		i, _ := slices.BinarySearchFunc(a.byTS, old, compareEvents)
+		a.byTS = slices.Delete(a.byTS, i, i+1)
+		delete(a.byID, e.ID)
 	}
-	a.buf[a.next] = e
+	// After any equal one: events without an ID keep their arrival order.
+	i := sort.Search(len(a.byTS), func(i int) bool { return compareEvents(a.byTS[i], e) > 0 })
+	if len(a.byTS) >= a.max && i == 0 {
+		return // older than every kept one: it would go first
+	}
+	a.byTS = slices.Insert(a.byTS, i, e)
 	if e.ID != "" {
-		a.byID[e.ID] = a.next
+		a.byID[e.ID] = e
 	}
-	a.next = (a.next + 1) % len(a.buf)
-	a.n = min(a.n+1, len(a.buf))
+	if len(a.byTS) > a.max {
+		if old := a.byTS[0]; a.byID[old.ID] == old {
+			delete(a.byID, old.ID)
+		}
+		a.byTS = slices.Delete(a.byTS, 0, 1)
+	}
 }
 
-func (a *alertRing) newestFirst() func(yield func(*schemas.HotKeyEvent) bool) {
+func (a *alertSet) newestFirst() func(yield func(*schemas.HotKeyEvent) bool) {
 	return func(yield func(*schemas.HotKeyEvent) bool) {
-		for j := 1; j <= a.n; j++ {
-			if !yield(a.buf[(a.next-j+len(a.buf))%len(a.buf)]) {
+		for i := len(a.byTS) - 1; i >= 0; i-- {
+			if !yield(a.byTS[i]) {
 				return
 			}
 		}
 	}
+}
+
+// oldest returns the oldest kept event's DetectedMs.
+func (a *alertSet) oldest() (int64, bool) {
+	if len(a.byTS) == 0 {
+		return 0, false
+	}
+	return a.byTS[0].DetectedMs, true
 }
 
 // Sizes of what a report holds, for its estimate.
@@ -488,7 +602,7 @@ func newHistoryMetrics(reg prometheus.Registerer, h *History) (*historyMetrics, 
 			return float64(h.reports)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyheat_api_history_report_bytes",
-			Help: "Estimated memory of the window reports kept in the history."}, func() float64 {
+			Help: "Estimated memory of the window reports kept in the history, with the cached JSON of each scope's latest."}, func() float64 {
 			h.mu.RLock()
 			defer h.mu.RUnlock()
 			return float64(h.bytes)
@@ -497,7 +611,7 @@ func newHistoryMetrics(reg prometheus.Registerer, h *History) (*historyMetrics, 
 			Help: "Hot-key events kept in the history."}, func() float64 {
 			h.mu.RLock()
 			defer h.mu.RUnlock()
-			return float64(h.alerts.n)
+			return float64(len(h.alerts.byTS))
 		}),
 	}
 	if reg == nil {
@@ -519,4 +633,63 @@ func (m *historyMetrics) unregister() {
 		m.reg.Unregister(c)
 	}
 	m.all = nil
+}
+
+// How long History reuses the report source's answer for events older
+// than memory holds (see Server.olderAlerts): the dashboard polls
+// GET /api/alerts every second, and each answer would otherwise cost a
+// ClickHouse query.
+const (
+	// sourceAlertsTTL is an answer's life while its cutoff is recent:
+	// the sink may still be writing events detected before it.
+	sourceAlertsTTL = 5 * time.Second
+	// settledAlertsTTL is an answer's life once its cutoff is older than
+	// settledAlertsAfter; the sink then wrote what came before it, unless
+	// it was behind (then the answer lags by up to this long).
+	settledAlertsTTL   = time.Minute
+	settledAlertsAfter = time.Minute
+	// maxSourceAlerts bounds the answers kept (one per app and key asked
+	// for and cutoff).
+	maxSourceAlerts = 256
+)
+
+type cachedAlerts struct {
+	events    []*schemas.HotKeyEvent
+	expiresMs int64
+}
+
+// sourceAlerts returns the answer cached for q, if any is still fresh at
+// nowMs.
+func (h *History) sourceAlerts(q AlertQuery, nowMs int64) ([]*schemas.HotKeyEvent, bool) {
+	h.srcMu.Lock()
+	defer h.srcMu.Unlock()
+	c, ok := h.srcAlerts[q]
+	if !ok || nowMs >= c.expiresMs {
+		return nil, false
+	}
+	return c.events, true
+}
+
+// cacheSourceAlerts keeps the source's answer to q, got at nowMs.
+func (h *History) cacheSourceAlerts(q AlertQuery, events []*schemas.HotKeyEvent, nowMs int64) {
+	ttl := sourceAlertsTTL
+	if q.BeforeMs > 0 && q.BeforeMs < nowMs-settledAlertsAfter.Milliseconds() {
+		ttl = settledAlertsTTL
+	}
+	h.srcMu.Lock()
+	defer h.srcMu.Unlock()
+	if h.srcAlerts == nil {
+		h.srcAlerts = map[AlertQuery]cachedAlerts{}
+	}
+	if len(h.srcAlerts) >= maxSourceAlerts {
+		for k, c := range h.srcAlerts {
+			if nowMs >= c.expiresMs {
+				delete(h.srcAlerts, k)
+			}
+		}
+		if len(h.srcAlerts) >= maxSourceAlerts {
+			clear(h.srcAlerts)
+		}
+	}
+	h.srcAlerts[q] = cachedAlerts{events: events, expiresMs: nowMs + ttl.Milliseconds()}
 }

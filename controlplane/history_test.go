@@ -179,8 +179,8 @@ func eventIDs(es []*schemas.HotKeyEvent) []string {
 	return out
 }
 
-// TestHistoryAlerts: the latest Alerts events, newest first; one
-// published again replaces its first copy where it stands.
+// TestHistoryAlerts: the latest Alerts events by detected time, newest
+// first; one published again replaces its first copy.
 func TestHistoryAlerts(t *testing.T) {
 	h := newHistory(t, controlplane.HistoryConfig{Alerts: 3})
 	require.Empty(t, h.Alerts("", 10))
@@ -202,9 +202,15 @@ func TestHistoryAlerts(t *testing.T) {
 	require.Equal(t, []string{"shop/c/hot", "shop/a/cooled"}, eventIDs(h.Alerts("shop", 10)))
 	require.Equal(t, []string{"shop/c/hot"}, eventIDs(h.Alerts("", 1)))
 
-	// The evicted event's ID is forgotten: published again, it is new.
+	// Time order whatever the arrival order: an event detected before
+	// newer ones goes in its place, and the oldest goes past the bound.
+	h.AddAlert(hotEvent(schemas.HotKeyHot, "shop", "e", baseMs+5))
+	h.AddAlert(hotEvent(schemas.HotKeyHot, "shop", "d", baseMs+4))
+	require.Equal(t, []string{"shop/e/hot", "shop/d/hot", "shop/c/hot"}, eventIDs(h.Alerts("", 10)))
+	// At the bound, an event older than every kept one is not kept: it
+	// would be the first to go.
 	h.AddAlert(hotEvent(schemas.HotKeyHot, "shop", "a", baseMs))
-	require.Equal(t, []string{"shop/a/hot", "shop/c/hot", "shop/a/cooled"}, eventIDs(h.Alerts("", 10)))
+	require.Equal(t, []string{"shop/e/hot", "shop/d/hot", "shop/c/hot"}, eventIDs(h.Alerts("", 10)))
 }
 
 // TestHistoryConcurrent: writers and readers at once (run with -race);

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/zeebo/xxh3"
@@ -18,6 +19,12 @@ import (
 // DefaultKeyWindows is how many windows the key stats return when the
 // request gives no limit.
 const DefaultKeyWindows = 60
+
+// DefaultKeyStatsSpan is the span of time the key stats cover when the
+// request gives no from: the span before to, or else before the newest
+// window memory holds of the app (of any app when none is named), or
+// else before now. It bounds what ClickHouse scans for a key.
+const DefaultKeyStatsSpan = 24 * time.Hour
 
 // keyAlertsLimit bounds the events the key stats return.
 const keyAlertsLimit = 100
@@ -93,12 +100,15 @@ type KeyStats struct {
 	// its events there were at most the lists' last ones.
 	Windows []KeyWindow `json:"windows"`
 	// More reports that older windows of the range list the key too: ask
-	// again with to set to the last window's start_ms.
+	// again with to set to the last window's start_ms. Without from, the
+	// range starts DefaultKeyStatsSpan before to (see there).
 	More bool `json:"more,omitempty"`
-	// HistoryFromMs is the start of the oldest window the server holds in
-	// memory for the app (the newest of those starts over every app when
-	// none is named); earlier windows came from ClickHouse. Absent when
-	// memory holds none.
+	// HistoryFromMs is the start from which the server's memory holds
+	// every window of the app (the newest of those starts over every app
+	// when none is named), as ReportPage.HistoryFromMs; earlier windows
+	// came from ClickHouse unless memory held them too (Source says).
+	// Absent when memory holds none or the Feed has not read its backlog
+	// yet.
 	HistoryFromMs int64 `json:"history_from_ms,omitempty"`
 	// Alerted reports whether any hot-key event of the key is known;
 	// Episodes counts the "hot" ones (each starts an episode) among
@@ -156,33 +166,33 @@ func (s *Server) keyStats(w http.ResponseWriter, r *http.Request) {
 	if !utf8.ValidString(key) {
 		st.KeyB64 = []byte(key)
 	}
-	reports, oldest, inMemory := h.appWindows(app, app == "")
-	st.Windows, st.More = keyWindows(reports, app, key, fromMs, toMs, limit)
-	if inMemory {
-		st.HistoryFromMs = oldest
-	}
-	src := s.cfg.ReportSource
-	if srcTo := toMs; src != nil && !st.More && len(st.Windows) < limit {
+	reports, completeMs, newestMs, inMemory := h.appWindows(app, app == "")
+	if _, ok := q["from"]; !ok {
+		// Bound the source's scan: the span before to, or before the
+		// newest window held, or before now.
+		end := s.now().UnixMilli()
 		if inMemory {
-			srcTo = min(toMs, oldest)
+			end = newestMs + 1
 		}
-		if fromMs < srcTo {
-			older, err := src.KeyWindows(r.Context(), KeyQuery{App: app, Key: key, FromMs: fromMs, ToMs: srcTo, Limit: limit + 1})
-			if err != nil {
-				st.SourceError = s.sourceFailed(r, err)
-			} else {
-				st.Windows, st.More = mergeKeyWindows(st.Windows, older, limit)
-			}
-		}
+		fromMs = max(0, min(toMs, end)-DefaultKeyStatsSpan.Milliseconds())
+	}
+	st.Windows, st.More = keyWindows(reports, app, key, fromMs, toMs, limit)
+	if completeMs != unknownMs {
+		st.HistoryFromMs = completeMs
+	}
+	if src := s.cfg.ReportSource; src != nil && fromMs < min(toMs, completeMs) {
+		st.Windows, st.More, st.SourceError = s.olderKeyWindows(r, st.Windows, st.More, completeMs, limit,
+			KeyQuery{App: app, Key: key, FromMs: fromMs, ToMs: min(toMs, completeMs)})
 	}
 	if st.Windows == nil {
 		st.Windows = []KeyWindow{}
 	}
-	st.Alerts = h.alertsMatching(keyAlertsLimit, func(e *schemas.HotKeyEvent) bool {
+	var completeAlertsMs int64
+	st.Alerts, completeAlertsMs = h.alertsMatching(keyAlertsLimit, func(e *schemas.HotKeyEvent) bool {
 		return e.Key == key && (app == "" || e.App == app)
 	})
-	if src != nil && len(st.Alerts) < keyAlertsLimit && st.SourceError == "" {
-		st.Alerts, st.SourceError = s.olderAlerts(r, st.Alerts, AlertQuery{App: app, Key: key, Limit: keyAlertsLimit})
+	if s.cfg.ReportSource != nil && st.SourceError == "" {
+		st.Alerts, st.SourceError = s.olderAlerts(r, st.Alerts, completeAlertsMs, AlertQuery{App: app, Key: key, Limit: keyAlertsLimit})
 	}
 	if st.Alerts == nil {
 		st.Alerts = []*schemas.HotKeyEvent{}
@@ -239,6 +249,41 @@ func compareKeyWindows(a, b KeyWindow) int {
 		return c
 	}
 	return strings.Compare(a.App, b.App)
+}
+
+// olderKeyWindows completes mem, the key's windows in memory (newest
+// first, at most limit; memMore when memory holds older ones of the range
+// too), with the source's windows of q's range, which ends where memory
+// starts being complete (completeMs): it returns the limit newest of
+// both, memory's where both hold a window, and whether older ones match.
+// The source's error comes back as sourceFailed words it, with mem.
+//
+// When memory's complete part fills the answer the source is asked for
+// one window only, to know whether older ones follow.
+func (s *Server) olderKeyWindows(r *http.Request, mem []KeyWindow, memMore bool, completeMs int64, limit int,
+	q KeyQuery) ([]KeyWindow, bool, string) {
+	complete := 0
+	for complete < len(mem) && mem[complete].StartMs >= completeMs {
+		complete++
+	}
+	if complete >= limit {
+		if memMore {
+			return mem, true, ""
+		}
+		q.Limit = 1
+		older, err := s.cfg.ReportSource.KeyWindows(r.Context(), q)
+		if err != nil {
+			return mem, memMore, s.sourceFailed(r, err)
+		}
+		return mem, len(older) > 0, ""
+	}
+	q.Limit = limit - complete + 1
+	older, err := s.cfg.ReportSource.KeyWindows(r.Context(), q)
+	if err != nil {
+		return mem, memMore, s.sourceFailed(r, err)
+	}
+	out, more := mergeKeyWindows(mem, older, limit)
+	return out, more || memMore, ""
 }
 
 // mergeKeyWindows appends to mem (from memory, newest first) the source's

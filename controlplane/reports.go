@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -91,10 +92,13 @@ type ReportPage struct {
 	// More reports that earlier windows of the range were left out: ask
 	// again with to set to the first report's start_ms.
 	More bool `json:"more,omitempty"`
-	// HistoryFromMs is the start of the oldest window the server holds
-	// in memory for the scope; reports of earlier windows came from the
-	// report source (ClickHouse), which stores only part of a report
-	// (see the package documentation). Absent when memory holds none.
+	// HistoryFromMs is the start from which the server's memory holds
+	// every window of the scope: its oldest window, or later when the
+	// Feed's backlog missed some after it (see Feed.Run). Reports of
+	// earlier windows came from the report source (ClickHouse), which
+	// stores only part of a report (see the package documentation),
+	// unless memory held them too. Absent when memory holds none or the
+	// Feed has not read its backlog yet.
 	HistoryFromMs int64 `json:"history_from_ms,omitempty"`
 	// SourceError, when set, says why the report source could not be
 	// read: the answer holds what memory has.
@@ -103,9 +107,10 @@ type ReportPage struct {
 
 // AlertPage is the answer of GET /api/alerts.
 type AlertPage struct {
-	// Alerts are hot-key events (hot, update, cooled), newest first:
-	// those the server holds in memory in the order it received them,
-	// then older ones from the report source by DetectedMs.
+	// Alerts are hot-key events (hot, update, cooled), newest first by
+	// DetectedMs, then ID: those the server holds in memory and, when
+	// they do not fill the limit with events detected after the time from
+	// which memory holds them all, older ones from the report source.
 	Alerts []*schemas.HotKeyEvent `json:"alerts"`
 	// SourceError, when set, says why the report source could not be
 	// read: the answer holds what memory has.
@@ -177,33 +182,74 @@ func (s *Server) reports(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := ReportPage{}
-	// Memory first: it holds every window of the scope from its oldest
-	// kept on, so the source is asked only for what lies before that.
-	oldest, inMemory := h.oldestStart(scope, app)
-	page.Reports, page.More = h.Reports(scope, app, fromMs, toMs, limit)
-	if inMemory {
-		page.HistoryFromMs = oldest
+	mem, memMore, completeMs := h.reportsPage(scope, app, fromMs, toMs, limit)
+	page.Reports, page.More = mem, memMore
+	if completeMs != unknownMs {
+		page.HistoryFromMs = completeMs
 	}
-	srcTo := toMs
-	if inMemory {
-		srcTo = min(toMs, oldest)
-	}
-	if s.cfg.ReportSource != nil && !page.More && len(page.Reports) < limit && fromMs < srcTo {
-		older, err := s.cfg.ReportSource.Reports(r.Context(), ReportQuery{Scope: scope, App: app,
-			FromMs: fromMs, ToMs: srcTo, Limit: limit - len(page.Reports) + 1})
-		if err != nil {
-			page.SourceError = s.sourceFailed(r, err)
-		} else {
-			if n := limit - len(page.Reports); len(older) > n {
-				older, page.More = older[len(older)-n:], true
-			}
-			page.Reports = append(older, page.Reports...)
-		}
+	if s.cfg.ReportSource != nil && fromMs < min(toMs, completeMs) {
+		page.Reports, page.More, page.SourceError = s.olderReports(r, mem, memMore, completeMs, limit,
+			ReportQuery{Scope: scope, App: app, FromMs: fromMs, ToMs: min(toMs, completeMs)})
 	}
 	if page.Reports == nil {
 		page.Reports = []*schemas.WindowReport{}
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// olderReports completes mem, memory's latest reports of the range (at
+// most limit, in time order; memMore when it holds earlier ones too), with
+// the source's reports of q's range, which ends where memory starts being
+// complete (completeMs): it returns the limit latest of both, memory's
+// where both hold a window, and whether earlier ones match. The source's
+// error comes back as sourceFailed words it, with mem.
+//
+// When memory's complete part fills the page the source is asked for one
+// report only, to know whether the page is the last one.
+func (s *Server) olderReports(r *http.Request, mem []*schemas.WindowReport, memMore bool, completeMs int64, limit int,
+	q ReportQuery) ([]*schemas.WindowReport, bool, string) {
+	i := sort.Search(len(mem), func(i int) bool { return mem[i].StartMs >= completeMs })
+	partial, complete := mem[:i], mem[i:]
+	if len(complete) >= limit {
+		if memMore {
+			return mem, true, ""
+		}
+		q.Limit = 1
+		older, err := s.cfg.ReportSource.Reports(r.Context(), q)
+		if err != nil {
+			return mem, memMore, s.sourceFailed(r, err)
+		}
+		return mem, len(older) > 0, ""
+	}
+	need := limit - len(complete)
+	q.Limit = need + 1
+	older, err := s.cfg.ReportSource.Reports(r.Context(), q)
+	if err != nil {
+		return mem, memMore, s.sourceFailed(r, err)
+	}
+	merged := mergeReports(partial, older)
+	more := memMore
+	if len(merged) > need {
+		merged, more = merged[len(merged)-need:], true
+	}
+	return append(merged, complete...), more, ""
+}
+
+// mergeReports merges two lists of a scope's reports in time order into
+// one, mem's report where both hold a window.
+func mergeReports(mem, src []*schemas.WindowReport) []*schemas.WindowReport {
+	out := make([]*schemas.WindowReport, 0, len(mem)+len(src))
+	for len(mem) > 0 || len(src) > 0 {
+		switch {
+		case len(src) == 0 || (len(mem) > 0 && mem[0].StartMs < src[0].StartMs):
+			out, mem = append(out, mem[0]), mem[1:]
+		case len(mem) == 0 || src[0].StartMs < mem[0].StartMs:
+			out, src = append(out, src[0]), src[1:]
+		default:
+			out, mem, src = append(out, mem[0]), mem[1:], src[1:]
+		}
+	}
+	return out
 }
 
 var alertsParams = []string{"app", "limit"}
@@ -229,9 +275,10 @@ func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	app := q["app"]
-	page := AlertPage{Alerts: s.cfg.History.Alerts(app, limit)}
-	if s.cfg.ReportSource != nil && len(page.Alerts) < limit {
-		page.Alerts, page.SourceError = s.olderAlerts(r, page.Alerts, AlertQuery{App: app, Limit: limit})
+	held, completeMs := s.cfg.History.alertsMatching(limit, func(e *schemas.HotKeyEvent) bool { return app == "" || e.App == app })
+	page := AlertPage{Alerts: held}
+	if s.cfg.ReportSource != nil {
+		page.Alerts, page.SourceError = s.olderAlerts(r, held, completeMs, AlertQuery{App: app, Limit: limit})
 	}
 	if page.Alerts == nil {
 		page.Alerts = []*schemas.HotKeyEvent{}
@@ -239,35 +286,46 @@ func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-// olderAlerts appends to held (newest first, from memory) the source's
-// events detected before the oldest of them, up to q.Limit in all,
-// leaving out those memory holds (same ID). It returns the source's
-// error as sourceFailed words it.
-func (s *Server) olderAlerts(r *http.Request, held []*schemas.HotKeyEvent, q AlertQuery) ([]*schemas.HotKeyEvent, string) {
-	if len(held) > 0 {
-		// Events detected in the same millisecond as the oldest held
-		// may be older still: ask up to it, included, and drop the
-		// ones memory holds. Asking for Limit is enough: at most
-		// len(held) of them are held already.
-		q.BeforeMs = held[len(held)-1].DetectedMs + 1
+// olderAlerts completes held, memory's events matching q (newest first,
+// at most q.Limit), with the source's events detected at or before
+// completeMs, memory holding every event detected after it: it returns
+// the q.Limit newest of both, memory's where both hold an event (same
+// ID). The source is not asked when memory's events after completeMs fill
+// the answer, and its answers are reused for a few seconds (see
+// sourceAlertsTTL): the dashboard polls this every second. The source's
+// error comes back as sourceFailed words it, with held.
+func (s *Server) olderAlerts(r *http.Request, held []*schemas.HotKeyEvent, completeMs int64, q AlertQuery) ([]*schemas.HotKeyEvent, string) {
+	complete := 0
+	for complete < len(held) && held[complete].DetectedMs > completeMs {
+		complete++
 	}
-	older, err := s.cfg.ReportSource.Alerts(r.Context(), q)
-	if err != nil {
-		return held, s.sourceFailed(r, err)
+	if complete >= q.Limit {
+		return held, ""
+	}
+	if completeMs != unknownMs {
+		q.BeforeMs = completeMs + 1
+	}
+	nowMs := s.now().UnixMilli()
+	older, ok := s.cfg.History.sourceAlerts(q, nowMs)
+	if !ok {
+		var err error
+		if older, err = s.cfg.ReportSource.Alerts(r.Context(), q); err != nil {
+			return held, s.sourceFailed(r, err)
+		}
+		s.cfg.History.cacheSourceAlerts(q, older, nowMs)
 	}
 	ids := make(map[string]struct{}, len(held))
 	for _, e := range held {
 		ids[e.ID] = struct{}{}
 	}
+	out := held
 	for _, e := range older {
-		if len(held) >= q.Limit {
-			break
-		}
-		if _, ok := ids[e.ID]; !ok {
-			held = append(held, e)
+		if _, dup := ids[e.ID]; !dup {
+			out = append(out, e)
 		}
 	}
-	return held, ""
+	slices.SortStableFunc(out, func(a, b *schemas.HotKeyEvent) int { return compareEvents(b, a) })
+	return out[:min(len(out), q.Limit)], ""
 }
 
 // sourceFailed logs a report source's failure and returns what the
@@ -324,42 +382,62 @@ func scopeName(scope, app string) string {
 	return fmt.Sprintf("app %q", app)
 }
 
-// parseRange reads from and to, each RFC 3339 or Unix milliseconds; from
-// defaults to the beginning of time, to to its end.
+// parseRange reads from and to, each RFC 3339 (any fraction of a second)
+// or Unix milliseconds; from defaults to the beginning of time, to to its
+// end, and from must be before to. Both come back rounded up to the
+// millisecond, so that [fromMs, toMs) holds the same whole milliseconds
+// (the windows' starts) as [from, to): a range within one millisecond
+// holds none and comes back empty, fromMs == toMs.
 func parseRange(q map[string]string) (fromMs, toMs int64, err error) {
-	fromMs, toMs = 0, math.MaxInt64
+	from, to := instant{}, instant{ms: math.MaxInt64}
 	if v, ok := q["from"]; ok {
-		if fromMs, err = parseTimeMs("from", v); err != nil {
+		if from, err = parseTime("from", v); err != nil {
 			return 0, 0, err
 		}
 	}
 	if v, ok := q["to"]; ok {
-		if toMs, err = parseTimeMs("to", v); err != nil {
+		if to, err = parseTime("to", v); err != nil {
 			return 0, 0, err
 		}
 	}
-	if fromMs >= toMs {
-		return 0, 0, fmt.Errorf("from (%d) must be before to (%d)", fromMs, toMs)
+	if !from.before(to) {
+		return 0, 0, fmt.Errorf("from (%s) must be before to (%s)", q["from"], q["to"])
 	}
-	return fromMs, toMs, nil
+	return from.ceilMs(), to.ceilMs(), nil
 }
 
-func parseTimeMs(name, v string) (int64, error) {
+// instant is a time as Unix milliseconds and the nanoseconds past them.
+type instant struct {
+	ms int64
+	ns int32 // 0 to 999,999
+}
+
+func (t instant) before(u instant) bool { return t.ms < u.ms || (t.ms == u.ms && t.ns < u.ns) }
+
+// ceilMs is t rounded up to the millisecond.
+func (t instant) ceilMs() int64 {
+	if t.ns > 0 {
+		return t.ms + 1 // RFC 3339 times end in year 9999: no overflow
+	}
+	return t.ms
+}
+
+func parseTime(name, v string) (instant, error) {
 	if v != "" && v[0] >= '0' && v[0] <= '9' && !slices.ContainsFunc([]byte(v), func(c byte) bool { return c < '0' || c > '9' }) {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s %q: Unix milliseconds out of range", name, v)
+			return instant{}, fmt.Errorf("%s %q: Unix milliseconds out of range", name, v)
 		}
-		return ms, nil
+		return instant{ms: ms}, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: want RFC 3339 (2026-01-02T15:04:05Z) or Unix milliseconds", name, v)
+		return instant{}, fmt.Errorf("%s %q: want RFC 3339 (2026-01-02T15:04:05Z) or Unix milliseconds", name, v)
 	}
-	if ms := t.UnixMilli(); ms >= 0 {
-		return ms, nil
+	if t.Unix() < 0 {
+		return instant{}, fmt.Errorf("%s %q is before 1970", name, v)
 	}
-	return 0, fmt.Errorf("%s %q is before 1970", name, v)
+	return instant{ms: t.UnixMilli(), ns: int32(t.Nanosecond() % 1e6)}, nil
 }
 
 // parseLimit reads limit, from 1 to maxLimit, def when absent.
