@@ -130,7 +130,10 @@
 // one; its events (alerted, episodes: the hot ones, alerts: at most 100,
 // newest first); its registry entries while hot, as GET /api/hotkeys
 // lists them (null while the registry is still being read); and
-// clients, null for now, kept for the key's client-side figures. Without
+// clients: with app and Config.Clients, the applications' own figures
+// for the key (ClientKeyStats: local hits and hit ratio, loads and
+// coalesced Gets, split shards, writes and reads), summed over the live
+// clients whose hotkeys.StatsPublisher lists it; null otherwise. Without
 // app the key is looked up in every app, and memory's complete part
 // starts at the latest of the apps'. Without from the range starts
 // DefaultKeyStatsSpan (a day) before to, or before the newest window

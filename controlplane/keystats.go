@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -120,9 +119,10 @@ type KeyStats struct {
 	// hot, as GET /api/hotkeys lists them; empty when it is not, null
 	// while the registry is still being read.
 	Registry []HotKey `json:"registry"`
-	// Clients is reserved for the key's client-side figures; null for
-	// now.
-	Clients json.RawMessage `json:"clients"`
+	// Clients is what the applications' own caches and splitters did with
+	// the key, summed over the live clients whose hotkeys.StatsPublisher
+	// lists it (Config.Clients); null without Clients or without app.
+	Clients *ClientKeyStats `json:"clients"`
 	// SourceError, when set, says why ClickHouse could not be read: the
 	// answer holds what memory has.
 	SourceError string `json:"source_error,omitempty"`
@@ -219,6 +219,10 @@ func (s *Server) keyStats(w http.ResponseWriter, r *http.Request) {
 			}
 			slices.SortFunc(st.Registry, func(a, b HotKey) int { return strings.Compare(a.App, b.App) })
 		}
+	}
+	if s.cfg.Clients != nil && app != "" {
+		cs := s.cfg.Clients.Key(app, key)
+		st.Clients = &cs
 	}
 	writeJSON(w, http.StatusOK, st)
 }

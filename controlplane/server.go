@@ -73,6 +73,9 @@ type Config struct {
 	// ReportSource, when set, reads the reports and events History does
 	// not hold (older ones) for those routes; it needs History.
 	ReportSource ReportSource
+	// Clients, when set, adds the applications' client-side figures to a
+	// key's stats (GET /api/hotkeys/{key}/stats?app=).
+	Clients *Clients
 	// Logger receives the server's logs; nil discards them. They name a
 	// key by its hash only and never carry the token.
 	Logger *slog.Logger
