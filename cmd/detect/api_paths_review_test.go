@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestAPIKeyOfDotSegmentsReachesAPI: a key made of ".." segments, sent
+// percent-escaped as the dashboard sends it ("%2E%2E%2F%2E%2E"), is a key
+// like any other: the promote must reach the API. detect's wrap cleans
+// the decoded path, "/api/hotkeys/../../promote", to "/promote" and hands
+// the request to the dashboard, which answers 404; a DELETE of the key
+// lands on the dashboard's "/" and is a 405.
+func TestAPIKeyOfDotSegmentsReachesAPI(t *testing.T) {
+	own, _, token := apiHandlers(t)
+	srv := httptest.NewServer(own)
+	t.Cleanup(srv.Close)
+	eventually(t, "the registry read", func() bool {
+		resp, err := http.Get(srv.URL + "/api/hotkeys")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, "/api/hotkeys/%2E%2E%2F%2E%2E/promote"},
+		{http.MethodDelete, "/api/hotkeys/%2E%2E%2F%2E%2E?app=shop&ttl=1m"},
+	} {
+		var body io.Reader
+		if c.method == http.MethodPost {
+			body = bytes.NewReader([]byte(`{"app":"shop","mitigation":"local_cache","ttl":"1m"}`))
+		}
+		req, err := http.NewRequestWithContext(ctx(t), c.method, srv.URL+c.path, body)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var pub struct{ Key string }
+		_ = json.Unmarshal(b, &pub)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s %s answered %s", c.method, c.path, b)
+		require.Equal(t, "../..", pub.Key, "%s %s", c.method, c.path)
+	}
+}
