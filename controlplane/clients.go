@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -556,20 +557,20 @@ func (c *Clients) Key(app, key string) ClientKeyStats {
 		}
 		k := &cr.s.Keys[i]
 		out.Clients++
-		out.Hits += k.Hits
-		out.Misses += k.Misses
-		out.Loads += k.Loads
-		out.Coalesced += k.Coalesced
+		out.Hits = addSat(out.Hits, k.Hits)
+		out.Misses = addSat(out.Misses, k.Misses)
+		out.Loads = addSat(out.Loads, k.Loads)
+		out.Coalesced = addSat(out.Coalesced, k.Coalesced)
 		if k.SplitShards > 0 {
 			out.SplitClients++
 			out.SplitShards = max(out.SplitShards, k.SplitShards)
 		}
-		out.SplitWrites += k.SplitWrites
-		out.SplitReads += k.SplitReads
+		out.SplitWrites = addSat(out.SplitWrites, k.SplitWrites)
+		out.SplitReads = addSat(out.SplitReads, k.SplitReads)
 	}
 	c.mu.RUnlock()
-	out.HitRatio = ratio(out.Hits, out.Hits+out.Misses)
-	out.CollapseRatio = ratio(out.Loads+out.Coalesced, out.Loads)
+	out.HitRatio = share(out.Hits, out.Misses)
+	out.CollapseRatio = perLoad(out.Loads, out.Coalesced)
 	return out
 }
 
@@ -585,26 +586,26 @@ func (c *Clients) Totals() ClientTotals {
 		}
 		s := cr.s
 		t.Clients++
-		t.KeysOmitted += uint64(s.KeysOmitted)
+		t.KeysOmitted = addSat(t.KeysOmitted, uint64(s.KeysOmitted))
 		if x := s.Cache; x != nil {
 			t.CacheClients++
-			t.Hits += x.Hits
-			t.Misses += x.Misses
-			t.Loads += x.Loads
-			t.Coalesced += x.Coalesced
-			t.LoadErrors += x.LoadErrors
-			t.ColdLoads += x.ColdLoads
-			t.StaleServed += x.StaleServed
-			t.Timeouts += x.Timeouts
-			t.CacheEntries += x.Entries
+			t.Hits = addSat(t.Hits, x.Hits)
+			t.Misses = addSat(t.Misses, x.Misses)
+			t.Loads = addSat(t.Loads, x.Loads)
+			t.Coalesced = addSat(t.Coalesced, x.Coalesced)
+			t.LoadErrors = addSat(t.LoadErrors, x.LoadErrors)
+			t.ColdLoads = addSat(t.ColdLoads, x.ColdLoads)
+			t.StaleServed = addSat(t.StaleServed, x.StaleServed)
+			t.Timeouts = addSat(t.Timeouts, x.Timeouts)
+			t.CacheEntries = addSat(t.CacheEntries, x.Entries)
 		}
 		if x := s.Split; x != nil {
 			t.SplitClients++
-			t.SplitCalls += x.SplitCalls
-			t.PassedCalls += x.PassedCalls
-			t.SplitKeys += x.Keys
-			t.Folds += x.Folds
-			t.FoldErrors += x.FoldErrors
+			t.SplitCalls = addSat(t.SplitCalls, x.SplitCalls)
+			t.PassedCalls = addSat(t.PassedCalls, x.PassedCalls)
+			t.SplitKeys = addSat(t.SplitKeys, x.Keys)
+			t.Folds = addSat(t.Folds, x.Folds)
+			t.FoldErrors = addSat(t.FoldErrors, x.FoldErrors)
 		}
 		if x := s.Follower; x != nil {
 			if t.FollowerClients == 0 || x.Entries < t.FollowerEntriesMin {
@@ -619,23 +620,43 @@ func (c *Clients) Totals() ClientTotals {
 		}
 		if x := s.Reporter; x != nil {
 			t.ReporterClients++
-			t.ReporterRecorded += x.Recorded
-			t.ReporterSent += x.Sent
-			t.ReporterFailed += x.Failed
-			t.ReporterDropped += x.Dropped
+			t.ReporterRecorded = addSat(t.ReporterRecorded, x.Recorded)
+			t.ReporterSent = addSat(t.ReporterSent, x.Sent)
+			t.ReporterFailed = addSat(t.ReporterFailed, x.Failed)
+			t.ReporterDropped = addSat(t.ReporterDropped, x.Dropped)
 		}
 	}
 	c.mu.RUnlock()
-	t.HitRatio = ratio(t.Hits, t.Hits+t.Misses)
-	t.CollapseRatio = ratio(t.Loads+t.Coalesced, t.Loads)
+	t.HitRatio = share(t.Hits, t.Misses)
+	t.CollapseRatio = perLoad(t.Loads, t.Coalesced)
 	return t
 }
 
-func ratio(a, b uint64) float64 {
-	if b == 0 {
+// addSat is a + b, or the largest uint64 where that would wrap: one
+// client's counter near the top (a hostile or broken record) must not
+// turn a sum into a small number.
+func addSat(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
+
+// share is a / (a + b), 0 when both are 0, in floating point so that the
+// sum cannot wrap.
+func share(a, b uint64) float64 {
+	if a == 0 && b == 0 {
 		return 0
 	}
-	return float64(a) / float64(b)
+	return float64(a) / (float64(a) + float64(b))
+}
+
+// perLoad is (loads + coalesced) / loads, 0 without loads.
+func perLoad(loads, coalesced uint64) float64 {
+	if loads == 0 {
+		return 0
+	}
+	return (float64(loads) + float64(coalesced)) / float64(loads)
 }
 
 // Stats returns the Clients' own counters.

@@ -123,7 +123,9 @@ func (a *operatorAPI) withMetrics(mux *http.ServeMux) http.Handler {
 // refuses such a path instead.
 func (a *operatorAPI) wrap(rest http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := path.Clean("/" + r.URL.Path); p == "/api" || strings.HasPrefix(p, "/api/") {
+		// The escaped path: a key's "%2F" and "%2E" stay part of its one
+		// segment ("../.." is a key, not two steps up).
+		if p := path.Clean("/" + r.URL.EscapedPath()); p == "/api" || strings.HasPrefix(p, "/api/") {
 			a.server.ServeHTTP(w, r)
 			return
 		}

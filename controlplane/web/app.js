@@ -152,7 +152,9 @@ const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2
 
 // shownKey is the text a key is displayed as, and whether it is escaped:
 // a key that is not UTF-8 (key_b64) shows printable ASCII as it is and
-// every other byte as \xHH.
+// every other byte as \xHH; a UTF-8 key shows as it is unless it holds a
+// backslash or an invisible character, which make it escaped too. Escaped
+// text doubles the key's own backslashes, so two keys never show alike.
 function shownKey(e) {
   if (e.key_b64) {
     let s = '';
@@ -163,8 +165,12 @@ function shownKey(e) {
   }
   const k = String(e.key);
   INVISIBLE.lastIndex = 0;
-  if (!INVISIBLE.test(k)) return { text: k, escaped: false };
-  return { text: k.replace(INVISIBLE, (c) => '\\u{' + c.charCodeAt(0).toString(16) + '}'), escaped: true };
+  if (!INVISIBLE.test(k) && !k.includes('\\')) return { text: k, escaped: false };
+  // Backslashes doubled first: the four characters \xff of a key must not
+  // read as the byte 0xff, nor a typed \u{200c} as that character.
+  const bs = k.replace(/\\/g, '\\\\');
+  INVISIBLE.lastIndex = 0;
+  return { text: bs.replace(INVISIBLE, (c) => '\\u{' + c.charCodeAt(0).toString(16) + '}'), escaped: true };
 }
 
 // keyPath is a key as one path segment, percent-escaped; its dots too, so

@@ -14,9 +14,8 @@ import (
 // TestClientsSumsDoNotWrap: one record with a huge counter (a hostile or
 // broken client; Validate takes any uint64) must not make the sums over
 // the clients smaller than one client's own counter, nor turn the hit
-// ratio of a fleet that only hits into 0. Today the uint64 sums wrap:
-// hits 2^64-1 plus another client's 10 hits sum to 9, and Hits+Misses
-// wraps to 0, so HitRatio is 0.
+// ratio of a fleet that only hits into 0: sums saturate at the largest
+// uint64, and ratios are computed in floating point.
 func TestClientsSumsDoNotWrap(t *testing.T) {
 	seeds := testenv.KFake(t)
 	topic := statsTopic(t, seeds, 1)

@@ -13,10 +13,9 @@ import (
 
 // TestAPIKeyOfDotSegmentsReachesAPI: a key made of ".." segments, sent
 // percent-escaped as the dashboard sends it ("%2E%2E%2F%2E%2E"), is a key
-// like any other: the promote must reach the API. detect's wrap cleans
-// the decoded path, "/api/hotkeys/../../promote", to "/promote" and hands
-// the request to the dashboard, which answers 404; a DELETE of the key
-// lands on the dashboard's "/" and is a 405.
+// like any other: its promote and demote reach the API, not the
+// dashboard (detect routes on the escaped path, where the key stays one
+// segment).
 func TestAPIKeyOfDotSegmentsReachesAPI(t *testing.T) {
 	own, _, token := apiHandlers(t)
 	srv := httptest.NewServer(own)
@@ -29,9 +28,12 @@ func TestAPIKeyOfDotSegmentsReachesAPI(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	for _, c := range []struct{ method, path string }{
-		{http.MethodPost, "/api/hotkeys/%2E%2E%2F%2E%2E/promote"},
-		{http.MethodDelete, "/api/hotkeys/%2E%2E%2F%2E%2E?app=shop&ttl=1m"},
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodPost, "/api/hotkeys/%2E%2E%2F%2E%2E/promote", http.StatusCreated},
+		{http.MethodDelete, "/api/hotkeys/%2E%2E%2F%2E%2E?app=shop&ttl=1m", http.StatusOK},
 	} {
 		var body io.Reader
 		if c.method == http.MethodPost {
@@ -47,7 +49,7 @@ func TestAPIKeyOfDotSegmentsReachesAPI(t *testing.T) {
 		resp.Body.Close()
 		var pub struct{ Key string }
 		_ = json.Unmarshal(b, &pub)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s %s answered %s", c.method, c.path, b)
+		require.Equal(t, c.code, resp.StatusCode, "%s %s answered %s", c.method, c.path, b)
 		require.Equal(t, "../..", pub.Key, "%s %s", c.method, c.path)
 	}
 }

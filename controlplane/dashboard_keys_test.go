@@ -12,12 +12,9 @@ import (
 
 // TestDashboardDistinctKeysShownDistinct: the table is how an operator
 // tells keys apart before promoting or demoting one, so two different
-// keys of one app must never show as the same text. Today the literal
-// four characters `\xff` (UTF-8, shown as they are) and the byte 0xff
-// (not UTF-8, shown escaped) both show as `\xff`; and an escaped UTF-8
-// key does not escape its own backslashes, so "\u200b\u200c" and
-// "\u200b" followed by the literal text `\u{200c}` both show as
-// `\u{200b}\u{200c}`.
+// keys of one app must never show as the same text: the four characters
+// `\xff` and the byte 0xff, or "\u200b\u200c" and "\u200b" followed by
+// the text `\u{200c}` (an escaped key's own backslashes are doubled).
 func TestDashboardDistinctKeysShownDistinct(t *testing.T) {
 	const app = "shop"
 	pairs := [][2]string{
