@@ -55,7 +55,7 @@ unit:
 	if ! $(GO) test -race -count=1 -timeout 40m -v ./... > $(OUT)/unit.log 2>&1; then
 	  grep -E '^(\s*--- FAIL|FAIL|panic:)' $(OUT)/unit.log || true
 	  echo "---- assertions that failed ----"
-	  grep -E -B1 -A14 '^\s+Error Trace:' $(OUT)/unit.log | grep -vE '^\s+time=' | head -n 200 || true
+	  grep -E -A8 '^\s+(Error Trace:|\S+_test\.go:[0-9]+: (timed out|gave up|.*(want|got|expected)))' $(OUT)/unit.log | grep -vE '^\s+time=' | head -n 200 || true
 	  scripts/hung.sh $(OUT)/unit.log
 	  echo "---- tail of $(OUT)/unit.log ----"; tail -n 150 $(OUT)/unit.log; exit 1
 	fi
@@ -77,7 +77,7 @@ norace:
 	if ! $(GO) test -count=1 -timeout 40m -v ./... > $(OUT)/norace.log 2>&1; then
 	  grep -E '^(\s*--- FAIL|FAIL|panic:)' $(OUT)/norace.log || true
 	  echo "---- assertions that failed ----"
-	  grep -E -B1 -A14 '^\s+Error Trace:' $(OUT)/norace.log | grep -vE '^\s+time=' | head -n 200 || true
+	  grep -E -A8 '^\s+(Error Trace:|\S+_test\.go:[0-9]+: (timed out|gave up|.*(want|got|expected)))' $(OUT)/norace.log | grep -vE '^\s+time=' | head -n 200 || true
 	  scripts/hung.sh $(OUT)/norace.log
 	  echo "---- tail of $(OUT)/norace.log ----"; tail -n 150 $(OUT)/norace.log; exit 1
 	fi

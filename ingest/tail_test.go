@@ -1049,8 +1049,14 @@ func TestTailShortFingerprintHidesNothing(t *testing.T) {
 		newer.WriteString(line(i))
 	}
 	require.NoError(t, os.WriteFile(path+".2", []byte(older.String()), 0o644))
-	time.Sleep(20 * time.Millisecond) // file times tick coarsely; let them differ
 	require.NoError(t, os.WriteFile(path+".1", []byte(newer.String()), 0o644))
+	// Their times are set, not left to the file system's clock, which
+	// ticks coarsely (a jiffy): written in the tick the tail started in,
+	// a file would read as older than the tail, and not its to read. Both
+	// are after the start, the older one first.
+	written := time.Now().Add(100 * time.Millisecond)
+	require.NoError(t, os.Chtimes(path+".2", written, written))
+	require.NoError(t, os.Chtimes(path+".1", written.Add(50*time.Millisecond), written.Add(50*time.Millisecond)))
 	// Both are taken in, in one scan or two; the first may already be
 	// read to its end and let go when the second is found, so the test
 	// asks the log rather than counting open files.
