@@ -115,21 +115,28 @@ func TestAPIServed(t *testing.T) {
 				code, b := apiCall(t, "GET", base+"api/alerts?app=app", "", nil)
 				return code == http.StatusOK && strings.Contains(string(b), `"type":"hot"`)
 			})
-			code, b := apiCall(t, "GET", base+"api/hotkeys/hot/stats?app=app", "", nil)
-			require.Equal(t, http.StatusOK, code, "%s", b)
+			// The app's reports are records of their own, read when they
+			// come: the key's windows are waited for.
 			var st struct {
 				Windows []struct{ Count uint64 }
 				Alerted bool
 			}
-			require.NoError(t, json.Unmarshal(b, &st))
+			var b []byte
+			eventually(t, "the key's windows", func() bool {
+				var code int
+				code, b = apiCall(t, "GET", base+"api/hotkeys/hot/stats?app=app", "", nil)
+				require.Equal(t, http.StatusOK, code, "%s", b)
+				require.NoError(t, json.Unmarshal(b, &st))
+				return len(st.Windows) > 0
+			})
 			require.True(t, st.Alerted, "%s", b)
-			require.NotEmpty(t, st.Windows, "%s", b)
+			require.Positive(t, st.Windows[0].Count, "%s", b)
 
 			// An operator's promote of a key with a '/' and non-ASCII bytes.
 			key := "user/42 é"
 			promote := base + "api/hotkeys/" + url.PathEscape(key) + "/promote"
 			req := map[string]any{"app": "app", "mitigation": "split", "split_factor": 4, "ttl": "10m", "reason": "test"}
-			code, b = apiCall(t, "POST", promote, "", req)
+			code, b := apiCall(t, "POST", promote, "", req)
 			require.Equal(t, http.StatusUnauthorized, code, "%s", b)
 			code, b = apiCall(t, "POST", promote, "wrong", req)
 			require.Equal(t, http.StatusUnauthorized, code, "%s", b)
