@@ -239,20 +239,49 @@ func hasRow(app, shown, cond string) string {
 }
 
 // clickRow clicks (with the mouse, as a person would) the button of class
-// button on the row showing key of app.
+// button ("promote" or "demote") on the row showing key of app, and returns
+// once the form it opens is open for that key. The table is live: between
+// finding the row and the mouse's press, a poll can re-sort it and move
+// another key, or nothing, under the pointer. A person would then see the
+// wrong form, or none, and try again; so does clickRow, a bounded number of
+// times.
 func (b *tab) clickRow(app, shown, button string) {
 	b.t.Helper()
-	b.waitFor("row "+app+" "+shown, hasRow(app, shown, ""))
-	found := eval[bool](b, fmt.Sprintf(`(() => {
-		document.querySelectorAll('#target').forEach(n => n.removeAttribute('id'));
-		const r = [...document.querySelectorAll('#hk-scroll .hk-row:not([hidden])')].find(r =>
-			r.querySelector('.app').textContent === %s && r.querySelector('.key').textContent === %s);
-		if (!r) return false;
-		r.querySelector('button.%s').id = 'target';
-		return true;
-	})()`, jsString(app), jsString(shown), button))
-	require.True(b.t, found, "row %s %q", app, shown)
-	b.run(chromedp.Click(chromedp.CSS("#target"), chromedp.NodeVisible))
+	title := map[string]string{"promote": "Promote key", "demote": "Demote key"}[button]
+	require.NotEmpty(b.t, title, "no form for button %q", button)
+	openFor := fmt.Sprintf(`!document.getElementById('modal').hidden &&
+		document.getElementById('act-title').textContent === %s &&
+		document.getElementById('f-app-in').value === %s &&
+		document.getElementById('f-key-shown').textContent === %s`, jsString(title), jsString(app), jsString(shown))
+	for attempt := 1; attempt <= 20; attempt++ {
+		if eval[bool](b, openFor) {
+			return
+		}
+		if !eval[bool](b, `document.getElementById('modal').hidden`) {
+			// The form of another row: close it as a person would.
+			b.run(chromedp.Click(chromedp.ID("act-cancel"), chromedp.NodeVisible))
+		}
+		b.waitFor("row "+app+" "+shown, hasRow(app, shown, ""))
+		found := eval[bool](b, fmt.Sprintf(`(() => {
+			document.querySelectorAll('#target').forEach(n => n.removeAttribute('id'));
+			const r = [...document.querySelectorAll('#hk-scroll .hk-row:not([hidden])')].find(r =>
+				r.querySelector('.app').textContent === %s && r.querySelector('.key').textContent === %s);
+			if (!r) return false;
+			r.querySelector('button.%s').id = 'target';
+			return true;
+		})()`, jsString(app), jsString(shown), button))
+		if !found {
+			continue // re-sorted between the wait and the search
+		}
+		b.run(chromedp.Click(chromedp.CSS("#target"), chromedp.NodeVisible))
+		// The form opens in the click's own task; a wait here only spares a
+		// second click while a starved browser catches up.
+		ctx, cancel := context.WithTimeout(b.ctx, time.Duration(attempt)*time.Second)
+		_, _ = chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`!document.getElementById('modal').hidden`,
+			chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)))
+		cancel()
+	}
+	b.t.Fatalf("the %s form for %s %q did not open in 20 clicks; status line: %s", button, app, shown, b.status())
 }
 
 // screenshot is a PNG of the tab's viewport.
