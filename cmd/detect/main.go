@@ -242,7 +242,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
 	}
 	if cfg.ClickHouse.Enabled {
-		w, oerr := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
+		w, oerr := clickhouse.Open(ctx, cfg.ClickHouse.Options, clickhouse.Deps{Logger: log, Registerer: reg})
 		if oerr != nil {
 			return fmt.Errorf("clickhouse: %w", oerr)
 		}
