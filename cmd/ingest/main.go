@@ -373,16 +373,14 @@ func ensureTopics(ctx context.Context, cfg *config.Config, prod *ingest.Producer
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		// Brokers that refuse the TLS or SASL settings will not change
 		// their minds: that fails at once, naming the setting, while an
-		// absent broker is waited for.
-		err := cfg.Kafka.CheckAccess(actx)
+		// absent broker is waited for (by the producer's client, whose
+		// failures KafkaHealth reports).
 		var refused *config.FieldError
-		if errors.As(err, &refused) {
+		if err := cfg.Kafka.CheckAccess(actx); errors.As(err, &refused) {
 			cancel()
 			return err
 		}
-		if err == nil {
-			err = topics.Ensure(actx, prod.Client(), cfg.Kafka.CreateTopics, specs...)
-		}
+		err := topics.Ensure(actx, prod.Client(), cfg.Kafka.CreateTopics, specs...)
 		cancel()
 		var missing *topics.MissingError
 		var ke *kerr.Error
