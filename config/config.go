@@ -31,7 +31,7 @@ type Config struct {
 	Detect     detect.Options         `mapstructure:"detect" cmd:"detect"`
 	Pipeline   pipeline.Options       `mapstructure:"pipeline" cmd:"detect"`
 	Merge      pipeline.MergerOptions `mapstructure:"merge" cmd:"detect"`
-	ClickHouse clickhouse.Options     `mapstructure:"clickhouse" cmd:"detect"`
+	ClickHouse ClickHouse             `mapstructure:"clickhouse" cmd:"detect"`
 	Archive    parquet.Options        `mapstructure:"archive" cmd:"detect"`
 	API        controlplane.Options   `mapstructure:"api" cmd:"detect"`
 }
@@ -110,7 +110,12 @@ type SASL struct {
 	// Mechanism is empty (no SASL) or one of SASLMechanisms.
 	Mechanism string `mapstructure:"mechanism"`
 	User      string `mapstructure:"user"`
-	Password  string `mapstructure:"password"`
+	// Password is the user's password. Load sets it from PasswordFile
+	// when that is set; setting both is an error.
+	Password string `mapstructure:"password"`
+	// PasswordFile is a file holding the password (a mounted secret),
+	// read by Load without its trailing line breaks.
+	PasswordFile string `mapstructure:"password_file"`
 }
 
 // TLS configures encryption to the brokers.
@@ -127,6 +132,16 @@ type TLS struct {
 	ServerName string `mapstructure:"server_name"`
 	// InsecureSkipVerify disables certificate checks. For tests only.
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+}
+
+// ClickHouse is the clickhouse section: the sink's options, and where
+// its password may come from instead.
+type ClickHouse struct {
+	clickhouse.Options `mapstructure:",squash"`
+	// PasswordFile is a file holding Options.Password (a mounted secret),
+	// read by Load without its trailing line breaks; setting both is an
+	// error.
+	PasswordFile string `mapstructure:"password_file"`
 }
 
 // Events configures how events are encoded and which are accepted.
@@ -192,7 +207,7 @@ func Defaults() Config {
 		Detect:     detect.DefaultOptions(),
 		Pipeline:   pipeline.DefaultOptions(),
 		Merge:      pipeline.DefaultMergerOptions(),
-		ClickHouse: clickhouse.DefaultOptions(),
+		ClickHouse: ClickHouse{Options: clickhouse.DefaultOptions()},
 		Archive:    parquet.DefaultOptions(),
 		API:        controlplane.DefaultOptions(),
 	}

@@ -256,6 +256,8 @@ func sampleValue(key string) string {
 		"merge.redis_cluster.nodes":     "n1,n2",
 		"clickhouse.retry_min":          "200ms",
 		"archive.zstd":                  "best",
+		"kafka.sasl.password_file":      "keyheat.example.yaml", // any file that is there
+		"clickhouse.password_file":      "keyheat.example.yaml",
 		"pipeline.detect.slots":         "20",
 		"pipeline.detect.gate":          "0.6",
 		"pipeline.detect.pre_threshold": "0.25",

@@ -52,7 +52,9 @@ type Source struct {
 // every command) and are decoded, not validated; a key of no command is an
 // error. Every problem found is returned, joined, each naming its key (or
 // variable); a YAML syntax error or an unknown key in the file also names
-// its line.
+// its line. Last it reads the secret files of the keys cmd reads
+// (kafka.sasl.password_file, clickhouse.password_file) into the passwords
+// they stand for; no error quotes a secret.
 func Load(cmd Command, src Source) (*Config, error) {
 	def := Defaults()
 	v := viper.NewWithOptions(viper.KeyDelimiter("."))
@@ -123,6 +125,9 @@ func Load(cmd Command, src Source) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	if err := cfg.Validate(cmd); err != nil {
+		return nil, err
+	}
+	if err := cfg.readSecretFiles(cmd); err != nil {
 		return nil, err
 	}
 	return &cfg, nil

@@ -90,7 +90,10 @@ func (c *Config) Validate(cmd Command) error {
 		p.addPrefixed("merge", c.Merge.Validate())
 	}
 	if cmd.Reads("clickhouse") {
-		validateClickHouse(&p, &c.ClickHouse)
+		validateClickHouse(&p, &c.ClickHouse.Options)
+		if c.ClickHouse.Password != "" && c.ClickHouse.PasswordFile != "" {
+			p.add("clickhouse.password_file", "clickhouse.password is set too; set one of them")
+		}
 	}
 	if cmd.Reads("archive") && c.Archive.Root != "" {
 		p.addPrefixed("archive", c.Archive.Validate())
@@ -151,6 +154,9 @@ func (k *Kafka) validate(p *problems, cmd Command) {
 		}
 	default:
 		p.add("kafka.sasl.mechanism", "%q is not one of %s (or empty for none)", k.SASL.Mechanism, strings.Join(SASLMechanisms(), ", "))
+	}
+	if k.SASL.Password != "" && k.SASL.PasswordFile != "" {
+		p.add("kafka.sasl.password_file", "kafka.sasl.password is set too; set one of them")
 	}
 	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
 		p.add("kafka.tls.cert_file", "cert_file and key_file go together: set both or neither")

@@ -82,7 +82,7 @@ func newOperatorAPI(cfg *config.Config, clientOpts []kgo.Opt, reg prometheus.Reg
 	if cfg.ClickHouse.Enabled {
 		// Windows older than memory holds come from ClickHouse; while it
 		// is down the answers say so and carry what memory has.
-		if a.chPool, err = clickhouse.OpenPool(cfg.ClickHouse); err != nil {
+		if a.chPool, err = clickhouse.OpenPool(cfg.ClickHouse.Options); err != nil {
 			a.Close()
 			return nil, fmt.Errorf("api: %w", err)
 		}

@@ -242,7 +242,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		dc.Archive, dc.ArchiveFlush = a, cfg.Archive.SegmentAge
 	}
 	if cfg.ClickHouse.Enabled {
-		w, oerr := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log, Registerer: reg})
+		w, oerr := clickhouse.Open(ctx, cfg.ClickHouse.Options, clickhouse.Deps{Logger: log, Registerer: reg})
 		if oerr != nil {
 			return fmt.Errorf("clickhouse: %w", oerr)
 		}
@@ -258,6 +258,9 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	}
 	svc, err := detect.New(dc)
 	if err != nil {
+		return err
+	}
+	if err := checkKafkaAccess(ctx, cfg); err != nil {
 		return err
 	}
 	ready.Store(svc)
@@ -291,6 +294,19 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	log.Info("detect starting", "group", cfg.Detect.Group, "brokers", strings.Join(cfg.Kafka.Brokers, ","),
 		"rules", len(cfg.Pipeline.Rules), "exit_at_end", o.exitAtEnd, "memory_bound_per_partition_bytes", cfg.Pipeline.MemoryBound())
 	return svc.Run(runCtx)
+}
+
+// checkKafkaAccess fails when the brokers refuse the TLS or SASL
+// settings, naming the one to fix; brokers that do not answer are left to
+// the service's own wait for them (its topic check).
+func checkKafkaAccess(ctx context.Context, cfg *config.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := cfg.Kafka.CheckAccess(ctx)
+	if refused := (*config.FieldError)(nil); errors.As(err, &refused) {
+		return err
+	}
+	return nil
 }
 
 // reload applies the rules of the changed config file, or keeps the rules

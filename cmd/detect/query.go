@@ -74,7 +74,7 @@ pasted into the SQL.`,
 		if err != nil {
 			return err
 		}
-		cl, err := clickhouse.Connect(cmd.Context(), cfg.ClickHouse)
+		cl, err := clickhouse.Connect(cmd.Context(), cfg.ClickHouse.Options)
 		if err != nil {
 			return fmt.Errorf("query: %w", serverError(err, cfg.ClickHouse.Database))
 		}

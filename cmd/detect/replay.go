@@ -200,7 +200,7 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 		sinks.archive = a
 	}
 	if o.clickhouse {
-		w, err := clickhouse.Open(ctx, cfg.ClickHouse, clickhouse.Deps{Logger: log})
+		w, err := clickhouse.Open(ctx, cfg.ClickHouse.Options, clickhouse.Deps{Logger: log})
 		if err != nil {
 			return fmt.Errorf("replay: clickhouse: %w", err)
 		}

@@ -357,7 +357,8 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 // allows. It is the first contact with the brokers: when they do not
 // answer it waits for them, as long as kafka.connect_timeout allows (by
 // default without a limit), the same way a broker going away mid-run is
-// waited for; KafkaHealth says so.
+// waited for; KafkaHealth says so. Brokers that refuse the TLS or SASL
+// settings fail it at once (config.Kafka.CheckAccess).
 func ensureTopics(ctx context.Context, cfg *config.Config, prod *ingest.Producer, extra []topics.Spec) error {
 	if cfg.Kafka.ConnectTimeout > 0 {
 		var cancel context.CancelFunc
@@ -370,6 +371,15 @@ func ensureTopics(ctx context.Context, cfg *config.Config, prod *ingest.Producer
 	specs := append([]topics.Spec{spec(cfg.Kafka.Topics.Events), spec(cfg.Kafka.Topics.DLQ)}, extra...)
 	for {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// Brokers that refuse the TLS or SASL settings will not change
+		// their minds: that fails at once, naming the setting, while an
+		// absent broker is waited for (by the producer's client, whose
+		// failures KafkaHealth reports).
+		var refused *config.FieldError
+		if err := cfg.Kafka.CheckAccess(actx); errors.As(err, &refused) {
+			cancel()
+			return err
+		}
 		err := topics.Ensure(actx, prod.Client(), cfg.Kafka.CreateTopics, specs...)
 		cancel()
 		var missing *topics.MissingError
