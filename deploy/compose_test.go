@@ -25,14 +25,9 @@ const (
 	sharedConfig   = "keyheat.yaml"
 )
 
-// unset is the environment the compose file is interpolated with: no
-// variable set, so every ${VAR:-default} takes its default, as on a
-// machine where only `docker compose up` was typed.
-func unset(string) (string, bool) { return "", false }
-
 func loadCompose(t *testing.T) *composefile.File {
 	t.Helper()
-	f, err := composefile.Load(composePath, unset)
+	f, err := composefile.Load(composePath, nil) // no variable set: every ${VAR:-default} takes its default, as where only `docker compose up` was typed
 	require.NoError(t, err)
 	require.NotEmpty(t, f.Services, "%s has no services", composePath)
 	return f

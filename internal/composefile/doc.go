@@ -1,12 +1,9 @@
-// Package composefile reads the parts of a Docker Compose file that
-// keyheat's deployment tests check: each service's image or build,
-// command, environment, published ports, mounts, dependencies and
-// healthcheck, with ${VAR} interpolation as Compose does it.
+// Package composefile loads a Docker Compose file with compose-go, the
+// loader Docker Compose itself uses (schema validation, interpolation,
+// normalisation), and gives keyheat's deployment tests the parts they
+// check: each service's image or build, command, environment, published
+// ports, mounts, dependencies and healthcheck.
 //
-// It is not a Compose implementation. It reads the short and long forms of
-// ports, volumes and depends_on, YAML anchors and merge keys, and the
-// ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?message} and $$ forms of
-// interpolation; a form it does not read (a port range, an unbraced $VAR)
-// is an error naming the service, never silently skipped. Extends,
-// profiles, include and env_file are not read.
+// No Docker engine is needed: tests read the file as `docker compose
+// config` would and hold it to keyheat's own commands and config loader.
 package composefile
