@@ -15,7 +15,18 @@ import (
 func Progress(ctx context.Context, s *Stats, tty io.Writer, log *slog.Logger, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	progress(ctx, s, tty, log, tick.C)
+	p := newProgressLine(s, tty, log, time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			if tty != nil {
+				fmt.Fprintln(tty)
+			}
+			return
+		case now := <-tick.C:
+			p.report(now)
+		}
+	}
 }
 
 // progressCounts are the counts a progress line shows.
@@ -28,36 +39,39 @@ func (s *Stats) progressCounts() progressCounts {
 		skipped: s.Skipped.Load(), failed: s.Failed.Load()}
 }
 
-// progress is Progress on the ticks of tick.
-func progress(ctx context.Context, s *Stats, tty io.Writer, log *slog.Logger, tick <-chan time.Time) {
+// progressLine is what Progress remembers from one report to the next.
+type progressLine struct {
+	s     *Stats
+	tty   io.Writer
+	log   *slog.Logger
+	said  progressCounts
+	last  int64 // events at lastT
+	lastT time.Time
+}
+
+func newProgressLine(s *Stats, tty io.Writer, log *slog.Logger, now time.Time) *progressLine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var said progressCounts
-	last, lastT := s.Events.Load(), time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			if tty != nil {
-				fmt.Fprintln(tty)
-			}
-			return
-		case now := <-tick:
-			c := s.progressCounts()
-			rate := float64(c.events-last) / now.Sub(lastT).Seconds()
-			last, lastT = c.events, now
-			if tty != nil {
-				fmt.Fprintf(tty, "\r%10.0f events/s  lines %d  delivered %d  events %d  dlq %d  skipped %d  failed %d ",
-					rate, c.lines, c.delivered, c.events, c.dlq, c.skipped, c.failed)
-				continue
-			}
-			if c == said {
-				continue
-			}
-			said = c
-			attrs := []any{"events_per_s", int64(rate), "lines", c.lines, "delivered", c.delivered, "events", c.events}
-			attrs = append(attrs, s.DeadLetters().Attrs()...)
-			log.Info("progress", append(attrs, "skipped", c.skipped, "failed", c.failed)...)
-		}
+	return &progressLine{s: s, tty: tty, log: log, last: s.Events.Load(), lastT: now}
+}
+
+// report writes the counts as of now: always on a terminal, otherwise a log
+// record when a count changed since the last record.
+func (p *progressLine) report(now time.Time) {
+	c := p.s.progressCounts()
+	rate := float64(c.events-p.last) / now.Sub(p.lastT).Seconds()
+	p.last, p.lastT = c.events, now
+	if p.tty != nil {
+		fmt.Fprintf(p.tty, "\r%10.0f events/s  lines %d  delivered %d  events %d  dlq %d  skipped %d  failed %d ",
+			rate, c.lines, c.delivered, c.events, c.dlq, c.skipped, c.failed)
+		return
 	}
+	if c == p.said {
+		return
+	}
+	p.said = c
+	attrs := []any{"events_per_s", int64(rate), "lines", c.lines, "delivered", c.delivered, "events", c.events}
+	attrs = append(attrs, p.s.DeadLetters().Attrs()...)
+	p.log.Info("progress", append(attrs, "skipped", c.skipped, "failed", c.failed)...)
 }

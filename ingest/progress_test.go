@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -18,17 +17,11 @@ import (
 func TestProgressOnlyWhenChanged(t *testing.T) {
 	s := NewStats(nil)
 	log := &syncBuffer{}
-	tick := make(chan time.Time)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		progress(ctx, s, nil, slog.New(slog.NewTextHandler(log, nil)), tick)
-	}()
 	at := time.Now()
+	p := newProgressLine(s, nil, slog.New(slog.NewTextHandler(log, nil)), at)
 	beat := func() {
 		at = at.Add(10 * time.Second)
-		tick <- at
+		p.report(at)
 	}
 	beat() // nothing read yet
 	s.Lines.Add(4)
@@ -42,10 +35,6 @@ func TestProgressOnlyWhenChanged(t *testing.T) {
 	beat() // idle
 	s.Lines.Add(1)
 	beat()
-	// An unbuffered send returns once progress took the tick; the line of
-	// the last one is written once it comes back for the next, or stops.
-	cancel()
-	<-done
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 	require.Len(t, lines, 2, "a line for each tick that saw a change, none for the others:\n%s", log)
 	require.Contains(t, lines[0], `msg=progress events_per_s=0 lines=4 delivered=4 events=1 dlq=3 dlq_share=75.0% dlq_reasons.parse=1 dlq_reasons.time_skew=2 skipped=0 failed=0`)

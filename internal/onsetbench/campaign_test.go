@@ -378,13 +378,36 @@ func (c *campaign) waitSeen(done chan error, cond func() bool, what string) {
 	}
 }
 
-// missing names the planted keys not seen hot.
+// missing names the planted keys not seen hot, each with the last stage
+// of its path it reached, so a hang says where the path stopped: none of
+// its events produced yet, produced but none acknowledged by the broker,
+// acknowledged but none fetched by detect, fetched but no hot record
+// published, published but not fetched by the follower.
 func (c *campaign) missing() string {
 	var out []string
 	for _, o := range append([]*onset{c.warmup}, c.planted...) {
-		if o.seen.Load() == 0 {
-			out = append(out, o.key)
+		if o.seen.Load() != 0 {
+			continue
 		}
+		count := func(per []atomic.Int64) (n int) {
+			for i := range per {
+				if per[i].Load() != 0 {
+					n++
+				}
+			}
+			return n
+		}
+		stage := "no event produced"
+		switch {
+		case o.followerFetched.Load() != 0:
+			stage = "hot record fetched by the follower, not yet applied"
+		case o.published.Load() != 0:
+			stage = "hot record published, not fetched by the follower"
+		case o.firstMs.Load() != 0:
+			stage = fmt.Sprintf("events produced from %s: %d ms of them acknowledged, %d ms fetched by detect, no hot record published",
+				time.UnixMilli(o.firstMs.Load()).UTC().Format("15:04:05.000"), count(o.acked), count(o.fetched))
+		}
+		out = append(out, o.key+" ("+stage+")")
 	}
 	return strings.Join(out, ", ")
 }
