@@ -81,9 +81,11 @@ func (p *printer) report(r *schemas.WindowReport) {
 //   - windows without events (none, none late, not partial): once
 //     traffic stops, the merger still closes one window per
 //     pipeline.window. They are counted, and one line says how many
-//     passed before the next line printed:
+//     passed before the next line printed.
 //
-//     15:04:05 QUIET 30 windows without events, until 15:04:35
+// The line for quiet windows:
+//
+//	15:04:05 QUIET 30 windows without events, until 15:04:35
 //
 // Reports of a window must come cluster report first, as the merger
 // emits them. A TextPrinter is not safe for concurrent use.
