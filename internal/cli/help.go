@@ -48,7 +48,7 @@ func SetupHelp(root *cobra.Command, c config.Command) {
 				panic(fmt.Sprintf("cli: %s reads %q, which is no key of %s", cmd.CommandPath(), k, c))
 			}
 		}
-		cmd.Flags().AddFlag(&pflag.Flag{Name: HelpAllFlag, Usage: "help with every flag, also those of config keys " + cmd.Name() + " does not read",
+		cmd.Flags().AddFlag(&pflag.Flag{Name: HelpAllFlag, Usage: "help that lists every flag, also the config keys this command does not read",
 			Value: &helpAll{cmd: cmd}, DefValue: "false", NoOptDefVal: "true"})
 		for _, sub := range cmd.Commands() {
 			walk(sub)
@@ -167,6 +167,8 @@ func (h *helper) usage(cmd *cobra.Command) error {
 	if !all && len(rest) > 0 {
 		what := fmt.Sprintf("%d more flags, config keys %s does not read, are", len(rest), cmd.Name())
 		switch {
+		case len(read) == 0 && cmd.HasAvailableSubCommands():
+			what = fmt.Sprintf("Each command's --help lists, as flags, the config keys it reads; all %d are", len(rest))
 		case len(read) == 0:
 			what = fmt.Sprintf("%d more flags, one per config key, are", len(rest))
 		case len(rest) == 1:
