@@ -72,7 +72,7 @@ func TestHelpListsWhatEachCommandReads(t *testing.T) {
 					require.NotContains(t, help, "--"+k+" ", "detect %s does not read %s", tc.cmd, k)
 				}
 			}
-			require.Contains(t, help, "--help-all lists them", "the help says where the other flags are")
+			require.Regexp(t, `--help-all lists (them|it)`, help, "the help says where the other flags are")
 		})
 		t.Run("help-all "+tc.cmd, func(t *testing.T) {
 			args := strings.Fields(tc.cmd)
@@ -90,7 +90,7 @@ func TestHelpListsWhatEachCommandReads(t *testing.T) {
 				require.Contains(t, help, "--"+f.Name+" ", "detect %s --help-all lists every flag", tc.cmd)
 			})
 			require.Greater(t, n, len(config.CmdDetect.Keys()), "every key is a flag")
-			require.NotContains(t, help, "--help-all lists them")
+			require.NotRegexp(t, `--help-all lists (them|it)`, help)
 		})
 	}
 }

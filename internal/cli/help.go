@@ -164,17 +164,16 @@ func (h *helper) usage(cmd *cobra.Command) error {
 	if cmd.HasAvailableSubCommands() {
 		fmt.Fprintf(w, "\nUse \"%s [command] --help\" for more information about a command.\n", cmd.CommandPath())
 	}
-	if !all && len(rest) > 0 {
-		what := fmt.Sprintf("%d more flags, config keys %s does not read, are", len(rest), cmd.Name())
-		switch {
-		case len(read) == 0 && cmd.HasAvailableSubCommands():
-			what = fmt.Sprintf("Each command's --help lists, as flags, the config keys it reads; all %d are", len(rest))
-		case len(read) == 0:
-			what = fmt.Sprintf("%d more flags, one per config key, are", len(rest))
-		case len(rest) == 1:
-			what = fmt.Sprintf("1 more flag, a config key %s does not read, is", cmd.Name())
-		}
-		fmt.Fprintf(w, "%s accepted too: --help-all lists them.\n", what)
+	switch {
+	case all || len(rest) == 0:
+	case len(read) == 0 && cmd.HasAvailableSubCommands():
+		fmt.Fprintf(w, "Each command's --help lists, as flags, the config keys it reads; --help-all lists them all (%d).\n", len(rest))
+	case len(read) == 0:
+		fmt.Fprintf(w, "%d more flags, one per config key, are accepted too: --help-all lists them.\n", len(rest))
+	case len(rest) == 1:
+		fmt.Fprintf(w, "1 more flag, a config key %s does not read, is accepted too: --help-all lists it.\n", cmd.Name())
+	default:
+		fmt.Fprintf(w, "%d more flags, config keys %s does not read, are accepted too: --help-all lists them.\n", len(rest), cmd.Name())
 	}
 	return nil
 }
