@@ -157,7 +157,12 @@ func (h *helper) usage(cmd *cobra.Command) error {
 			cmd.Name(), ex, section, key, config.EnvName(ex))
 		writeSections(w, read)
 	}
-	if all && len(rest) > 0 {
+	switch {
+	case !all || len(rest) == 0:
+	case len(read) == 0 && cmd.HasAvailableSubCommands():
+		fmt.Fprintf(w, "\nEvery config key, as a flag of every command (each command's --help lists those it reads):\n")
+		writeSections(w, rest)
+	default:
 		fmt.Fprintf(w, "\nAccepted, but not read by %s (keys of other commands, so that one config file serves them all):\n", cmd.CommandPath())
 		writeSections(w, rest)
 	}
