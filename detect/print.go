@@ -18,13 +18,14 @@ const (
 )
 
 // printer writes hot-key events and window reports to a writer (stdout)
-// as they are produced: JSON lines (the messages' own encoding), or one
-// line per event and a short block per report for people. Partitions and
-// the merger print from their goroutines, so writes are serialised.
+// as they are produced: JSON lines (the messages' own encoding, every
+// report), or for people the lines of a TextPrinter. Partitions and the
+// merger print from their goroutines, so writes are serialised.
 type printer struct {
 	mu   sync.Mutex
 	w    io.Writer
 	json bool
+	text TextPrinter
 	buf  []byte
 }
 
@@ -32,7 +33,7 @@ func newPrinter(w io.Writer, format string) *printer {
 	if w == nil {
 		return nil
 	}
-	return &printer{w: w, json: format == PrintJSON}
+	return &printer{w: w, json: format == PrintJSON, text: TextPrinter{Top: 5}}
 }
 
 func (p *printer) hotKey(h *schemas.HotKeyEvent) {
@@ -44,10 +45,11 @@ func (p *printer) hotKey(h *schemas.HotKeyEvent) {
 	b := p.buf[:0]
 	if p.json {
 		b, _ = h.AppendJSON(b)
+		b = append(b, '\n')
 	} else {
-		b = AppendHotKeyText(b, h)
+		b = p.text.AppendHotKey(b, h)
 	}
-	p.buf = append(b, '\n')
+	p.buf = b
 	_, _ = p.w.Write(p.buf)
 }
 
@@ -62,10 +64,85 @@ func (p *printer) report(r *schemas.WindowReport) {
 		b, _ = r.AppendJSON(b)
 		b = append(b, '\n')
 	} else {
-		b = AppendReportText(b, r, 5)
+		b = p.text.AppendReport(b, r)
 	}
 	p.buf = b
-	_, _ = p.w.Write(p.buf)
+	if len(b) > 0 {
+		_, _ = p.w.Write(p.buf)
+	}
+}
+
+// TextPrinter writes hot-key events and window reports as text for
+// people, leaving out what says nothing new:
+//
+//   - the report of app "" (events that name no app) when it has the
+//     cluster report's events, which it then repeats: when no event
+//     names an app, every window had two identical reports;
+//   - windows without events (none, none late, not partial): once
+//     traffic stops, the merger still closes one window per
+//     pipeline.window. They are counted, and one line says how many
+//     passed before the next line printed.
+//
+// The line for quiet windows:
+//
+//	15:04:05 QUIET 30 windows without events, until 15:04:35
+//
+// Reports of a window must come cluster report first, as the merger
+// emits them. A TextPrinter is not safe for concurrent use.
+type TextPrinter struct {
+	// Top is how many keys a report lists.
+	Top int
+
+	clusterStartMs int64
+	clusterEvents  uint64
+	hasCluster     bool
+	quiet          int   // windows without events not yet said
+	quietFromMs    int64 // start of the first of them
+	quietToMs      int64 // end of the last
+}
+
+// AppendHotKey appends h's line (AppendHotKeyText), after the line for
+// the quiet windows before it, if any.
+func (t *TextPrinter) AppendHotKey(b []byte, h *schemas.HotKeyEvent) []byte {
+	b = t.appendQuiet(b)
+	b = AppendHotKeyText(b, h)
+	return append(b, '\n')
+}
+
+// AppendReport appends r as AppendReportText does, or nothing for a
+// report that says nothing new (see TextPrinter).
+func (t *TextPrinter) AppendReport(b []byte, r *schemas.WindowReport) []byte {
+	if r.Scope == schemas.ScopeCluster {
+		t.clusterStartMs, t.clusterEvents, t.hasCluster = r.StartMs, r.Events, true
+		if r.Events == 0 && r.Late == 0 && !r.Partial {
+			if t.quiet == 0 {
+				t.quietFromMs = r.StartMs
+			}
+			t.quiet++
+			t.quietToMs = r.EndMs
+			return b
+		}
+	}
+	if r.Scope == schemas.ScopeApp && r.App == "" && t.hasCluster && r.StartMs == t.clusterStartMs && r.Events == t.clusterEvents {
+		return b
+	}
+	b = t.appendQuiet(b)
+	return AppendReportText(b, r, t.Top)
+}
+
+func (t *TextPrinter) appendQuiet(b []byte) []byte {
+	if t.quiet == 0 {
+		return b
+	}
+	b = time.UnixMilli(t.quietFromMs).UTC().AppendFormat(b, "15:04:05")
+	b = fmt.Appendf(b, " QUIET %d window", t.quiet)
+	if t.quiet > 1 {
+		b = append(b, 's')
+	}
+	b = append(b, " without events, until "...)
+	b = time.UnixMilli(t.quietToMs).UTC().AppendFormat(b, "15:04:05")
+	t.quiet = 0
+	return append(b, '\n')
 }
 
 // AppendHotKeyText appends one line saying what h says. It starts with
@@ -137,6 +214,9 @@ func AppendReportText(b []byte, r *schemas.WindowReport, top int) []byte {
 	b = append(b, " REPORT "...)
 	if r.Scope == schemas.ScopeApp {
 		b = append(b, "app="...)
+		if r.App == "" {
+			b = append(b, `""`...) // events that name no app
+		}
 		b = append(b, r.App...)
 	} else {
 		b = append(b, r.Scope...)

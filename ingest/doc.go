@@ -26,13 +26,16 @@
 //     grown for TailOptions.RotatedIdle while the new file has data; only
 //     a line ended by a newline is a line, an unterminated rest is sent
 //     when its file is closed for good. Rotated files are looked for by
-//     TailOptions.Rotated patterns, so files that went by while ingest
+//     TailOptions.Rotated patterns (by default only the names logrotate
+//     gives: RotatedSuffix), so files that went by while ingest
 //     was down, or between two looks, are read too, in order, and a
 //     copytruncate copy is read from where the original was left. What
 //     ingest sees it cannot read is said, not lost silently: a rotated
 //     file deleted before ingest read it (with its unread bytes), a
 //     compressed rotated file, a file truncated in place with no copy
-//     among the rotated names. Two cases are inherent limits that no
+//     among the rotated names; a file taken in by its name whose first
+//     lines mostly go to the DLQ is said, once, not to look like a log
+//     of the path. Two cases are inherent limits that no
 //     reader of the files can see: lines written between copytruncate's
 //     copy and its truncation are in neither file (logrotate's own race),
 //     and a file truncated in place with no copy, whose last lines were in

@@ -141,6 +141,9 @@ type Line struct {
 	// a newline after them: parsed like any line, and when that fails its
 	// dead letter says it was left unfinished.
 	Unterminated bool
+	// rejected is set by send when the line went to the DLQ: the tail
+	// judges from it whether a file it took for a rotated log is one.
+	rejected bool
 }
 
 // Send parses l and produces the result; ack.Ack(seq, …) follows once it
@@ -202,6 +205,7 @@ func (s *LineSender) send(ctx context.Context, l *Line, ack Acker, seq uint64, s
 		ack.Ack(seq, nil)
 		return nil
 	}
+	l.rejected = true
 	if l.Unterminated {
 		err = &schemas.InvalidEventError{Reason: schemas.ReasonOf(err),
 			Detail: "unterminated last line of a file closed for good (a torn write?): " + detailOf(err)}

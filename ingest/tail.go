@@ -33,8 +33,10 @@ type TailOptions struct {
 	// as the records they account for (positions.go).
 	PositionsTopic string `mapstructure:"positions_topic"`
 	// Rotated are glob patterns of a followed file's rotated names;
-	// {name} stands for its base name, and a relative pattern is looked
-	// up in its folder. Files matching them that changed since this tail
+	// {name} stands for its base name, RotatedSuffix ending a pattern for
+	// the suffixes logrotate appends (.1, -20261127, .2026-11-27, with
+	// .gz and the like), and a relative pattern is looked up in its
+	// folder. Files matching them that changed since this tail
 	// id first followed the file, and that it has not read, are taken for
 	// rotated files that went by (while ingest was down, or between two
 	// looks) and read before the live file, oldest first; a copy left by
@@ -55,10 +57,12 @@ type TailOptions struct {
 }
 
 // DefaultTailOptions: the host name as tail id, positions in
-// keyheat.ingest.positions, rotated names {name}.* and {name}-*, a rotated
-// file closed after 5s idle, a 200ms poll, a commit every 250ms.
+// keyheat.ingest.positions, rotated names {name}{rotated} (the names
+// logrotate gives, not any name that starts like the file's: see
+// RotatedSuffix), a rotated file closed after 5s idle, a 200ms poll, a
+// commit every 250ms.
 func DefaultTailOptions() TailOptions {
-	return TailOptions{PositionsTopic: "keyheat.ingest.positions", Rotated: []string{"{name}.*", "{name}-*"},
+	return TailOptions{PositionsTopic: "keyheat.ingest.positions", Rotated: []string{"{name}" + RotatedSuffix},
 		RotatedIdle: 5 * time.Second, PollInterval: 200 * time.Millisecond, CommitInterval: 250 * time.Millisecond}
 }
 
@@ -75,8 +79,8 @@ func (o TailOptions) Validate() error {
 		p.add("positions_topic", "%v", err)
 	}
 	for _, g := range o.Rotated {
-		if _, err := filepath.Match(g, ""); err != nil {
-			p.add("rotated", "%q is not a glob pattern: %v", g, err)
+		if err := checkRotatedPattern(g); err != nil {
+			p.add("rotated", "%v", err)
 		}
 	}
 	if o.RotatedIdle < 0 {
@@ -429,7 +433,7 @@ func (t *Tailer) startWatches(pinned []pin, startMs int64, saved map[posKey]file
 	defer t.gate.Unlock()
 	followed := t.followed()
 	for i, p := range t.cfg.Paths {
-		w := &watch{t: t, path: p, globs: rotatedGlobs(p, t.cfg.Rotated)}
+		w := &watch{t: t, path: p, rotated: rotatedPatterns(p, t.cfg.Rotated)}
 		var mine []filePos
 		for _, pos := range saved {
 			if pos.Path == p {

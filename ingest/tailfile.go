@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -90,7 +92,19 @@ type tfile struct {
 	rotated    bool // no longer at the path
 	done       bool // read to its end and closed for good once committed
 	tombstone  bool // forget its position at the next commit, then drop it
+
+	// byPattern: taken in only because its name matches ingest.rotated,
+	// never seen at the path. Its first lines are judged (sampled,
+	// rejected) to say once when it does not look like a log of the path.
+	byPattern bool
+	sampled   int
+	rejected  int
+	judged    bool
 }
+
+// notALogSample is how many lines of a file taken in by its name are
+// judged: most of them dead-lettered, it is said not to look like a log.
+const notALogSample = 20
 
 // newTFile starts reading f, whose identity is key, at off.
 func (w *watch) newTFile(f *os.File, name string, key posKey, off int64, fp fingerprint) *tfile {
@@ -218,7 +232,35 @@ func (tf *tfile) lines(ctx context.Context) error {
 func (tf *tfile) send(ctx context.Context, line []byte, off int64, whole int, lerr error, unterminated bool) error {
 	t := tf.w.t
 	l := Line{Data: line, Len: whole, Source: tf.w.path, IDPrefix: tf.idPrefix, Offset: off, Err: lerr, Unterminated: unterminated}
-	return t.pl.send(ctx, &l, t, 0, t.pending)
+	err := t.pl.send(ctx, &l, t, 0, t.pending)
+	if tf.byPattern && !tf.judged {
+		tf.sampled++
+		if l.rejected {
+			tf.rejected++
+		}
+		if tf.sampled >= notALogSample {
+			tf.judge()
+		}
+	}
+	return err
+}
+
+// judge says, once, when most lines sampled from a file taken in by its
+// name were dead-lettered: the name matched ingest.rotated, but the file
+// is most likely another file beside the log (a neighbour such as
+// access.log.truth.json under a pattern like {name}.*), not a rotated
+// copy of it.
+func (tf *tfile) judge() {
+	tf.judged = true
+	if tf.rejected*2 <= tf.sampled {
+		return
+	}
+	t := tf.w.t
+	t.log.Warn(fmt.Sprintf("tail %s: %s does not look like a log of it: %d of its first %d lines could not be used (dead-lettered); "+
+		"it was read because its name matches ingest.rotated %s: make the patterns match only rotated copies of the file "+
+		"({name}{rotated} matches only logrotate's names), or move the file out of the folder",
+		tf.w.path, filepath.Base(tf.name), tf.rejected, tf.sampled, strings.Join(t.cfg.Rotated, ",")),
+		"path", tf.w.path, "file", tf.name, "lines", tf.sampled, "dead_lettered", tf.rejected)
 }
 
 // finish closes tf for good: an unterminated rest is sent as the file's
@@ -239,6 +281,9 @@ func (tf *tfile) finish(ctx context.Context) error {
 	tf.tooLong = -1
 	tf.start, tf.end = 0, 0
 	tf.done = true
+	if tf.byPattern && !tf.judged && tf.sampled > 0 {
+		tf.judge() // shorter than the sample
+	}
 	return nil
 }
 

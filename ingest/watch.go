@@ -25,9 +25,9 @@ import (
 // and looks at the path while holding the tailer's gate for reading.
 type watch struct {
 	t       *Tailer
-	path    string   // absolute
-	globs   []string // absolute patterns of its rotated names
-	sinceMs int64    // when this tail id first followed path
+	path    string           // absolute
+	rotated []rotatedPattern // absolute patterns of its rotated names
+	sinceMs int64            // when this tail id first followed path
 
 	files []*tfile // rotated files oldest first; the live file, when open, last
 	live  *tfile
@@ -99,21 +99,6 @@ func (c *candidate) close() {
 	}
 }
 
-// rotatedGlobs turns the rotated patterns of TailOptions into absolute
-// patterns for path: {name} is its base name, a relative pattern lives
-// in its folder.
-func rotatedGlobs(path string, patterns []string) []string {
-	var out []string
-	for _, p := range patterns {
-		p = strings.ReplaceAll(p, "{name}", filepath.Base(path))
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(filepath.Dir(path), p)
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // findCandidates lists the regular files in path's folder: the ones
 // matching the rotated patterns, and, so that a rotated file is found by
 // its identity whatever its new name, every other one too (glob false).
@@ -131,10 +116,8 @@ func (w *watch) findCandidates(skip map[string]bool) []*candidate {
 			continue
 		}
 		glob := false
-		for _, g := range w.globs {
-			if ok, _ := filepath.Match(g, name); ok {
-				glob = true
-			}
+		for _, g := range w.rotated {
+			glob = glob || g.match(name)
 		}
 		fi, err := e.Info()
 		if err != nil {
@@ -295,6 +278,7 @@ func (w *watch) start(pinned pin, startMs int64, saved []filePos, fromStart bool
 		fp, _ := fingerprintOf(c.f, c.fi.Size())
 		tf := w.newTFile(c.f, c.name, t.newKey(c.id), off, fp)
 		tf.rotated = true
+		tf.byPattern = c != pin
 		plans = append(plans, plan{tf, why})
 	}
 	// Oldest first, the live file last.
@@ -532,7 +516,7 @@ func (w *watch) adoptRotated() (missed []string) {
 		case !w.seen[c.id] && c.fi.ModTime().UnixMilli() > w.sinceMs && !w.compressed(c) && c.open() != nil && !w.copyOfFollowed(c):
 			fp, _ := fingerprintOf(c.f, c.fi.Size())
 			tf := w.newTFile(c.f, c.name, w.t.newKey(c.id), 0, fp)
-			tf.rotated = true
+			tf.rotated, tf.byPattern = true, true
 			c.taken = true
 			w.files = append(w.files, tf)
 			missed = append(missed, filepath.Base(c.name))
@@ -593,7 +577,7 @@ func (w *watch) truncated(ctx context.Context) error {
 		}
 		old.done = false
 		t.log.Warn(fmt.Sprintf("tail %s: truncated in place, and no rotated file holds a copy of it; lines written after byte %d before the truncation, if any, cannot be read",
-			w.path, old.readPos), "path", w.path, "rotated", strings.Join(w.globs, ","))
+			w.path, old.readPos), "path", w.path, "rotated", strings.Join(w.t.cfg.Rotated, ","))
 		// The old generation is forgotten in the commit that starts the
 		// new one.
 		gone := &tfile{w: w, key: old.key, committed: old.committed, tombstone: true}

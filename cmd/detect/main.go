@@ -91,6 +91,7 @@ func newRoot(stdout io.Writer) *cobra.Command {
 			return err
 		}}
 	root.AddCommand(run, demo, example, newReplayCmd(stdout), newQueryCmd(stdout))
+	setupHelp(root)
 	return root
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -26,7 +27,8 @@ func newQueryCmd(stdout io.Writer) *cobra.Command {
 
   top          the heaviest keys of the range (--list events|bytes|reads|writes|latency)
   skew         the most skewed windows: partition and node load, top-1 and top-10 share
-  key KEY      one key's history, window by window
+  key KEY      one key's history, window by window: the most recent first
+               (--order=busiest: the windows with the most events first)
   alerts       hot-key events (--key narrows them to one key)
 
 The range is --since (back from now) or --from/--to; --app selects one app's
@@ -35,6 +37,7 @@ pasted into the SQL.`,
 		Example: `  detect query top --since=1h --app=shop
   detect query skew --from=2026-01-02T14:00:00Z --to=2026-01-02T14:10:00Z --json
   detect query key product:42 --since=30m
+  detect query key product:42 --since=24h --order=busiest
   detect query alerts --since=24h --app=shop`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -63,11 +66,19 @@ pasted into the SQL.`,
 	f.String("key", "", "alerts: only this key's")
 	f.String("list", "events", "top: rank by events, bytes, reads, writes or latency")
 	f.Int("limit", 20, "rows at most")
+	f.String("order", clickhouse.KeyOrderRecent, "key: which windows come first, and are kept under --limit: recent (the newest) or busiest (the most events)")
 	f.Bool("json", false, "print the rows as JSON, one object a line")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		r, err := queryRange(cmd, time.Now())
 		if err != nil {
 			return err
+		}
+		order, _ := f.GetString("order")
+		switch {
+		case f.Changed("order") && args[0] != "key":
+			return fmt.Errorf("--order orders query key's windows; query %s has its own order", args[0])
+		case !slices.Contains(clickhouse.KeyOrders(), order):
+			return fmt.Errorf("--order=%q: want %s", order, strings.Join(clickhouse.KeyOrders(), " or "))
 		}
 		file, _ := cmd.Flags().GetString("config")
 		cfg, err := config.Load(config.CmdDetect, config.Source{File: file, Flags: cmd.Flags()})
@@ -85,6 +96,7 @@ pasted into the SQL.`,
 		ctx := cmd.Context()
 		var rows any
 		var table func(*tabwriter.Writer)
+		var note string // what the rows leave out, and how to see it
 		switch args[0] {
 		case "top":
 			list, _ := f.GetString("list")
@@ -100,11 +112,19 @@ pasted into the SQL.`,
 			}
 			rows, table = rs, func(w *tabwriter.Writer) { skewTable(w, rs) }
 		case "key":
-			rs, err := cl.Key(ctx, clickhouse.KeyQuery{Range: r, App: app, Key: args[1], Limit: limit})
+			q := clickhouse.KeyQuery{Range: r, App: app, Key: args[1], Limit: limit, Order: order}
+			rs, err := cl.Key(ctx, q)
 			if err != nil {
 				return err
 			}
 			rows, table = rs, func(w *tabwriter.Writer) { keyTable(w, rs) }
+			if len(rs) > 0 && len(rs) >= effectiveLimit(limit) {
+				total, err := cl.KeyWindows(ctx, q)
+				if err != nil {
+					return err
+				}
+				note = keyNote(len(rs), total, order)
+			}
 		case "alerts":
 			key, _ := f.GetString("key")
 			rs, err := cl.Alerts(ctx, clickhouse.AlertsQuery{Range: r, App: app, Key: key, Limit: limit})
@@ -114,13 +134,50 @@ pasted into the SQL.`,
 			rows, table = rs, func(w *tabwriter.Writer) { alertsTable(w, rs) }
 		}
 		if asJSON {
+			// The note goes to standard error: standard output stays
+			// JSON lines for a program to read.
+			if note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+			}
 			return writeJSONLines(stdout, rows)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		table(tw)
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if note != "" {
+			if _, err := fmt.Fprintln(stdout, note); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return c
+}
+
+// effectiveLimit is the row limit the queries apply for --limit.
+func effectiveLimit(limit int) int {
+	if limit <= 0 {
+		return clickhouse.DefaultLimit
+	}
+	return limit
+}
+
+// keyNote says how many of the key's windows shown rows leave out, when
+// any, and the flags that show them.
+func keyNote(shown int, total uint64, order string) string {
+	if total <= uint64(shown) {
+		return ""
+	}
+	which, other := "the most recent first", "--order=busiest the busiest first"
+	left := fmt.Sprintf("%d older ones", total-uint64(shown))
+	if order == clickhouse.KeyOrderBusiest {
+		which, other = "the busiest first", "--order=recent the most recent first"
+		left = fmt.Sprintf("%d quieter ones", total-uint64(shown))
+	}
+	return fmt.Sprintf("%d of the key's %d windows in the range, %s; %s left out: --limit=%d shows them all, %s, --since or --from/--to another range.",
+		shown, total, which, left, total, other)
 }
 
 // queryRange reads --since or --from/--to against nowMs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -148,6 +149,58 @@ func TestQueryAgainstInsertedRows(t *testing.T) {
 		slices.Sort(got)
 		require.Equal(t, want, got, "one row per window the key made its app's list")
 	})
+	t.Run("key recent first, saying what is left out", func(t *testing.T) {
+		counts := map[int64]uint64{}
+		var windows []int64
+		for _, r := range shop {
+			for _, k := range r.Top {
+				if k.Key == "product:42" {
+					windows = append(windows, r.StartMs)
+					counts[r.StartMs] = k.Count
+				}
+			}
+		}
+		n := len(windows)
+		require.Greater(t, n, 2, "the test needs windows to leave out")
+		slices.Sort(windows)
+		slices.Reverse(windows)
+		base := append([]string{"query", "key", "product:42", "--from=2026-01-02T13:00:00Z", "--to=2026-01-02T15:00:00Z", "--limit=2"}, chFlags...)
+		note := fmt.Sprintf("2 of the key's %d windows in the range, the most recent first; %d older ones left out: --limit=%d shows them all, --order=busiest the busiest first",
+			n, n-2, n)
+
+		out, stderr, err := execDetect(t, append(base, "--json")...)
+		require.NoError(t, err, stderr)
+		var starts []int64
+		for _, r := range jsonRows[clickhouse.KeyRow](t, out) {
+			starts = append(starts, r.StartMs)
+		}
+		require.Equal(t, windows[:2], starts, "the newest windows, newest first")
+		require.Contains(t, stderr, note, "--json says what it left out on standard error")
+
+		out, stderr, err = execDetect(t, base...)
+		require.NoError(t, err, stderr)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 4, "a header, two windows and the note:\n%s", out)
+		require.Contains(t, lines[1], msTime(windows[0]))
+		require.Contains(t, lines[3], note)
+
+		out, stderr, err = execDetect(t, append(base, "--json", "--order=busiest")...)
+		require.NoError(t, err, stderr)
+		var got []uint64
+		for _, r := range jsonRows[clickhouse.KeyRow](t, out) {
+			got = append(got, r.Events)
+		}
+		want := slices.Collect(maps.Values(counts))
+		slices.Sort(want)
+		slices.Reverse(want)
+		require.Equal(t, want[:2], got, "the busiest windows first")
+		require.Contains(t, stderr, fmt.Sprintf("2 of the key's %d windows in the range, the busiest first; %d quieter ones left out", n, n-2))
+
+		out, stderr, err = execDetect(t, append(base, "--json", fmt.Sprintf("--limit=%d", n))...)
+		require.NoError(t, err, stderr)
+		require.Len(t, jsonRows[clickhouse.KeyRow](t, out), n)
+		require.NotContains(t, stderr, "left out", "nothing left out, nothing said")
+	})
 	t.Run("alerts", func(t *testing.T) {
 		rows := jsonRows[clickhouse.AlertRow](t, query(t, "alerts", "--app=shop"))
 		require.Len(t, rows, len(hot), "every hot-key event")
@@ -234,6 +287,8 @@ func TestQueryArgs(t *testing.T) {
 		{[]string{"hottest"}, `unknown query "hottest"`},
 		{[]string{"key"}, "query key takes the key"},
 		{[]string{"top", "x"}, "query top takes no argument"},
+		{[]string{"key", "k", "--order=oldest"}, `--order="oldest": want recent or busiest`},
+		{[]string{"top", "--order=busiest"}, "--order orders query key's windows"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, _, err := execDetect(t, append([]string{"query"}, tc.args...)...)

@@ -326,6 +326,7 @@ type replayPrinter struct {
 	w    io.Writer
 	json bool
 	top  int
+	text detect.TextPrinter
 	buf  []byte
 }
 
@@ -335,10 +336,10 @@ func (p *replayPrinter) hotKey(h *schemas.HotKeyEvent) {
 	}
 	if p.json {
 		p.buf, _ = h.AppendJSON(p.buf[:0])
+		p.buf = append(p.buf, '\n')
 	} else {
-		p.buf = detect.AppendHotKeyText(p.buf[:0], h)
+		p.buf = p.text.AppendHotKey(p.buf[:0], h)
 	}
-	p.buf = append(p.buf, '\n')
 	_, _ = p.w.Write(p.buf)
 }
 
@@ -350,9 +351,12 @@ func (p *replayPrinter) report(r *schemas.WindowReport) {
 		p.buf, _ = r.AppendJSON(p.buf[:0])
 		p.buf = append(p.buf, '\n')
 	} else {
-		p.buf = detect.AppendReportText(p.buf[:0], r, p.top)
+		p.text.Top = p.top
+		p.buf = p.text.AppendReport(p.buf[:0], r)
 	}
-	_, _ = p.w.Write(p.buf)
+	if len(p.buf) > 0 {
+		_, _ = p.w.Write(p.buf)
+	}
 }
 
 // replayToTopic produces the events r yields to o.toTopic, paced by their

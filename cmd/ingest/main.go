@@ -173,6 +173,7 @@ func newRoot(force <-chan struct{}) *cobra.Command {
 			return err
 		}}
 	root.AddCommand(tail, stdin, topic, gen, example)
+	setupHelp(root)
 	return root
 }
 

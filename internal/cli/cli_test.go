@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -149,4 +150,14 @@ func TestWatchFile(t *testing.T) {
 		t.Fatalf("called for unchanged content %q", got)
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// TestSetupHelpRefusesUnknownKeys: a command that says it reads a key the
+// config does not have is a typo, caught when the tree is built.
+func TestSetupHelpRefusesUnknownKeys(t *testing.T) {
+	root := &cobra.Command{Use: "x"}
+	sub := &cobra.Command{Use: "sub", Run: func(*cobra.Command, []string) {}}
+	root.AddCommand(sub)
+	Reads(sub, "clickhouse.adr")
+	require.PanicsWithValue(t, `cli: x sub reads "clickhouse.adr", which is no key of detect`, func() { SetupHelp(root, config.CmdDetect) })
 }

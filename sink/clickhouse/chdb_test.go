@@ -204,9 +204,11 @@ func TestChdbCurrentRelease(t *testing.T) {
 			add(chschema.QuerySlots, r, map[string]string{"app": app, "limit": "4"}, func(out string) {
 				require.Equal(t, nonNilRows(expectSlots(cur, r, app, 4)), decodeRows[SlotRow](t, out))
 			})
-			add(chschema.QueryKey, r, map[string]string{"app": app, "key": "key-00", "limit": strconv.Itoa(DefaultLimit)}, func(out string) {
-				require.Equal(t, nonNilRows(expectKey(cur, r, app, "key-00")), decodeRows[KeyRow](t, out))
-			})
+			for _, order := range KeyOrders() {
+				add(chschema.QueryKey, r, map[string]string{"app": app, "key": "key-00", "order": order, "limit": "3"}, func(out string) {
+					require.Equal(t, nonNilRows(expectKey(cur, r, app, "key-00", order, 3)), decodeRows[KeyRow](t, out))
+				})
+			}
 			add(chschema.QueryAlerts, r, map[string]string{"app": app, "key": "", "limit": strconv.Itoa(DefaultLimit)}, func(out string) {
 				require.Equal(t, nonNilRows(expectAlerts(f, r, app, "")), decodeRows[AlertRow](t, out))
 			})

@@ -285,7 +285,15 @@ func TestClickHouseQueries(t *testing.T) {
 				for _, key := range []string{"key-00", "key-07", "absent"} {
 					got, err := c.Key(ctx, KeyQuery{Range: rg.r, App: app, Key: key})
 					require.NoError(t, err)
-					require.Equal(t, nonNilRows(expectKey(cur, rg.r, app, key)), nonNilRows(got), "key %s", key)
+					require.Equal(t, nonNilRows(expectKey(cur, rg.r, app, key, KeyOrderRecent, 0)), nonNilRows(got), "key %s", key)
+					n, err := c.KeyWindows(ctx, KeyQuery{Range: rg.r, App: app, Key: key, Limit: 1})
+					require.NoError(t, err)
+					require.Equal(t, uint64(len(expectKey(cur, rg.r, app, key, KeyOrderRecent, 1<<30))), n, "key %s: windows without a limit", key)
+					for _, order := range KeyOrders() {
+						got, err := c.Key(ctx, KeyQuery{Range: rg.r, App: app, Key: key, Order: order, Limit: 3})
+						require.NoError(t, err)
+						require.Equal(t, nonNilRows(expectKey(cur, rg.r, app, key, order, 3)), nonNilRows(got), "key %s order %s", key, order)
+					}
 				}
 				for _, key := range []string{"", "key-00", "absent"} {
 					got, err := c.Alerts(ctx, AlertsQuery{Range: rg.r, App: app, Key: key})
@@ -306,6 +314,8 @@ func TestClickHouseQueries(t *testing.T) {
 	require.ErrorContains(t, err, "must be after")
 	_, err = c.Key(ctx, KeyQuery{Range: ranges[0].r})
 	require.ErrorContains(t, err, "name the key")
+	_, err = c.Key(ctx, KeyQuery{Range: ranges[0].r, Key: "k", Order: "oldest"})
+	require.ErrorContains(t, err, `order "oldest": want recent or busiest`)
 
 	// A key with quotes and backslashes reaches the server as a value.
 	got, err := c.Key(ctx, KeyQuery{Range: ranges[0].r, Key: `x' OR 1=1 --\'`})

@@ -179,7 +179,9 @@ func expectSlots(cur map[string]*schemas.WindowReport, r Range, app string, limi
 	return capRows(out, limit)
 }
 
-func expectKey(cur map[string]*schemas.WindowReport, r Range, app, key string) []KeyRow {
+// expectKey is the key query's answer: the newest windows first, or with
+// order busiest the most events first (the newest among equals).
+func expectKey(cur map[string]*schemas.WindowReport, r Range, app, key, order string, limit int) []KeyRow {
 	var out []KeyRow
 	for _, rep := range cur {
 		if rep.Scope != schemas.ScopeApp || !inRange(r, rep.StartMs) || (app != "" && rep.App != app) {
@@ -194,9 +196,13 @@ func expectKey(cur map[string]*schemas.WindowReport, r Range, app, key string) [
 		}
 	}
 	slices.SortFunc(out, func(a, b KeyRow) int {
-		return cmp.Or(cmp.Compare(a.StartMs, b.StartMs), cmp.Compare(a.App, b.App))
+		byEvents := 0
+		if order == KeyOrderBusiest {
+			byEvents = cmp.Compare(b.Events, a.Events)
+		}
+		return cmp.Or(byEvents, cmp.Compare(b.StartMs, a.StartMs), cmp.Compare(a.App, b.App))
 	})
-	return capRows(out, 0)
+	return capRows(out, limit)
 }
 
 func expectAlerts(f fixture, r Range, app, key string) []AlertRow {

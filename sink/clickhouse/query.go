@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -196,6 +198,36 @@ type KeyQuery struct {
 	App   string
 	Key   string
 	Limit int
+	// Order is one of KeyOrders: which windows come first, and are kept
+	// under Limit. Empty is KeyOrderRecent.
+	Order string
+}
+
+// The values of KeyQuery.Order.
+const (
+	// KeyOrderRecent lists the newest windows first: the burst that made
+	// someone ask is most often the latest.
+	KeyOrderRecent = "recent"
+	// KeyOrderBusiest lists the windows with the most events first, the
+	// newest first among equals.
+	KeyOrderBusiest = "busiest"
+)
+
+// KeyOrders lists the values of KeyQuery.Order.
+func KeyOrders() []string { return []string{KeyOrderRecent, KeyOrderBusiest} }
+
+func (q KeyQuery) args(limit uint32) (map[string]any, error) {
+	if q.Key == "" {
+		return nil, errors.New("key: name the key")
+	}
+	order := q.Order
+	if order == "" {
+		order = KeyOrderRecent
+	}
+	if !slices.Contains(KeyOrders(), order) {
+		return nil, fmt.Errorf("key: order %q: want %s", q.Order, strings.Join(KeyOrders(), " or "))
+	}
+	return map[string]any{"app": q.App, "key": q.Key, "order": order, "limit": limit}, nil
 }
 
 // KeyRow is the key in one window of one app's report.
@@ -214,16 +246,39 @@ type KeyRow struct {
 	Share     float64 `ch:"share" json:"share"`
 }
 
-// Key runs the key query.
+// Key runs the key query: at most q.Limit windows, in q.Order.
 func (c *Client) Key(ctx context.Context, q KeyQuery) ([]KeyRow, error) {
-	if q.Key == "" {
-		return nil, errors.New("key: name the key")
+	args, err := q.args(limit(q.Limit))
+	if err != nil {
+		return nil, err
 	}
 	var out []KeyRow
-	err := c.run(ctx, chschema.QueryKey, &out, q.Range, map[string]any{
-		"app": q.App, "key": q.Key, "limit": limit(q.Limit),
-	})
+	err = c.run(ctx, chschema.QueryKey, &out, q.Range, args)
 	return out, err
+}
+
+// KeyWindows counts the windows the key query finds for q without a
+// limit: with Key, how many a limit left out.
+func (c *Client) KeyWindows(ctx context.Context, q KeyQuery) (uint64, error) {
+	args, err := q.args(math.MaxUint32)
+	if err != nil {
+		return 0, err
+	}
+	if err := q.Range.check(); err != nil {
+		return 0, fmt.Errorf("%s: %w", chschema.QueryKey, err)
+	}
+	args["from"] = q.From.UTC().Truncate(time.Second)
+	args["to"] = q.To.UTC().Truncate(time.Second)
+	bound, named, err := bindQuery(chschema.QueryKey, args)
+	if err != nil {
+		return 0, err
+	}
+	// The documented query, counted: one text to keep right.
+	var n uint64
+	if err := c.conn.QueryRow(ctx, "SELECT count() FROM ("+bound+")", named...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("clickhouse query %s (count): %w", chschema.QueryKey, err)
+	}
+	return n, nil
 }
 
 // AlertsQuery asks for hot-key events; empty App or Key match all.

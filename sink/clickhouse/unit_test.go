@@ -183,7 +183,7 @@ func TestBindQuery(t *testing.T) {
 		chschema.QueryPartitions: {"app": ""},
 		chschema.QueryNodes:      {"app": ""},
 		chschema.QuerySlots:      {"app": "", "limit": uint32(1)},
-		chschema.QueryKey:        {"app": "", "key": "k", "limit": uint32(1)},
+		chschema.QueryKey:        {"app": "", "key": "k", "order": KeyOrderRecent, "limit": uint32(1)},
 		chschema.QueryAlerts:     {"app": "", "key": "", "limit": uint32(1)},
 	}
 	require.ElementsMatch(t, chschema.QueryNames(), slices.Collect(maps.Keys(args)), "every query has a Go caller")

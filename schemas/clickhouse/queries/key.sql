@@ -4,6 +4,8 @@
 --   from, to  DateTime  windows starting in [from, to), to the second
 --   app       String    the key's app; '' for the key in every app
 --   key       String    the key
+--   order     String    'recent': the newest windows first; 'busiest':
+--                       the windows with the most events first
 --   limit     UInt32    how many windows
 --
 -- Read from the per-app reports, whose top lists include every key of the
@@ -36,5 +38,5 @@ WHERE start >= {from:DateTime} AND start < {to:DateTime}
           AND scope = 'app'
           AND ({app:String} = '' OR app = {app:String})
   )
-ORDER BY start_ms, key_app
+ORDER BY if({order:String} = 'busiest', events, 0) DESC, start_ms DESC, key_app
 LIMIT {limit:UInt32}

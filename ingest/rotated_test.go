@@ -1,0 +1,146 @@
+package ingest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
+)
+
+// TestRotatedNames: the default pattern takes the names logrotate gives
+// a rotated access.log and no neighbour that merely starts like it; a
+// glob the user sets keeps glob semantics.
+func TestRotatedNames(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	def := rotatedPatterns(path, DefaultTailOptions().Rotated)
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"access.log.1", true},
+		{"access.log.2", true},
+		{"access.log.12", true},
+		{"access.log.2.gz", true},
+		{"access.log.3.bz2", true},
+		{"access.log.3.xz", true},
+		{"access.log.3.zst", true},
+		{"access.log-20261127", true},            // dateext
+		{"access.log-20261127.gz", true},         // dateext, compress
+		{"access.log-2026112713", true},          // hourly: -%Y%m%d%H
+		{"access.log-20261127-1764201600", true}, // dateformat -%Y%m%d-%s
+		{"access.log.2026-11-27", true},
+		{"access.log-2026-11-27", true},
+		{"access.log.2026-11-27.gz", true},
+		{"access.log.2026-11-27-13", true},
+		{"access.log_20261127", true},
+		{"access.log", false},
+		{"access.log.truth.json", false},
+		{"access.log.bak", false},
+		{"access.log.old", false},
+		{"access.log.1.json", false},
+		{"access.log.gz", false},
+		{"access.log.12345", false},
+		{"access.log-2026", false},
+		{"access.log.2026-11", false},
+		{"access.logger.1", false},
+		{"error.log.1", false},
+		{"xaccess.log.1", false},
+	} {
+		got := false
+		for _, p := range def {
+			got = got || p.match(filepath.Join(dir, tc.name))
+		}
+		require.Equal(t, tc.want, got, "%s", tc.name)
+	}
+	glob := rotatedPatterns(path, []string{"{name}.*", "old/{name}{rotated}"})
+	require.True(t, glob[0].match(filepath.Join(dir, "access.log.bak")), "a glob the user sets is a glob")
+	require.True(t, glob[1].match(filepath.Join(dir, "old", "access.log.1")), "a relative pattern lives in the file's folder")
+	require.False(t, glob[1].match(filepath.Join(dir, "access.log.1")))
+
+	for _, bad := range []string{"{rotated}{name}", "{name}{rotated}.gz", "{name}.[0-9{rotated}"} {
+		require.Error(t, checkRotatedPattern(bad), bad)
+	}
+	require.NoError(t, checkRotatedPattern("{name}{rotated}"))
+	require.NoError(t, checkRotatedPattern("/var/log/old/{name}.*"))
+}
+
+// TestTailRotatedLeavesNeighboursAlone: tail --from-start of access.log
+// in a folder that also holds its rotated files and two neighbours reads
+// the log and its rotated files (the compressed one recognised, not read),
+// and never the neighbours: nothing is dead-lettered.
+func TestTailRotatedLeavesNeighboursAlone(t *testing.T) {
+	k := newKafkaEnv(t, testenv.KFake(t), 2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	lw := newLineWriter(t, path)
+	// Oldest first, as logrotate leaves them: -20261127 (dateext, from
+	// before the switch to numbers), .2.gz, .1, then the live file.
+	lw.write(100)
+	require.NoError(t, os.Rename(path, path+"-20261127"))
+	lw.reopen()
+	lw.write(200)
+	require.NoError(t, os.Rename(path, path+".2"))
+	gzipFile(t, path+".2")
+	lw.reopen()
+	lw.write(300)
+	require.NoError(t, os.Rename(path, path+".1"))
+	lw.reopen()
+	lw.write(400)
+	// The neighbours: a JSON document that is not an access log, and a
+	// copy of the log (read again, its lines would be sent twice).
+	require.NoError(t, os.WriteFile(path+".truth.json", []byte(strings.Repeat(`{"expected":{"hot":["k1"]}}`+"\n", 50)), 0o644))
+	b, err := os.ReadFile(path + ".1")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path+".bak", b, 0o644))
+
+	run := startTail(t, k, fastTail(t, k), []string{path})
+	waitCaughtUp(t, run.tl, path)
+	require.NoError(t, run.stop())
+	logs := run.logs.String()
+	require.Contains(t, logs, "first draining access.log-20261127 from its start (--from-start)")
+	require.Contains(t, logs, "first draining access.log.1 from its start (--from-start)")
+	require.Contains(t, logs, "access.log.2.gz is gzip-compressed and not read")
+	require.NotContains(t, logs, "truth.json")
+	require.NotContains(t, logs, "access.log.bak")
+	require.Empty(t, readAll(t, k.seeds, k.dlq), "no neighbour's line was dead-lettered")
+	seqs := map[int]int{}
+	for _, r := range readAll(t, k.seeds, k.events) {
+		seqs[seqOf(t, r)]++
+	}
+	for i := range 400 {
+		want := 1
+		if i >= 100 && i < 200 {
+			want = 0 // only in access.log.2.gz
+		}
+		require.Equal(t, want, seqs[i], "line %d", i)
+	}
+}
+
+// TestTailSaysWhenARotatedFileIsNotALog: a file taken in only because its
+// name matches ingest.rotated, most of whose lines cannot be used, is said
+// once, by name, not to look like a log of the path.
+func TestTailSaysWhenARotatedFileIsNotALog(t *testing.T) {
+	k := newKafkaEnv(t, testenv.KFake(t), 2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	lw := newLineWriter(t, path)
+	lw.write(100)
+	require.NoError(t, os.WriteFile(path+".truth.json", []byte(strings.Repeat(`{"expected":{"hot":["k1"]}}`+"\n", 50)), 0o644))
+	require.NoError(t, os.WriteFile(path+".1", []byte(strings.Repeat(line(7), 30)), 0o644)) // a log: said nothing of
+
+	opts := fastTail(t, k)
+	opts.Rotated = []string{"{name}.*"} // as the default was: it takes the neighbour in
+	run := startTail(t, k, opts, []string{path})
+	waitCaughtUp(t, run.tl, path)
+	require.NoError(t, run.stop())
+	logs := run.logs.String()
+	require.Equal(t, 1, strings.Count(logs, "does not look like a log"), "said once:\n%s", logs)
+	require.Contains(t, logs, "tail "+path+": access.log.truth.json does not look like a log of it: 20 of its first 20 lines could not be used")
+	require.Contains(t, logs, "file="+path+".truth.json")
+	require.NotContains(t, logs, "access.log.1 does not look like a log")
+}
