@@ -21,8 +21,8 @@ import (
 func newQueryCmd(stdout io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "query top|skew|key KEY|alerts",
-		Short: "Ask ClickHouse what was hot, where and when (the documented queries of the README)",
-		Long: `query runs one of keyheat's documented ClickHouse queries (the README's
+		Short: "Ask ClickHouse what was hot, where and when (the documented queries of docs/query.md)",
+		Long: `query runs one of keyheat's documented ClickHouse queries (docs/query.md,
 "Ask ClickHouse yourself" lists them) against the clickhouse: settings:
 
   top          the heaviest keys of the range (--list events|bytes|reads|writes|latency)
