@@ -46,17 +46,15 @@ func coreFigure() figure {
 			"(rules, the slot Count-Min sketches, the HotRing), the window summaries (totals, top and big keys, distinct " +
 			"keys, Redis slots) and the clock, windows acknowledged as they close, with `pipeline.DefaultOptions()`. " +
 			"Keys are Zipf(1.1) over a million ids, one app, 9 reads to 1 write; every structure is filled before the " +
-			"timer starts. The rate is the partition's events per second of event time. `BenchmarkBenchLoop` is the " +
+			"timer starts; the partition sees 100,000 events per second of event time. `BenchmarkBenchLoop` is the " +
 			"loop that feeds the events, alone: the baseline of the same run, and \"net\" is the core's time above it.",
-		runs: static(run{pkg: "./pipeline/", bench: "BenchmarkBenchLoop$|BenchmarkProcess$", benchtime: "2000000x", count: 2, benchmem: true}),
+		runs: static(run{pkg: "./pipeline/", bench: "BenchmarkBenchLoop$|BenchmarkProcess$/./rate=100k$", benchtime: "1000000x", count: 2, benchmem: true}),
 		render: func(rs results, _ getenv) string {
 			t := table{head: []string{"input", "ns/event", "net of the loop", "B/event", "allocs/event"}}
 			loop := rs.vals("BenchmarkBenchLoop", "ns/op")
 			for _, c := range []struct{ name, label string }{
-				{"keyed=true/rate=1000k/s", "keyed topic, 1,000,000 events/s"},
-				{"keyed=true/rate=100k/s", "keyed topic, 100,000 events/s"},
-				{"keyed=false/rate=1000k/s", "unkeyed topic, 1,000,000 events/s"},
-				{"keyed=false/rate=100k/s", "unkeyed topic, 100,000 events/s"},
+				{"keyed=true/rate=100k/s", "keyed topic"},
+				{"keyed=false/rate=100k/s", "unkeyed topic"},
 			} {
 				ns := rs.vals(p+c.name, "ns/op")
 				t.row(c.label, cell(ns, sig3), sig3(median(ns)-median(loop)),
@@ -177,7 +175,7 @@ func memoryFigure() figure {
 		render: func(rs results, _ getenv) string {
 			t := table{head: []string{"distinct keys", "events", "heap in use after the run", "live heap", "MemoryBound", "in use ÷ bound"}}
 			for _, c := range []struct{ distinct, events string }{
-				{"1000", "2000000"}, {"10000", "2000000"}, {"100000", "2000000"}, {"1000000", "2000000"}, {"10000000", "10000000"}} {
+				{"1000", "1000000"}, {"10000", "1000000"}, {"100000", "1000000"}, {"1000000", "1000000"}, {"10000000", "10000000"}} {
 				n := name + "distinct=" + c.distinct + "/events=" + c.events
 				if !rs.has(n) {
 					continue
@@ -204,7 +202,7 @@ func archiveFigure() figure {
 			"order), and `EventReader` feeding `detect.Replay` (partition cores and the merger, default rule). " +
 			"Events per CPU second (user + system of the process) move less than events/s on a shared machine.",
 		runs: static(
-			run{pkg: "./sink/parquet/", bench: "BenchmarkArchiveWrite/zstd=fastest$|BenchmarkArchiveReplayMerge$", benchtime: "3x", benchmem: true},
+			run{pkg: "./sink/parquet/", bench: "BenchmarkArchiveWrite/zstd=fastest$|BenchmarkArchiveReplayMerge$", benchtime: "2x", benchmem: true},
 			run{pkg: "./detect/", bench: "BenchmarkReplay$", benchtime: "1x", benchmem: true},
 		),
 		render: func(rs results, _ getenv) string {
@@ -275,7 +273,7 @@ func mergeFigure() figure {
 			"(overlapping keys, each partition with its Count-Min sketch). `BenchmarkMergeWindow` (add+merge) is " +
 			"the same work for 8 partitions × 1,000 keys, measured in the same run: the ratio of the time per listed " +
 			"key says how the merger scales with partitions (1 is linear).",
-		runs: static(run{pkg: "./pipeline/", bench: `BenchmarkMergeWindow$/./add\+merge$`, benchtime: "20x", benchmem: true},
+		runs: static(run{pkg: "./pipeline/", bench: `BenchmarkMergeWindow$/./add\+merge$`, benchtime: "10x", benchmem: true},
 			run{pkg: "./pipeline/", bench: `BenchmarkMergePartitions$`, benchtime: "1x", benchmem: true}),
 		render: func(rs results, _ getenv) string {
 			t := table{head: []string{"topic", "one window of", "ms per window", "CPU ms per window", "listed keys folded/s",
@@ -311,10 +309,10 @@ func callsFigure() figure {
 			"`hotring`: a touch of a tracked key). The xxh3 hash alone (`sketch.BenchmarkHashBaseline`) is the " +
 			"baseline of the same run for the sketches.",
 		runs: static(
-			run{pkg: "./hotkeys/", bench: "BenchmarkIsHot$/1k$/(hit|miss)$|BenchmarkRecord$", benchtime: "2000000x", benchmem: true},
+			run{pkg: "./hotkeys/", bench: "BenchmarkIsHot$/1k$/(hit|miss)$|BenchmarkRecord$", benchtime: "1000000x", benchmem: true},
 			run{pkg: "./sketch/", bench: "BenchmarkHashBaseline$|BenchmarkCountMinAdd/4x2048$|BenchmarkTopKAdd/cap1024-4x2048$",
-				benchtime: "5000000x", benchmem: true},
-			run{pkg: "./hotring/", bench: "BenchmarkTouchExisting/window/bits=17/keys=1000$", benchtime: "5000000x", benchmem: true},
+				benchtime: "2000000x", benchmem: true},
+			run{pkg: "./hotring/", bench: "BenchmarkTouchExisting/window/bits=17/keys=1000$", benchtime: "2000000x", benchmem: true},
 		),
 		render: func(rs results, _ getenv) string {
 			t := table{head: []string{"call", "ns/op", "÷ xxh3 alone", "allocs/op"}}
@@ -364,4 +362,3 @@ func commas(s string) string {
 	}
 	return b.String()
 }
-
