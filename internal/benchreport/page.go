@@ -57,6 +57,9 @@ func cell(vs []float64, f func(float64) string) string {
 	case 1:
 		return f(vs[0])
 	}
+	if lo, hi := f(slices.Min(vs)), f(slices.Max(vs)); lo == hi {
+		return lo
+	}
 	return fmt.Sprintf("%s (%s–%s)", f(median(vs)), f(slices.Min(vs)), f(slices.Max(vs)))
 }
 

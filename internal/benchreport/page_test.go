@@ -22,6 +22,7 @@ func TestCellAndRatio(t *testing.T) {
 	require.Equal(t, "—", cell(nil, sig3))
 	require.Equal(t, "5.00 ns", cell([]float64{5}, with(" ns")))
 	require.Equal(t, "20.0 (10.0–40.0)", cell([]float64{40, 10, 20}, sig3))
+	require.Equal(t, "9.00", cell([]float64{9, 9}, sig3), "equal runs show one value")
 	require.Equal(t, "2.00×", ratio([]float64{4, 8}, []float64{3}))
 	require.Equal(t, "—", ratio([]float64{4}, nil))
 	require.Equal(t, "—", ratio([]float64{4}, []float64{0}))

@@ -79,8 +79,15 @@ func endToEndFigure() figure {
 			"(1,000 windows: each costs a summary per partition and a merge, whatever its events). ns/event is the " +
 			"run's wall time over its events, joining the groups included; CPU is the process's CPU time per event, " +
 			"kfake's included (it runs in the process), the real broker's not. Read the ratios: on a shared machine " +
-			"the wall-time ratio moves with how much of the cores each run got, the CPU ratio much less.",
-		runs: static(run{pkg: "./detect/", bench: "BenchmarkEndToEnd$/./codec=json$", benchtime: "1x"}),
+			"the wall-time ratio moves with how much of the cores each run got, the CPU ratio much less. Against the real " +
+			"broker when " + envKafka + " is set, kfake otherwise.",
+		runs: func(env getenv) []run {
+			br := "kfake"
+			if env(envKafka) != "" {
+				br = "kafka"
+			}
+			return []run{{pkg: "./detect/", bench: "BenchmarkEndToEnd$/" + br + "$/rate=/codec=json$", benchtime: "1x"}}
+		},
 		render: func(rs results, env getenv) string {
 			t := table{head: []string{"broker", "event time", "franz-go ns/event (CPU)", "detect ns/event (CPU)",
 				"detect ÷ franz-go, wall", "detect ÷ franz-go, CPU"}}
@@ -117,7 +124,9 @@ func latencyFigure() figure {
 			"each at 2,000 events/s for a second against the default rule's 1,000/s. The delay is `detected_ms − " +
 			"onset_ms` of each hot-key event: from the event time of the event that crossed the rule to detect " +
 			"publishing it (producing, fetching, detection, publishing; the generator stamps up to 1,024 events ahead " +
-			"of the wall clock, so a delay can be slightly negative).\n\n" +
+			"of the wall clock, so a delay can be slightly negative). It stamps event i with its start + i/rate: when it " +
+			"cannot keep the rate (\"background reached\" below 100,000), its event times fall behind the wall clock " +
+			"and every delay grows by that lag, which is the starved generator's, not detect's.\n\n" +
 			"**Onset → IsHot** (`internal/onsetbench.BenchmarkOnsetToMitigation`, detect's defaults): from a planted " +
 			"key's first event produced to a `hotkeys.Follower`'s OnChange reporting it hot (IsHot true), 100 planted " +
 			"keys one every 500 ms, each at 2,000 events/s for 2 s, over 2,000 events/s of background on 8 " +
@@ -165,8 +174,9 @@ func memoryFigure() figure {
 	return figure{
 		id:    "memory",
 		title: "Memory against distinct keys",
-		about: "`pipeline.BenchmarkMemoryDistinctKeys`: one partition with `pipeline.DefaultOptions()` counts a " +
-			"minute of event time (one app, keyed) whose keys come in turn from 1,000 to 10,000,000 distinct keys; " +
+		about: "`pipeline.BenchmarkMemoryDistinctKeys`: one partition with `pipeline.DefaultOptions()` counts " +
+			"100,000 events per second of event time (one app, keyed) whose keys come in turn from 1,000 to " +
+			"10,000,000 distinct keys; " +
 			"after the last event, the heap the partition holds (the runtime's HeapInuse after a collection, less what " +
 			"was in use before the partition was built) next to `Options.MemoryBound()`, the configuration's upper " +
 			"bound per partition. The heap stops growing once the structures are full: it is bounded by the " +
@@ -214,7 +224,7 @@ func archiveFigure() figure {
 			}
 			if m := "BenchmarkArchiveReplayMerge"; rs.has(m) {
 				t.row("replay, 8 partitions merged in event-time order", cell(rs.vals(m, "events/s"), sig3),
-					cell(rs.vals(m, "events/cpu-s"), sig3), "", cell(rs.vals(m, "B/op"), sig3)+" B allocated per replay")
+					cell(rs.vals(m, "events/cpu-s"), sig3), "", cell(scale(rs.vals(m, "B/op"), 1e-6), sig3)+" MB allocated per replay")
 			}
 			base := rs.vals("BenchmarkReplay/parquet-go", "events/cpu-s")
 			for _, c := range []struct{ name, label string }{
@@ -227,7 +237,7 @@ func archiveFigure() figure {
 					continue
 				}
 				t.row(c.label, cell(rs.vals(n, "events/s"), sig3), cell(rs.vals(n, "events/cpu-s"), sig3),
-					ratio(rs.vals(n, "events/cpu-s"), base), cell(rs.vals(n, "B/op"), sig3)+" B allocated per 2M events")
+					ratio(rs.vals(n, "events/cpu-s"), base), cell(scale(rs.vals(n, "B/op"), 1e-6), sig3)+" MB allocated per 2M events")
 			}
 			return t.String()
 		},
@@ -271,27 +281,29 @@ func mergeFigure() figure {
 			"from 1,000 partitions, each listing 1,024 keys of one app (the top-K's capacity), into the cluster " +
 			"report: keyed (every key on one partition, 1,024,000 distinct keys in the window) and not keyed " +
 			"(overlapping keys, each partition with its Count-Min sketch). `BenchmarkMergeWindow` (add+merge) is " +
-			"the same work for 8 partitions × 1,000 keys, measured in the same run: the ratio of the time per listed " +
-			"key says how the merger scales with partitions (1 is linear).",
+			"the same work for 8 partitions × 1,000 keys, measured in the same run: the ratio of the CPU time per " +
+			"listed key says how the merger scales with partitions (1 is linear). With 1 s report windows, a " +
+			"window that takes more than a second of CPU is one the merger cannot keep up with.",
 		runs: static(run{pkg: "./pipeline/", bench: `BenchmarkMergeWindow$/./add\+merge$`, benchtime: "10x", benchmem: true},
 			run{pkg: "./pipeline/", bench: `BenchmarkMergePartitions$`, benchtime: "1x", benchmem: true}),
 		render: func(rs results, _ getenv) string {
 			t := table{head: []string{"topic", "one window of", "ms per window", "CPU ms per window", "listed keys folded/s",
-				"allocated per window", "time per key ÷ 8 partitions'"}}
+				"allocated per window", "CPU per key ÷ 8 partitions'"}}
 			for _, k := range []string{"keyed", "unkeyed"} {
 				small := "BenchmarkMergeWindow/" + k + "/add+merge"
 				smallMs := scale(rs.vals(small, "µs/window"), 1e-3)
+				smallCPU := scale(rs.vals(small, "cpu-µs/window"), 1e-3)
 				if rs.has(small) {
-					t.row(k, "8 partitions × 1,000 keys", cell(smallMs, sig3), "", cell(scale(smallMs, 0), func(float64) string {
-						return sig3(8000 / (median(smallMs) / 1000))
-					}), cell(rs.vals(small, "B/op"), with(" B")), "1 (baseline)")
+					t.row(k, "8 partitions × 1,000 keys", cell(smallMs, sig3), cell(smallCPU, sig3),
+						sig3(8000/(median(smallMs)/1000)), cell(scale(rs.vals(small, "B/op"), 1e-6), with(" MB")), "1 (baseline)")
 				}
 				n := "BenchmarkMergePartitions/partitions=1000/top=1024/" + k
 				if rs.has(n) {
 					ms := rs.vals(n, "ms/window")
-					t.row(k, "1,000 partitions × 1,024 keys", cell(ms, sig3), cell(rs.vals(n, "cpu-ms/window"), sig3),
-						cell(rs.vals(n, "keys/s"), sig3), cell(rs.vals(n, "B/op"), with(" B")),
-						ratio(scale(ms, 1.0/1_024_000), scale(smallMs, 1.0/8000)))
+					cpu := rs.vals(n, "cpu-ms/window")
+					t.row(k, "1,000 partitions × 1,024 keys", cell(ms, sig3), cell(cpu, sig3),
+						cell(rs.vals(n, "keys/s"), sig3), cell(scale(rs.vals(n, "B/op"), 1e-6), with(" MB")),
+						ratio(scale(cpu, 1.0/1_024_000), scale(smallCPU, 1.0/8000)))
 				}
 			}
 			return t.String()
