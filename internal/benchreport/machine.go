@@ -16,14 +16,16 @@ type machine struct {
 	cores      int    // logical CPUs the Go runtime sees
 	os         string // distribution and kernel
 	goVersion  string // of the go command that runs the benchmarks
-	commit     string // the tree's commit, "+ changes" when dirty
+	commit     string // the tree's commit, "+ uncommitted changes" when dirty
 	loadAtRun  float64
 	memTotalGB float64
 }
 
 // describeMachine gathers what the page says about the machine. Anything
 // it cannot find reads "unknown": the page is still worth having.
-func describeMachine(ctx context.Context, goCmd string) machine {
+// page is the page being written, left out of the dirty check: the
+// previous run rewrote it.
+func describeMachine(ctx context.Context, goCmd, page string) machine {
 	m := machine{cpu: "unknown", cores: runtime.NumCPU(), os: runtime.GOOS + "/" + runtime.GOARCH,
 		goVersion: "unknown", commit: "unknown", loadAtRun: loadAverage()}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
@@ -54,7 +56,7 @@ func describeMachine(ctx context.Context, goCmd string) machine {
 	}
 	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
 		m.commit = strings.TrimSpace(string(out))
-		if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)"+page).Output(); err == nil && len(st) > 0 {
 			m.commit += " + uncommitted changes"
 		}
 	}

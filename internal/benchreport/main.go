@@ -60,7 +60,7 @@ func generate(ctx context.Context, log *slog.Logger, out, rawPath, only, goCmd s
 		raw = f
 	}
 	start := time.Now()
-	m := describeMachine(ctx, goCmd)
+	m := describeMachine(ctx, goCmd, out)
 	log.Info("machine", "cpu", m.cpu, "cores", m.cores, "go", m.goVersion, "load", m.loadAtRun)
 	var secs []section
 	failed := 0
