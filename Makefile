@@ -112,8 +112,17 @@ summary:
 	failed=$$(cat $$logs | grep -cE '^\s*--- FAIL' || true)
 	echo "tests: $$passed passed, $$failed failed"
 
+# bench: the benchmark suite behind BENCHMARKS.md (under ten minutes on
+# two busy cores). Rewrites BENCHMARKS.md: the machine, the date, each
+# figure with the go test command that measured it. go test's own output
+# goes to $(OUT)/bench.txt, which benchstat reads. The figures that use the
+# real Kafka and ClickHouse need their addresses in the environment, as
+# `make test` sets them (without them the page says what was not measured):
+#   scripts/services.sh up; eval "$$(scripts/services.sh env)"; make bench
+# BENCHFLAGS=-only=merge runs one figure (see internal/benchreport).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	mkdir -p $(OUT)
+	$(GO) run ./internal/benchreport -out BENCHMARKS.md -raw $(OUT)/bench.txt $(BENCHFLAGS)
 
 services-up:
 	scripts/services.sh up

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -30,9 +30,13 @@ import (
 // a run (joining the groups, the merger's last windows). The events come
 // at rate events per second of event time: every report window costs a
 // summary per partition and a merge, whatever its events, so a low rate
-// (a backfill of a quiet topic) weighs windows, a high one events. The
-// events are JSON; the runs named codec=binary read the same events in
-// the binary codec.
+// (a backfill of a quiet topic, rate=1000: 1,000 one-second windows) weighs
+// windows, a high one (rate=100000: 10 windows) events. The events are
+// JSON, or in the binary codec for codec=binary.
+//
+// Names are broker/input/consumer, the input filled once for both
+// consumers, which run one after the other: a -bench pattern that leaves
+// an input out skips filling it.
 //
 // With KEYHEAT_TEST_KAFKA set it runs against the real broker too, whose
 // CPU time cpu-ns/event leaves out.
@@ -56,54 +60,53 @@ func benchEndToEnd(b *testing.B, seeds []string) {
 		rate  int
 		codec schemas.Codec
 	}{{1_000, schemas.JSON}, {100_000, schemas.JSON}, {100_000, schemas.Binary}} {
-		rate := in.rate
-		topic := fillTopic(b, seeds, n, rate, in.codec)
-		name := fmt.Sprintf("events=%d/rate=%d", n, rate)
-		if in.codec != schemas.JSON {
-			name += "/codec=" + in.codec.Name()
-		}
-		b.Run("franz-go/"+name, func(b *testing.B) {
-			cpu0 := cpuTime(b)
-			for range b.N {
-				group := fmt.Sprintf("raw-%d", benchRun.Add(1))
-				start := time.Now()
-				cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group),
-					kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-				require.NoError(b, err)
-				got := 0
-				for got < n {
-					fs := cl.PollRecords(context.Background(), 10_000)
-					fs.EachRecord(func(*kgo.Record) { got++ })
-				}
-				require.NoError(b, cl.CommitUncommittedOffsets(context.Background()))
-				cl.Close()
-				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
-		})
-		b.Run("detect/"+name, func(b *testing.B) {
-			cpu0 := cpuTime(b)
-			for range b.N {
-				run := benchRun.Add(1) // every run reads from the start: new groups, new windows topic
-				e := &env{seeds: seeds, parts: 4, events: topic,
-					dlq: "b-dlq", hotkeys: "b-hot", windows: fmt.Sprintf("b-win-%d", run), reports: "b-rep",
-					group: fmt.Sprintf("det-%d", run), mergeGroup: fmt.Sprintf("mrg-%d", run)}
-				cfg := e.config(nil)
-				cfg.ExitAtEnd = true
-				cfg.Pipeline = pipeline.DefaultOptions()
-				cfg.Pipeline.IdleTimeout = time.Hour
-				cfg.Merge.Lateness = cfg.Pipeline.Lateness
-				start := time.Now()
-				svc, err := detect.New(cfg)
-				require.NoError(b, err)
-				require.NoError(b, svc.Run(context.Background()))
-				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+		b.Run(fmt.Sprintf("rate=%d/codec=%s", in.rate, in.codec.Name()), func(b *testing.B) {
+			benchEndToEndInput(b, seeds, fillTopic(b, seeds, n, in.rate, in.codec), n)
 		})
 	}
+}
+
+// benchEndToEndInput runs the floor and detect over topic's n events.
+func benchEndToEndInput(b *testing.B, seeds []string, topic string, n int) {
+	b.Run("franz-go", func(b *testing.B) {
+		cpu0 := cpuTime(b)
+		for range b.N {
+			group := testenv.UniqueName(b, "raw")
+			b.Cleanup(func() { deleteKafka(seeds, nil, []string{group}) })
+			start := time.Now()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+			require.NoError(b, err)
+			got := 0
+			for got < n {
+				fs := cl.PollRecords(context.Background(), 10_000)
+				fs.EachRecord(func(*kgo.Record) { got++ })
+			}
+			require.NoError(b, cl.CommitUncommittedOffsets(context.Background()))
+			cl.Close()
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+	})
+	b.Run("detect", func(b *testing.B) {
+		cpu0 := cpuTime(b)
+		for range b.N {
+			e := benchEnv(b, seeds, topic) // every run reads from the start: new groups, new outputs
+			cfg := e.config(nil)
+			cfg.ExitAtEnd = true
+			cfg.Pipeline = pipeline.DefaultOptions()
+			cfg.Pipeline.IdleTimeout = time.Hour
+			cfg.Merge.Lateness = cfg.Pipeline.Lateness
+			start := time.Now()
+			svc, err := detect.New(cfg)
+			require.NoError(b, err)
+			require.NoError(b, svc.Run(context.Background()))
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+	})
 }
 
 // cpuTime is the CPU time the process used so far (user and system, all
@@ -116,8 +119,32 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchRun numbers benchmark runs, for names no earlier run used.
-var benchRun atomic.Int64
+// benchEnv is an env reading topic with outputs and groups of names no
+// earlier run used (a real broker keeps what a run leaves), its topics
+// and groups deleted when the benchmark ends.
+func benchEnv(b *testing.B, seeds []string, topic string) *env {
+	e := &env{seeds: seeds, parts: 4, events: topic, dlq: testenv.UniqueName(b, "dlq"), hotkeys: testenv.UniqueName(b, "hot"),
+		windows: testenv.UniqueName(b, "win"), reports: testenv.UniqueName(b, "rep"), progress: testenv.UniqueName(b, "prog"),
+		group: testenv.UniqueName(b, "g"), mergeGroup: testenv.UniqueName(b, "m")}
+	b.Cleanup(func() {
+		deleteKafka(seeds, []string{e.dlq, e.hotkeys, e.windows, e.reports, e.progress}, []string{e.group, e.mergeGroup})
+	})
+	return e
+}
+
+// deleteKafka deletes topics and groups, as far as it can.
+func deleteKafka(seeds, topics, groups []string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	_, _ = adm.DeleteTopics(ctx, topics...)
+	_, _ = adm.DeleteGroups(ctx, groups...)
+}
 
 // benchSeeds is an in-process broker for benchmarks.
 func benchSeeds(b *testing.B) []string {

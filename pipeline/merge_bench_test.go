@@ -1,7 +1,11 @@
 package pipeline
 
 import (
+	"fmt"
+	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -10,7 +14,8 @@ import (
 // list 1,000 keys each (one app), keyed (exact union) and not keyed
 // (Count-Min sketches of default size bound the unlisted partitions).
 // "add+merge" is the merger's whole cost per window: checking and decoding
-// the 8 summaries, then merging; "merge" times Ready alone.
+// the 8 summaries, then merging; "merge" times Ready alone. cpu-µs/window
+// is the process's CPU time over the same part.
 func BenchmarkMergeWindow(b *testing.B) {
 	// Zipf 1.01 over 200k keys: every partition's top overflows 1,000 keys.
 	events := mergeZipfEvents(11, 400_000, 200_000, 1.01, []string{"shop"}, 0, 1000)
@@ -49,11 +54,13 @@ func BenchmarkMergeWindow(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
+				var cpu time.Duration
 				i := 0
 				for b.Loop() {
 					if mode == "merge" {
 						b.StopTimer()
 					}
+					cpu0 := processCPU(b)
 					for j, w := range shifted(i) {
 						if err := m.Add(w, int64(i*8+j), 0); err != nil {
 							b.Fatal(err)
@@ -61,15 +68,122 @@ func BenchmarkMergeWindow(b *testing.B) {
 					}
 					if mode == "merge" {
 						b.StartTimer()
+						cpu0 = processCPU(b)
 					}
 					if got := m.Ready(nil); len(got) != 1 {
 						b.Fatalf("window %d: %d windows ready, want 1", i, len(got))
 					}
+					cpu += processCPU(b) - cpu0
 					m.Acked(int64(i) * 1000)
 					i++
 				}
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/window")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/window")
 			})
 		}
 	}
+}
+
+// BenchmarkMergePartitions is the merger folding one window of 1,000
+// partitions whose summaries each list 1,024 keys of one app (the top-K's
+// capacity): keyed (every key on one partition: 1,024,000 distinct keys
+// in the window) and not keyed (the partitions list overlapping keys and
+// carry Count-Min sketches of default size). The summaries are eight
+// partitions' summaries of a Zipf stream copied to 1,000 partitions;
+// keyed, each copy's keys are renamed so that no two partitions share
+// one. Timed is the merger's whole cost per window, as "add+merge" of
+// BenchmarkMergeWindow: checking and decoding the 1,000 summaries, then
+// merging. keys/s counts listed keys folded (1,024,000 a window);
+// cpu-ms/window is the process's CPU time, which on a shared machine
+// does not depend on how much of it the run got. An iteration takes
+// seconds: run it with -benchtime 1x or 2x.
+func BenchmarkMergePartitions(b *testing.B) {
+	const parts, listed = 1000, 1024
+	// Zipf 1.01 over 200k keys: every partition's top-K overflows.
+	events := mergeZipfEvents(11, 400_000, 200_000, 1.01, []string{"shop"}, 0, 1000)
+	for _, keyed := range []bool{true, false} {
+		name := "unkeyed"
+		if keyed {
+			name = "keyed"
+		}
+		b.Run(fmt.Sprintf("partitions=%d/top=%d/%s", parts, listed, name), func(b *testing.B) {
+			f := mergeFixture{topic: "keyheat.events", partitions: 8, windowMs: 1000, keyed: keyed, capacity: listed, big: 100}
+			tmpl := f.build(b, events)
+			if len(tmpl) != 8 {
+				b.Fatalf("want 8 summaries of one window, got %d", len(tmpl))
+			}
+			ws := make([]*schemas.PartitionWindow, parts)
+			for p := range ws {
+				c := *tmpl[p%len(tmpl)]
+				c.Partition, c.Partitions = int32(p), parts
+				if n := len(c.Apps[0].Top); n != listed {
+					b.Fatalf("partition %d lists %d keys, want %d", p, n, listed)
+				}
+				if keyed {
+					c.Apps = []schemas.AppWindow{c.Apps[0]}
+					a := &c.Apps[0]
+					a.Top, a.Big = renamedKeys(a.Top, p), renamedKeys(a.Big, p)
+				}
+				ws[p] = &c
+			}
+			cfg := testMergerConfig(100)
+			cfg.RedisCluster.Shards = 6
+			m, err := NewMerger(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var cpu time.Duration
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				shifted := make([]*schemas.PartitionWindow, parts)
+				for j, w := range ws {
+					c := *w
+					c.StartMs, c.EndMs = int64(i)*1000, int64(i+1)*1000
+					c.WatermarkMs = c.EndMs
+					c.ID = schemas.PartitionWindowID(c.Topic, c.Partition, c.StartMs)
+					shifted[j] = &c
+				}
+				b.StartTimer()
+				cpu0 := processCPU(b)
+				for j, w := range shifted {
+					if err := m.Add(w, int64(i*parts+j), 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if got := m.Ready(nil); len(got) != 1 {
+					b.Fatalf("window %d: %d windows ready, want 1", i, len(got))
+				}
+				cpu += processCPU(b) - cpu0
+				m.Acked(int64(i) * 1000)
+				i++
+			}
+			perWindow := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(perWindow*1000, "ms/window")
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/window")
+			b.ReportMetric(parts*listed/perWindow, "keys/s")
+		})
+	}
+}
+
+// processCPU is the CPU time the process used so far, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// renamedKeys returns a copy of kcs whose keys carry partition p's
+// number, placed on p.
+func renamedKeys(kcs []schemas.KeyCount, p int) []schemas.KeyCount {
+	out := make([]schemas.KeyCount, len(kcs))
+	for i, kc := range kcs {
+		kc.Key += "@" + strconv.Itoa(p)
+		kc.Partition = int32(p)
+		out[i] = kc
+	}
+	return out
 }
