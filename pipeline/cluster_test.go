@@ -224,7 +224,7 @@ func TestClusterKeysBound(t *testing.T) {
 // partition's floor, so only partition 0 lists them). It asserts what
 // each bound promises, the upper (the default) that no key at or above
 // the rate is missed, the lower that no key under it is alerted, and
-// logs recall, precision and onset error for BENCHMARKS.md.
+// logs recall, precision and onset error (past figures in docs/benchmarks-history.md).
 func TestClusterRecallPrecision(t *testing.T) {
 	mult := []float64{0.5, 0.75, 0.9, 0.97, 1.02, 1.1, 1.25, 1.5, 2, 3}
 	const parts = 8

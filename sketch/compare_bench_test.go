@@ -7,7 +7,7 @@ import (
 )
 
 // The alternatives the chosen top-K was measured against (figures in
-// BENCHMARKS.md at the repository root), built on the same table, heap and
+// docs/benchmarks-history.md), built on the same table, heap and
 // memory budget so that only the update rule differs.
 
 // addSpaceSaving is plain Space-Saving (Metwally et al. 2005): an untracked

@@ -119,7 +119,8 @@
 //
 // # Performance
 //
-// Measured figures: BENCHMARKS.md at the repository root. The memory of
+// Measured figures: BENCHMARKS.md (written by `make bench`) and
+// docs/benchmarks-history.md. The memory of
 // every structure is fixed by its config; TestMemoryDoesNotGrowWithDistinctKeys
 // asserts it does not grow with the number of distinct keys.
 package sketch
