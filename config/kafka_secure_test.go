@@ -173,3 +173,35 @@ func TestSecretsFromEnvAndFile(t *testing.T) {
 	_, err := Load(CmdIngest, Source{Environ: []string{EnvName("clickhouse.password_file") + "=" + filepath.Join(dir, "nope")}})
 	require.NoError(t, err)
 }
+
+// TestCheckAccessPlainListener: brokers on a listener without TLS or SASL
+// (the real Kafka of the tests) refuse TLS and SASL; CheckAccess names
+// the setting that differs, kafka.tls.enabled or kafka.sasl.mechanism,
+// instead of returning a dial error to be waited on like an absent
+// broker, or blaming a password the brokers never asked for.
+func TestCheckAccessPlainListener(t *testing.T) {
+	seeds := testenv.KafkaSeeds(t)
+	const pw = "never-asked-4d1c"
+	for _, tc := range []struct {
+		name string
+		mod  func(k *Kafka)
+		key  string
+	}{
+		{"TLS on", func(k *Kafka) { k.TLS.Enabled = true }, "kafka.tls.enabled"},
+		{"SASL on", func(k *Kafka) { k.SASL = SASL{Mechanism: "scram-sha-512", User: "keyheat", Password: pw} }, "kafka.sasl.mechanism"},
+		{"SASL PLAIN on", func(k *Kafka) { k.SASL = SASL{Mechanism: "plain", User: "keyheat", Password: pw} }, "kafka.sasl.mechanism"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := Defaults().Kafka
+			k.Brokers = seeds
+			tc.mod(&k)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+			defer cancel()
+			err := k.CheckAccess(ctx)
+			var fe *FieldError
+			require.True(t, errors.As(err, &fe), "want a *FieldError, got %T: %v", err, err)
+			require.Equal(t, tc.key, fe.Key, "%v", err)
+			require.NotContains(t, err.Error(), pw)
+		})
+	}
+}
