@@ -104,10 +104,10 @@ func (t *TLS) config() (*tls.Config, error) {
 // brokers refuse what k presents: a certificate signed by a CA that
 // kafka.tls.ca_file does not hold, a name kafka.tls.server_name does not
 // match, a missing or refused client certificate, TLS on one side only, a
-// SASL mechanism they do not offer, or a user and password they reject.
-// Any other failure (no broker reachable, ctx done) is returned as it is:
-// a broker that is down may come back, a refusal will not. The errors
-// never hold the password.
+// SASL mechanism they do not offer or SASL on a listener without it, or a
+// user and password they reject. Any other failure (no broker reachable,
+// ctx done) is returned as it is: a broker that is down may come back, a
+// refusal will not. The errors never hold the password.
 //
 // Commands call it at start, so that a wrong password fails at once
 // instead of being waited on like a broker that is away.
@@ -190,13 +190,24 @@ func (k *Kafka) refusal(err error, saslCut bool) *FieldError {
 		// one thing left for it to refuse is our certificate.
 		return &FieldError{Key: "kafka.tls.cert_file", Problem: fmt.Sprintf(
 			"the brokers refused the TLS connection (%v); they want a client certificate signed by a CA they trust in kafka.tls.cert_file and key_file", op.Err)}
+	case errors.As(err, &firstRead) && k.TLS.Enabled && strings.Contains(err.Error(), "is TLS misconfigured"):
+		// A broker without TLS reads the ClientHello as a request of
+		// hundreds of megabytes and closes the connection during the
+		// handshake.
+		return &FieldError{Key: "kafka.tls.enabled", Problem: fmt.Sprintf(
+			"the brokers closed the connection during the TLS handshake, as brokers without TLS do; set kafka.tls.enabled: false or name their TLS listener in kafka.brokers (%s)", strings.Join(k.Brokers, ","))}
 	case errors.As(err, &firstRead) && strings.Contains(err.Error(), "is TLS missing?"):
 		return &FieldError{Key: "kafka.tls.enabled", Problem: "the brokers closed the connection at once, as brokers that require TLS do: set kafka.tls.enabled: true"}
 	case errors.As(err, &firstRead) && strings.Contains(err.Error(), "is SASL missing?"):
 		return &FieldError{Key: "kafka.sasl.mechanism", Problem: "the brokers closed the connection at the first request, as brokers that require SASL do: set kafka.sasl.mechanism, user and password"}
 	case errors.As(err, &ke) && ke == kerr.UnsupportedSaslMechanism:
 		return &FieldError{Key: "kafka.sasl.mechanism", Problem: fmt.Sprintf("the brokers do not offer %s (%v)", k.SASL.Mechanism, err)}
-	case errors.As(err, &ke) && (ke == kerr.SaslAuthenticationFailed || ke == kerr.IllegalSaslState):
+	case errors.As(err, &ke) && ke == kerr.IllegalSaslState:
+		// Kafka's answer to a SASL handshake on a listener without SASL:
+		// no password was asked for.
+		return &FieldError{Key: "kafka.sasl.mechanism", Problem: fmt.Sprintf(
+			"the brokers take no SASL on this listener; leave kafka.sasl.mechanism empty or name their SASL listener in kafka.brokers (%s) (%v)", strings.Join(k.Brokers, ","), err)}
+	case errors.As(err, &ke) && ke == kerr.SaslAuthenticationFailed:
 		return &FieldError{Key: "kafka.sasl.password", Problem: fmt.Sprintf(
 			"the brokers refused %s: check kafka.sasl.user and kafka.sasl.password (or password_file) (%v)", user, err)}
 	case saslCut && k.SASL.Mechanism != "":
