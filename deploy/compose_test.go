@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -355,5 +356,121 @@ func TestDockerfile(t *testing.T) {
 		} else {
 			t.Errorf("service %s: healthcheck runs %s; %s has no such tool (want /busybox/wget)", name, tool, dockerfilePath)
 		}
+	}
+}
+
+// TestKeyheatReachesKafka: every broker a keyheat service is given
+// (kafka.brokers) is a service of the file, waited for until healthy, and
+// one of the addresses that broker advertises on a listener it has:
+// the broker's metadata answer sends clients to its advertised address,
+// so a listener advertised as localhost, or the host's port, would send
+// the containers away after the first request.
+func TestKeyheatReachesKafka(t *testing.T) {
+	f := loadCompose(t)
+	for _, name := range f.Names() {
+		s := f.Services[name]
+		cmd := keyheatCommand(s)
+		if cmd == "" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := loadServiceConfig(t, f, s, cmd)
+			require.NotEmpty(t, cfg.Kafka.Brokers)
+			for _, b := range cfg.Kafka.Brokers {
+				host, _, err := net.SplitHostPort(b)
+				require.NoError(t, err)
+				k, ok := f.Services[host]
+				if !ok {
+					t.Errorf("service %s: kafka.brokers %s: %s is not a service of %s", name, b, host, composePath)
+					continue
+				}
+				if s.DependsOn[host] != "service_healthy" {
+					t.Errorf("service %s: does not wait for %s to be healthy (depends_on)", name, host)
+				}
+				advertised := listeners(k.Environment["KAFKA_ADVERTISED_LISTENERS"])
+				bound := listeners(k.Environment["KAFKA_LISTENERS"])
+				l, ok := advertised[b]
+				if !ok {
+					t.Errorf("service %s: kafka.brokers %s is none of the addresses %s advertises (KAFKA_ADVERTISED_LISTENERS=%q)",
+						name, b, host, k.Environment["KAFKA_ADVERTISED_LISTENERS"])
+					continue
+				}
+				_, port, _ := net.SplitHostPort(b)
+				if bport, ok := listenerPort(bound, l); !ok || bport != port {
+					t.Errorf("service %s: %s advertises %s as listener %s, which KAFKA_LISTENERS=%q does not bind on port %s",
+						name, host, b, l, k.Environment["KAFKA_LISTENERS"], port)
+				}
+			}
+		})
+	}
+}
+
+// listeners maps each address of a Kafka listener list
+// (NAME://host:port,…) to the listener's name.
+func listeners(list string) map[string]string {
+	m := map[string]string{}
+	for l := range strings.SplitSeq(list, ",") {
+		name, addr, ok := strings.Cut(strings.TrimSpace(l), "://")
+		if ok {
+			m[addr] = name
+		}
+	}
+	return m
+}
+
+func listenerPort(bound map[string]string, name string) (string, bool) {
+	for addr, n := range bound {
+		if n == name {
+			_, port, err := net.SplitHostPort(addr)
+			return port, err == nil
+		}
+	}
+	return "", false
+}
+
+// TestDetectReachesClickHouse: each detect service's clickhouse section
+// names the ClickHouse service of the file on its native port, with the
+// user, database and password that the image's entrypoint creates from
+// CLICKHOUSE_USER, CLICKHOUSE_DB and CLICKHOUSE_PASSWORD, whether
+// KEYHEAT_CLICKHOUSE_PASSWORD is set on the host or not.
+func TestDetectReachesClickHouse(t *testing.T) {
+	for _, hostEnv := range [][]string{nil, {"KEYHEAT_CLICKHOUSE_PASSWORD=from-the-host"}} {
+		f, err := composefile.Load(composePath, hostEnv)
+		require.NoError(t, err)
+		n := 0
+		for _, name := range f.Names() {
+			s := f.Services[name]
+			if keyheatCommand(s) != config.CmdDetect {
+				continue
+			}
+			n++
+			cfg := loadServiceConfig(t, f, s, config.CmdDetect)
+			if !cfg.ClickHouse.Enabled {
+				continue
+			}
+			for _, a := range cfg.ClickHouse.Addr {
+				host, port, err := net.SplitHostPort(a)
+				require.NoError(t, err)
+				ch, ok := f.Services[host]
+				if !ok {
+					t.Errorf("service %s: clickhouse.addr %s: %s is not a service of %s", name, a, host, composePath)
+					continue
+				}
+				if port != "9000" {
+					t.Errorf("service %s: clickhouse.addr %s: the image's native protocol is on 9000", name, a)
+				}
+				if s.DependsOn[host] != "service_healthy" {
+					t.Errorf("service %s: does not wait for %s to be healthy (depends_on)", name, host)
+				}
+				env := ch.Environment
+				user := cmp.Or(env["CLICKHOUSE_USER"], "default")
+				require.Equal(t, user, cfg.ClickHouse.User, "service %s (host env %q): clickhouse.user is not %s's CLICKHOUSE_USER", name, hostEnv, host)
+				require.Equal(t, env["CLICKHOUSE_PASSWORD"], cfg.ClickHouse.Password, "service %s (host env %q): the ClickHouse password differs from %s's CLICKHOUSE_PASSWORD", name, hostEnv, host)
+				if db := env["CLICKHOUSE_DB"]; db != "" {
+					require.Equal(t, db, cfg.ClickHouse.Database, "service %s: clickhouse.database is not %s's CLICKHOUSE_DB", name, host)
+				}
+			}
+		}
+		require.NotZero(t, n)
 	}
 }
