@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/internal/topics"
@@ -204,4 +206,31 @@ func TestCheckAccessPlainListener(t *testing.T) {
 			require.NotContains(t, err.Error(), pw)
 		})
 	}
+}
+
+// TestCheckAccessSlowSASLIsNoRefusal: brokers that take longer to answer
+// the SASL authentication than the caller waits did not refuse the
+// password; CheckAccess returns the context's error for the caller to
+// wait on, not a *FieldError that would end the command as if the
+// password were wrong.
+func TestCheckAccessSlowSASLIsNoRefusal(t *testing.T) {
+	const user, pw = "keyheat", "right-password-81a0"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("PLAIN", user, pw))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release); c.Close() })
+	c.ControlKey(kmsg.SASLAuthenticate.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	k := Defaults().Kafka
+	k.Brokers = c.ListenAddrs()
+	k.SASL = SASL{Mechanism: "plain", User: user, Password: pw}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // the caller's patience, as ingest's per-try bound
+	defer cancel()
+	err = k.CheckAccess(ctx)
+	require.Error(t, err)
+	var fe *FieldError
+	require.False(t, errors.As(err, &fe), "brokers slow to answer named a setting: %v", err)
 }
