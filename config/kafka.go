@@ -6,11 +6,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -132,17 +134,18 @@ func (k *Kafka) CheckAccess(ctx context.Context) error {
 	return err
 }
 
-// saslReadHook notes a connection that ended while a SASLAuthenticate
-// answer was awaited: brokers before Kafka 1.0 (and kfake) close the
-// connection on a wrong password instead of answering
-// SASL_AUTHENTICATION_FAILED.
+// saslReadHook notes a connection that the brokers closed while a
+// SASLAuthenticate answer was awaited: brokers before Kafka 1.0 (and
+// kfake) close the connection on a wrong password instead of answering
+// SASL_AUTHENTICATION_FAILED. A read that timed out is not noted: a
+// broker slow to answer refused nothing.
 type saslReadHook struct {
 	mu  sync.Mutex
 	err error
 }
 
 func (h *saslReadHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err != nil && key == kmsg.SASLAuthenticate.Int16() {
+	if key == kmsg.SASLAuthenticate.Int16() && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 		h.mu.Lock()
 		h.err = err
 		h.mu.Unlock()
