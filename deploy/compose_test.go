@@ -474,3 +474,56 @@ func TestDetectReachesClickHouse(t *testing.T) {
 		require.NotZero(t, n)
 	}
 }
+
+// TestDockerfileBuildsWhatComposeRuns: every keyheat command a service
+// runs is built by the Dockerfile's go build and copied into a folder on
+// the final image's PATH (the services name it without a folder), and
+// archive.root is made in the image owned by its USER: a named volume
+// starts as a copy of the image's folder, owner included, and the
+// non-root user must write there.
+func TestDockerfileBuildsWhatComposeRuns(t *testing.T) {
+	b, err := os.ReadFile(dockerfilePath)
+	require.NoError(t, err)
+	df := strings.ReplaceAll(string(b), "\\\n", " ") // one line per instruction
+	stages := regexp.MustCompile(`(?m)^FROM\s.*$`).FindAllStringIndex(df, -1)
+	final := df[stages[len(stages)-1][0]:]
+
+	build := regexp.MustCompile(`(?m)^RUN .*\bgo build\b.*$`).FindString(df)
+	require.NotEmpty(t, build, "%s: no RUN go build", dockerfilePath)
+	out := regexp.MustCompile(`\s-o\s+(\S+)`).FindStringSubmatch(build)
+	require.NotNil(t, out, "%s: go build has no -o", dockerfilePath)
+	cp := regexp.MustCompile(`(?m)^COPY\s+--from=\S+\s+` + regexp.QuoteMeta(out[1]) + `\s+(\S+)\s*$`).FindStringSubmatch(final)
+	require.NotNil(t, cp, "%s: the final stage does not copy %s (go build's -o)", dockerfilePath, out[1])
+	onPath := []string{"/usr/local/bin", "/usr/bin", "/bin"} // distroless's PATH, /busybox aside
+	require.Contains(t, onPath, strings.TrimSuffix(cp[1], "/"), "%s: the binaries go to %s, not on the image's PATH", dockerfilePath, cp[1])
+
+	f := loadCompose(t)
+	user := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindStringSubmatch(final)
+	require.NotNil(t, user)
+	for _, name := range f.Names() {
+		s := f.Services[name]
+		cmd := keyheatCommand(s)
+		if cmd == "" {
+			continue
+		}
+		require.Regexp(t, `\s\./cmd/`+regexp.QuoteMeta(s.Command[0])+`(\s|$)`, build, "service %s runs %s, which %s does not build", name, s.Command[0], dockerfilePath)
+		if cmd != config.CmdDetect {
+			continue
+		}
+		cfg := loadServiceConfig(t, f, s, cmd)
+		owned := false
+		for _, m := range regexp.MustCompile(`(?m)^COPY\s+(?:--from=\S+\s+)?--chown=(\S+)\s+(\S+)\s+(\S+)\s*$`).FindAllStringSubmatch(final, -1) {
+			// COPY src/ dst/ puts src's content in dst: dst/x for src/x.
+			dst := filepath.Clean(m[3])
+			rel, err := filepath.Rel(dst, cfg.Archive.Root)
+			if m[1] != user[1] || err != nil || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			// The folder itself must be in what is copied.
+			made := filepath.Join(m[2], rel)
+			owned = regexp.MustCompile(`(?m)^RUN .*\bmkdir -p\s+(\S+\s+)*` + regexp.QuoteMeta(made) + `/?(\s|$)`).MatchString(df)
+			require.True(t, owned, "%s: copies %s to %s owned by %s, but makes no %s for archive.root %s", dockerfilePath, m[2], m[3], m[1], made, cfg.Archive.Root)
+		}
+		require.True(t, owned, "service %s: archive.root %s is not made in the image owned by USER %s", name, cfg.Archive.Root, user[1])
+	}
+}
