@@ -418,6 +418,7 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"sasl without user", func(c *Config) { c.Kafka.SASL.Mechanism = "scram-sha-512" }, []string{"kafka.sasl.user:"}},
 		{"cert without key", func(c *Config) { c.Kafka.TLS.Enabled = true; c.Kafka.TLS.CertFile = "c.pem" }, []string{"kafka.tls.cert_file:"}},
 		{"tls files while off", func(c *Config) { c.Kafka.TLS.CAFile = "ca.pem" }, []string{"kafka.tls.enabled:"}},
+		{"skip verify while off", func(c *Config) { c.Kafka.TLS.InsecureSkipVerify = true }, []string{"kafka.tls.enabled:"}},
 		{"clickhouse no addr", func(c *Config) { c.ClickHouse.Enabled = true; c.ClickHouse.Addr = nil }, []string{"clickhouse.addr: must not be empty"}},
 		{"clickhouse bad port", func(c *Config) { c.ClickHouse.Enabled = true; c.ClickHouse.Addr = []string{"h:x"} }, []string{`clickhouse.addr: "h:x": port "x"`}},
 		{"clickhouse bad db", func(c *Config) { c.ClickHouse.Enabled = true; c.ClickHouse.Database = "a-b" }, []string{"clickhouse.database:"}},

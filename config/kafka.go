@@ -6,11 +6,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -104,10 +106,10 @@ func (t *TLS) config() (*tls.Config, error) {
 // brokers refuse what k presents: a certificate signed by a CA that
 // kafka.tls.ca_file does not hold, a name kafka.tls.server_name does not
 // match, a missing or refused client certificate, TLS on one side only, a
-// SASL mechanism they do not offer, or a user and password they reject.
-// Any other failure (no broker reachable, ctx done) is returned as it is:
-// a broker that is down may come back, a refusal will not. The errors
-// never hold the password.
+// SASL mechanism they do not offer or SASL on a listener without it, or a
+// user and password they reject. Any other failure (no broker reachable,
+// ctx done) is returned as it is: a broker that is down may come back, a
+// refusal will not. The errors never hold the password.
 //
 // Commands call it at start, so that a wrong password fails at once
 // instead of being waited on like a broker that is away.
@@ -132,17 +134,18 @@ func (k *Kafka) CheckAccess(ctx context.Context) error {
 	return err
 }
 
-// saslReadHook notes a connection that ended while a SASLAuthenticate
-// answer was awaited: brokers before Kafka 1.0 (and kfake) close the
-// connection on a wrong password instead of answering
-// SASL_AUTHENTICATION_FAILED.
+// saslReadHook notes a connection that the brokers closed while a
+// SASLAuthenticate answer was awaited: brokers before Kafka 1.0 (and
+// kfake) close the connection on a wrong password instead of answering
+// SASL_AUTHENTICATION_FAILED. A read that timed out is not noted: a
+// broker slow to answer refused nothing.
 type saslReadHook struct {
 	mu  sync.Mutex
 	err error
 }
 
 func (h *saslReadHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err != nil && key == kmsg.SASLAuthenticate.Int16() {
+	if key == kmsg.SASLAuthenticate.Int16() && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 		h.mu.Lock()
 		h.err = err
 		h.mu.Unlock()
@@ -190,13 +193,24 @@ func (k *Kafka) refusal(err error, saslCut bool) *FieldError {
 		// one thing left for it to refuse is our certificate.
 		return &FieldError{Key: "kafka.tls.cert_file", Problem: fmt.Sprintf(
 			"the brokers refused the TLS connection (%v); they want a client certificate signed by a CA they trust in kafka.tls.cert_file and key_file", op.Err)}
+	case errors.As(err, &firstRead) && k.TLS.Enabled && strings.Contains(err.Error(), "is TLS misconfigured"):
+		// A broker without TLS reads the ClientHello as a request of
+		// hundreds of megabytes and closes the connection during the
+		// handshake.
+		return &FieldError{Key: "kafka.tls.enabled", Problem: fmt.Sprintf(
+			"the brokers closed the connection during the TLS handshake, as brokers without TLS do; set kafka.tls.enabled: false or name their TLS listener in kafka.brokers (%s)", strings.Join(k.Brokers, ","))}
 	case errors.As(err, &firstRead) && strings.Contains(err.Error(), "is TLS missing?"):
 		return &FieldError{Key: "kafka.tls.enabled", Problem: "the brokers closed the connection at once, as brokers that require TLS do: set kafka.tls.enabled: true"}
 	case errors.As(err, &firstRead) && strings.Contains(err.Error(), "is SASL missing?"):
 		return &FieldError{Key: "kafka.sasl.mechanism", Problem: "the brokers closed the connection at the first request, as brokers that require SASL do: set kafka.sasl.mechanism, user and password"}
 	case errors.As(err, &ke) && ke == kerr.UnsupportedSaslMechanism:
 		return &FieldError{Key: "kafka.sasl.mechanism", Problem: fmt.Sprintf("the brokers do not offer %s (%v)", k.SASL.Mechanism, err)}
-	case errors.As(err, &ke) && (ke == kerr.SaslAuthenticationFailed || ke == kerr.IllegalSaslState):
+	case errors.As(err, &ke) && ke == kerr.IllegalSaslState:
+		// Kafka's answer to a SASL handshake on a listener without SASL:
+		// no password was asked for.
+		return &FieldError{Key: "kafka.sasl.mechanism", Problem: fmt.Sprintf(
+			"the brokers take no SASL on this listener; leave kafka.sasl.mechanism empty or name their SASL listener in kafka.brokers (%s) (%v)", strings.Join(k.Brokers, ","), err)}
+	case errors.As(err, &ke) && ke == kerr.SaslAuthenticationFailed:
 		return &FieldError{Key: "kafka.sasl.password", Problem: fmt.Sprintf(
 			"the brokers refused %s: check kafka.sasl.user and kafka.sasl.password (or password_file) (%v)", user, err)}
 	case saslCut && k.SASL.Mechanism != "":

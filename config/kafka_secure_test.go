@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/internal/topics"
@@ -172,4 +174,63 @@ func TestSecretsFromEnvAndFile(t *testing.T) {
 	// ingest does not read clickhouse: its file is not read either.
 	_, err := Load(CmdIngest, Source{Environ: []string{EnvName("clickhouse.password_file") + "=" + filepath.Join(dir, "nope")}})
 	require.NoError(t, err)
+}
+
+// TestCheckAccessPlainListener: brokers on a listener without TLS or SASL
+// (the real Kafka of the tests) refuse TLS and SASL; CheckAccess names
+// the setting that differs, kafka.tls.enabled or kafka.sasl.mechanism,
+// instead of returning a dial error to be waited on like an absent
+// broker, or blaming a password the brokers never asked for.
+func TestCheckAccessPlainListener(t *testing.T) {
+	seeds := testenv.KafkaSeeds(t)
+	const pw = "never-asked-4d1c"
+	for _, tc := range []struct {
+		name string
+		mod  func(k *Kafka)
+		key  string
+	}{
+		{"TLS on", func(k *Kafka) { k.TLS.Enabled = true }, "kafka.tls.enabled"},
+		{"SASL on", func(k *Kafka) { k.SASL = SASL{Mechanism: "scram-sha-512", User: "keyheat", Password: pw} }, "kafka.sasl.mechanism"},
+		{"SASL PLAIN on", func(k *Kafka) { k.SASL = SASL{Mechanism: "plain", User: "keyheat", Password: pw} }, "kafka.sasl.mechanism"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := Defaults().Kafka
+			k.Brokers = seeds
+			tc.mod(&k)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+			defer cancel()
+			err := k.CheckAccess(ctx)
+			var fe *FieldError
+			require.True(t, errors.As(err, &fe), "want a *FieldError, got %T: %v", err, err)
+			require.Equal(t, tc.key, fe.Key, "%v", err)
+			require.NotContains(t, err.Error(), pw)
+		})
+	}
+}
+
+// TestCheckAccessSlowSASLIsNoRefusal: brokers that take longer to answer
+// the SASL authentication than the caller waits did not refuse the
+// password; CheckAccess returns the context's error for the caller to
+// wait on, not a *FieldError that would end the command as if the
+// password were wrong.
+func TestCheckAccessSlowSASLIsNoRefusal(t *testing.T) {
+	const user, pw = "keyheat", "right-password-81a0"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("PLAIN", user, pw))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release); c.Close() })
+	c.ControlKey(kmsg.SASLAuthenticate.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	k := Defaults().Kafka
+	k.Brokers = c.ListenAddrs()
+	k.SASL = SASL{Mechanism: "plain", User: user, Password: pw}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard: the connection's own read timeout ends the wait
+	defer cancel()
+	err = k.CheckAccess(ctx)
+	require.Error(t, err)
+	var fe *FieldError
+	require.False(t, errors.As(err, &fe), "brokers slow to answer named a setting: %v", err)
 }

@@ -152,6 +152,7 @@ func readFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("config file %s, line %d: want sections (log:, kafka:, …), not a %s", path, root.Line, root.ShortTag())
 	}
 	var bad []error
+	def := Defaults()
 	var check func(prefix string, m *yaml.Node)
 	check = func(prefix string, m *yaml.Node) {
 		for i := 0; i+1 < len(m.Content); i += 2 {
@@ -164,6 +165,8 @@ func readFile(path string) (map[string]any, error) {
 				bad = append(bad, fmt.Errorf("config file %s, line %d: %s is a section; its keys go indented below it", path, k.Line, key))
 			case readers(key) == nil:
 				bad = append(bad, fmt.Errorf("config file %s, line %d: %s is not a config key (see keyheat.example.yaml)", path, k.Line, key))
+			default:
+				keepText(val, valueOf(&def, key))
 			}
 		}
 	}
@@ -176,6 +179,20 @@ func readFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("config file %s: %s", path, yamlProblem(err, b))
 	}
 	return m, nil
+}
+
+// keepText makes a plain scalar given for a text key (a password, a
+// token, a name) the text it is written as: YAML would read 012345 as
+// the number 5349, 1e3 as 1000 and True as true, and the key would get
+// a different secret or name than the file shows.
+func keepText(val *yaml.Node, def any) {
+	if _, text := def.(string); !text || val.Kind != yaml.ScalarNode || val.Style != 0 {
+		return
+	}
+	switch val.ShortTag() {
+	case "!!int", "!!float", "!!bool":
+		val.Tag = "!!str"
+	}
 }
 
 // yamlProblem says where and what a YAML error in src is: the line and

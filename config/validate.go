@@ -161,8 +161,8 @@ func (k *Kafka) validate(p *problems, cmd Command) {
 	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
 		p.add("kafka.tls.cert_file", "cert_file and key_file go together: set both or neither")
 	}
-	if !k.TLS.Enabled && (k.TLS.CAFile != "" || k.TLS.CertFile != "" || k.TLS.ServerName != "") {
-		p.add("kafka.tls.enabled", "TLS files or server_name are set but TLS is off; set kafka.tls.enabled: true")
+	if !k.TLS.Enabled && (k.TLS.CAFile != "" || k.TLS.CertFile != "" || k.TLS.ServerName != "" || k.TLS.InsecureSkipVerify) {
+		p.add("kafka.tls.enabled", "TLS files, server_name or insecure_skip_verify are set but TLS is off; set kafka.tls.enabled: true")
 	}
 }
 

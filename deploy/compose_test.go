@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -355,5 +356,174 @@ func TestDockerfile(t *testing.T) {
 		} else {
 			t.Errorf("service %s: healthcheck runs %s; %s has no such tool (want /busybox/wget)", name, tool, dockerfilePath)
 		}
+	}
+}
+
+// TestKeyheatReachesKafka: every broker a keyheat service is given
+// (kafka.brokers) is a service of the file, waited for until healthy, and
+// one of the addresses that broker advertises on a listener it has:
+// the broker's metadata answer sends clients to its advertised address,
+// so a listener advertised as localhost, or the host's port, would send
+// the containers away after the first request.
+func TestKeyheatReachesKafka(t *testing.T) {
+	f := loadCompose(t)
+	for _, name := range f.Names() {
+		s := f.Services[name]
+		cmd := keyheatCommand(s)
+		if cmd == "" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := loadServiceConfig(t, f, s, cmd)
+			require.NotEmpty(t, cfg.Kafka.Brokers)
+			for _, b := range cfg.Kafka.Brokers {
+				host, _, err := net.SplitHostPort(b)
+				require.NoError(t, err)
+				k, ok := f.Services[host]
+				if !ok {
+					t.Errorf("service %s: kafka.brokers %s: %s is not a service of %s", name, b, host, composePath)
+					continue
+				}
+				if s.DependsOn[host] != "service_healthy" {
+					t.Errorf("service %s: does not wait for %s to be healthy (depends_on)", name, host)
+				}
+				advertised := listeners(k.Environment["KAFKA_ADVERTISED_LISTENERS"])
+				bound := listeners(k.Environment["KAFKA_LISTENERS"])
+				l, ok := advertised[b]
+				if !ok {
+					t.Errorf("service %s: kafka.brokers %s is none of the addresses %s advertises (KAFKA_ADVERTISED_LISTENERS=%q)",
+						name, b, host, k.Environment["KAFKA_ADVERTISED_LISTENERS"])
+					continue
+				}
+				_, port, _ := net.SplitHostPort(b)
+				if bport, ok := listenerPort(bound, l); !ok || bport != port {
+					t.Errorf("service %s: %s advertises %s as listener %s, which KAFKA_LISTENERS=%q does not bind on port %s",
+						name, host, b, l, k.Environment["KAFKA_LISTENERS"], port)
+				}
+			}
+		})
+	}
+}
+
+// listeners maps each address of a Kafka listener list
+// (NAME://host:port,…) to the listener's name.
+func listeners(list string) map[string]string {
+	m := map[string]string{}
+	for l := range strings.SplitSeq(list, ",") {
+		name, addr, ok := strings.Cut(strings.TrimSpace(l), "://")
+		if ok {
+			m[addr] = name
+		}
+	}
+	return m
+}
+
+func listenerPort(bound map[string]string, name string) (string, bool) {
+	for addr, n := range bound {
+		if n == name {
+			_, port, err := net.SplitHostPort(addr)
+			return port, err == nil
+		}
+	}
+	return "", false
+}
+
+// TestDetectReachesClickHouse: each detect service's clickhouse section
+// names the ClickHouse service of the file on its native port, with the
+// user, database and password that the image's entrypoint creates from
+// CLICKHOUSE_USER, CLICKHOUSE_DB and CLICKHOUSE_PASSWORD, whether
+// KEYHEAT_CLICKHOUSE_PASSWORD is set on the host or not.
+func TestDetectReachesClickHouse(t *testing.T) {
+	for _, hostEnv := range [][]string{nil, {"KEYHEAT_CLICKHOUSE_PASSWORD=from-the-host"}} {
+		f, err := composefile.Load(composePath, hostEnv)
+		require.NoError(t, err)
+		n := 0
+		for _, name := range f.Names() {
+			s := f.Services[name]
+			if keyheatCommand(s) != config.CmdDetect {
+				continue
+			}
+			n++
+			cfg := loadServiceConfig(t, f, s, config.CmdDetect)
+			if !cfg.ClickHouse.Enabled {
+				continue
+			}
+			for _, a := range cfg.ClickHouse.Addr {
+				host, port, err := net.SplitHostPort(a)
+				require.NoError(t, err)
+				ch, ok := f.Services[host]
+				if !ok {
+					t.Errorf("service %s: clickhouse.addr %s: %s is not a service of %s", name, a, host, composePath)
+					continue
+				}
+				if port != "9000" {
+					t.Errorf("service %s: clickhouse.addr %s: the image's native protocol is on 9000", name, a)
+				}
+				if s.DependsOn[host] != "service_healthy" {
+					t.Errorf("service %s: does not wait for %s to be healthy (depends_on)", name, host)
+				}
+				env := ch.Environment
+				user := cmp.Or(env["CLICKHOUSE_USER"], "default")
+				require.Equal(t, user, cfg.ClickHouse.User, "service %s (host env %q): clickhouse.user is not %s's CLICKHOUSE_USER", name, hostEnv, host)
+				require.Equal(t, env["CLICKHOUSE_PASSWORD"], cfg.ClickHouse.Password, "service %s (host env %q): the ClickHouse password differs from %s's CLICKHOUSE_PASSWORD", name, hostEnv, host)
+				if db := env["CLICKHOUSE_DB"]; db != "" {
+					require.Equal(t, db, cfg.ClickHouse.Database, "service %s: clickhouse.database is not %s's CLICKHOUSE_DB", name, host)
+				}
+			}
+		}
+		require.NotZero(t, n)
+	}
+}
+
+// TestDockerfileBuildsWhatComposeRuns: every keyheat command a service
+// runs is built by the Dockerfile's go build and copied into a folder on
+// the final image's PATH (the services name it without a folder), and
+// archive.root is made in the image owned by its USER: a named volume
+// starts as a copy of the image's folder, owner included, and the
+// non-root user must write there.
+func TestDockerfileBuildsWhatComposeRuns(t *testing.T) {
+	b, err := os.ReadFile(dockerfilePath)
+	require.NoError(t, err)
+	df := strings.ReplaceAll(string(b), "\\\n", " ") // one line per instruction
+	stages := regexp.MustCompile(`(?m)^FROM\s.*$`).FindAllStringIndex(df, -1)
+	final := df[stages[len(stages)-1][0]:]
+
+	build := regexp.MustCompile(`(?m)^RUN .*\bgo build\b.*$`).FindString(df)
+	require.NotEmpty(t, build, "%s: no RUN go build", dockerfilePath)
+	out := regexp.MustCompile(`\s-o\s+(\S+)`).FindStringSubmatch(build)
+	require.NotNil(t, out, "%s: go build has no -o", dockerfilePath)
+	cp := regexp.MustCompile(`(?m)^COPY\s+--from=\S+\s+` + regexp.QuoteMeta(out[1]) + `\s+(\S+)\s*$`).FindStringSubmatch(final)
+	require.NotNil(t, cp, "%s: the final stage does not copy %s (go build's -o)", dockerfilePath, out[1])
+	onPath := []string{"/usr/local/bin", "/usr/bin", "/bin"} // distroless's PATH, /busybox aside
+	require.Contains(t, onPath, strings.TrimSuffix(cp[1], "/"), "%s: the binaries go to %s, not on the image's PATH", dockerfilePath, cp[1])
+
+	f := loadCompose(t)
+	user := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindStringSubmatch(final)
+	require.NotNil(t, user)
+	for _, name := range f.Names() {
+		s := f.Services[name]
+		cmd := keyheatCommand(s)
+		if cmd == "" {
+			continue
+		}
+		require.Regexp(t, `\s\./cmd/`+regexp.QuoteMeta(s.Command[0])+`(\s|$)`, build, "service %s runs %s, which %s does not build", name, s.Command[0], dockerfilePath)
+		if cmd != config.CmdDetect {
+			continue
+		}
+		cfg := loadServiceConfig(t, f, s, cmd)
+		owned := false
+		for _, m := range regexp.MustCompile(`(?m)^COPY\s+(?:--from=\S+\s+)?--chown=(\S+)\s+(\S+)\s+(\S+)\s*$`).FindAllStringSubmatch(final, -1) {
+			// COPY src/ dst/ puts src's content in dst: dst/x for src/x.
+			dst := filepath.Clean(m[3])
+			rel, err := filepath.Rel(dst, cfg.Archive.Root)
+			if m[1] != user[1] || err != nil || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			// The folder itself must be in what is copied.
+			made := filepath.Join(m[2], rel)
+			owned = regexp.MustCompile(`(?m)^RUN .*\bmkdir -p\s+(\S+\s+)*` + regexp.QuoteMeta(made) + `/?(\s|$)`).MatchString(df)
+			require.True(t, owned, "%s: copies %s to %s owned by %s, but makes no %s for archive.root %s", dockerfilePath, m[2], m[3], m[1], made, cfg.Archive.Root)
+		}
+		require.True(t, owned, "service %s: archive.root %s is not made in the image owned by USER %s", name, cfg.Archive.Root, user[1])
 	}
 }

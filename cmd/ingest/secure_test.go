@@ -82,3 +82,15 @@ func TestSecretsNotPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSOnPlainListener: kafka.tls.enabled set for brokers that do not
+// speak TLS (the real Kafka's plain listener) ends ingest at start, exit
+// 1, naming kafka.tls.enabled, with kafka.connect_timeout at its default;
+// it is not waited on as if the brokers were away.
+func TestTLSOnPlainListener(t *testing.T) {
+	seeds := testenv.KafkaSeeds(t)
+	p := startIngest(t, nil, "gen", "--count=100", "--kafka.brokers="+strings.Join(seeds, ","), "--kafka.tls.enabled",
+		"--kafka.topics.events="+testenv.UniqueName(t, "ev"), "--kafka.topics.dlq="+testenv.UniqueName(t, "dlq"))
+	require.Equal(t, 1, p.wait(t))
+	require.Contains(t, p.stderr.String(), "ingest: kafka.tls.enabled:")
+}
