@@ -118,7 +118,8 @@ type SASL struct {
 	PasswordFile string `mapstructure:"password_file"`
 }
 
-// TLS configures encryption to the brokers.
+// TLS configures encryption to a service: the brokers (kafka.tls) or
+// the ClickHouse servers (clickhouse.tls).
 type TLS struct {
 	Enabled bool `mapstructure:"enabled"`
 	// CAFile is a PEM bundle of CAs to trust; empty means the system pool.
@@ -127,10 +128,11 @@ type TLS struct {
 	// or neither.
 	CertFile string `mapstructure:"cert_file"`
 	KeyFile  string `mapstructure:"key_file"`
-	// ServerName overrides the name checked against the broker's
-	// certificate; empty means the broker's host.
+	// ServerName overrides the name checked against the server's
+	// certificate; empty means the host dialed.
 	ServerName string `mapstructure:"server_name"`
-	// InsecureSkipVerify disables certificate checks. For tests only.
+	// InsecureSkipVerify disables certificate checks: anyone on the path
+	// can read and change the traffic. For tests only.
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
 }
 
@@ -142,6 +144,9 @@ type ClickHouse struct {
 	// read by Load without its trailing line breaks; setting both is an
 	// error.
 	PasswordFile string `mapstructure:"password_file"`
+	// TLS encrypts the connections to the servers, with the keys of
+	// kafka.tls; Load builds Options.TLS from it when it is enabled.
+	TLS TLS `mapstructure:"tls"`
 }
 
 // Events configures how events are encoded and which are accepted.

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -190,12 +191,22 @@ func TestArgsAreValidated(t *testing.T) {
 // Every key must be settable from the environment: viper ignores env vars
 // for keys it does not know, which is the gap Load closes.
 func TestEveryKeyFromEnv(t *testing.T) {
+	// Load reads clickhouse.tls's files: they must hold what they name.
+	certs := testenv.NewTestCerts(t, "env.keyheat.test")
+	files := map[string]string{"clickhouse.tls.ca_file": certs.CAFile,
+		"clickhouse.tls.cert_file": certs.CertFile, "clickhouse.tls.key_file": certs.KeyFile}
+	value := func(key, v string) string {
+		if f, ok := files[key]; ok {
+			return f
+		}
+		return v
+	}
 	for _, key := range AllKeys() {
 		t.Run(key, func(t *testing.T) {
-			env := []string{EnvName(key) + "=" + sampleValue(key)}
+			env := []string{EnvName(key) + "=" + value(key, sampleValue(key))}
 			for _, extra := range companions[key] {
 				k, v, _ := strings.Cut(extra, "=")
-				env = append(env, EnvName(k)+"="+v)
+				env = append(env, EnvName(k)+"="+value(k, v))
 			}
 			cfg, err := Load("", Source{Environ: env})
 			require.NoError(t, err)
@@ -209,19 +220,24 @@ func TestEveryKeyFromEnv(t *testing.T) {
 // companions are the other keys a sample value needs to form a valid
 // config (a SASL mechanism needs a user).
 var companions = map[string][]string{
-	"kafka.sasl.mechanism":           {"kafka.sasl.user=u"},
-	"kafka.tls.ca_file":              {"kafka.tls.enabled=true"},
-	"kafka.tls.cert_file":            {"kafka.tls.enabled=true", "kafka.tls.key_file=k.pem"},
-	"kafka.tls.key_file":             {"kafka.tls.enabled=true", "kafka.tls.cert_file=c.pem"},
-	"kafka.tls.server_name":          {"kafka.tls.enabled=true"},
-	"ingest.regex.pattern":           {"ingest.format=regex"},
-	"ingest.combined.key":            {"ingest.combined.query_param=k"},
-	"kafka.tls.insecure_skip_verify": {"kafka.tls.enabled=true"},
-	"events.allow_binary_keys":       {"events.codec=binary"},
-	"detect.regex_topics":            {"detect.topics=app\\..*"},
-	"detect.regex.pattern":           {"detect.format=regex"},
-	"detect.combined.key":            {"detect.combined.query_param=k"},
-	"api.protect_reads":              {"api.token=t0ken"},
+	"kafka.sasl.mechanism":                {"kafka.sasl.user=u"},
+	"kafka.tls.ca_file":                   {"kafka.tls.enabled=true"},
+	"kafka.tls.cert_file":                 {"kafka.tls.enabled=true", "kafka.tls.key_file=k.pem"},
+	"kafka.tls.key_file":                  {"kafka.tls.enabled=true", "kafka.tls.cert_file=c.pem"},
+	"kafka.tls.server_name":               {"kafka.tls.enabled=true"},
+	"ingest.regex.pattern":                {"ingest.format=regex"},
+	"ingest.combined.key":                 {"ingest.combined.query_param=k"},
+	"kafka.tls.insecure_skip_verify":      {"kafka.tls.enabled=true"},
+	"clickhouse.tls.ca_file":              {"clickhouse.tls.enabled=true"},
+	"clickhouse.tls.cert_file":            {"clickhouse.tls.enabled=true", "clickhouse.tls.key_file=k.pem"},
+	"clickhouse.tls.key_file":             {"clickhouse.tls.enabled=true", "clickhouse.tls.cert_file=c.pem"},
+	"clickhouse.tls.server_name":          {"clickhouse.tls.enabled=true"},
+	"clickhouse.tls.insecure_skip_verify": {"clickhouse.tls.enabled=true"},
+	"events.allow_binary_keys":            {"events.codec=binary"},
+	"detect.regex_topics":                 {"detect.topics=app\\..*"},
+	"detect.regex.pattern":                {"detect.format=regex"},
+	"detect.combined.key":                 {"detect.combined.query_param=k"},
+	"api.protect_reads":                   {"api.token=t0ken"},
 }
 
 // sampleValue returns a valid value for key that differs from its default,

@@ -94,6 +94,7 @@ func (c *Config) Validate(cmd Command) error {
 		if c.ClickHouse.Password != "" && c.ClickHouse.PasswordFile != "" {
 			p.add("clickhouse.password_file", "clickhouse.password is set too; set one of them")
 		}
+		c.ClickHouse.TLS.validate(&p, "clickhouse.tls")
 	}
 	if cmd.Reads("archive") && c.Archive.Root != "" {
 		p.addPrefixed("archive", c.Archive.Validate())
@@ -158,11 +159,16 @@ func (k *Kafka) validate(p *problems, cmd Command) {
 	if k.SASL.Password != "" && k.SASL.PasswordFile != "" {
 		p.add("kafka.sasl.password_file", "kafka.sasl.password is set too; set one of them")
 	}
-	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
-		p.add("kafka.tls.cert_file", "cert_file and key_file go together: set both or neither")
+	k.TLS.validate(p, "kafka.tls")
+}
+
+// validate checks the TLS keys under section (kafka.tls, clickhouse.tls).
+func (t *TLS) validate(p *problems, section string) {
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		p.add(section+".cert_file", "cert_file and key_file go together: set both or neither")
 	}
-	if !k.TLS.Enabled && (k.TLS.CAFile != "" || k.TLS.CertFile != "" || k.TLS.ServerName != "") {
-		p.add("kafka.tls.enabled", "TLS files or server_name are set but TLS is off; set kafka.tls.enabled: true")
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "" || t.InsecureSkipVerify) {
+		p.add(section+".enabled", "TLS files, server_name or insecure_skip_verify are set but TLS is off; set %s.enabled: true", section)
 	}
 }
 
