@@ -6,6 +6,7 @@ import (
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
@@ -42,7 +43,16 @@ type Log struct {
 	Level string `mapstructure:"level"`
 	// Format is text (for people) or json (for log shippers).
 	Format string `mapstructure:"format"`
+	// Keys is how log lines show an access key, one of
+	// keylog.Policies: hash (its key_hash only) or raw (the key itself,
+	// its key_hash beside it). Standard output meant for a person (detect
+	// --print, detect query) is not a log and shows keys as they are.
+	Keys string `mapstructure:"keys" cmd:"detect"`
 }
+
+// RawKeys reports whether log lines show access keys themselves
+// (log.keys: raw).
+func (l Log) RawKeys() bool { return l.Keys == keylog.Raw }
 
 // LogLevels are the values log.level accepts.
 func LogLevels() []string { return []string{"debug", "info", "warn", "error"} }
@@ -183,7 +193,7 @@ type Ingest struct {
 // rest.
 func Defaults() Config {
 	return Config{
-		Log: Log{Level: "info", Format: "text"},
+		Log: Log{Level: "info", Format: "text", Keys: keylog.Hash},
 		Kafka: Kafka{
 			Brokers:           []string{"127.0.0.1:9092"},
 			ClientID:          "keyheat",

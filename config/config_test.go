@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -106,6 +107,7 @@ func TestExampleListsAllowedValues(t *testing.T) {
 	for key, allowed := range map[string][]string{
 		"log.level":            LogLevels(),
 		"log.format":           LogFormats(),
+		"log.keys":             keylog.Policies(),
 		"kafka.sasl.mechanism": SASLMechanisms(),
 		"events.codec":         codecs,
 		"ingest.format":        logparse.Formats(),
@@ -246,6 +248,7 @@ func sampleValue(key string) string {
 	special := map[string]string{
 		"log.level":                     "debug",
 		"log.format":                    "json",
+		"log.keys":                      "raw",
 		"metrics.addr":                  "127.0.0.1:9999",
 		"api.addr":                      "127.0.0.1:9998",
 		"kafka.brokers":                 "h1:1,h2:2",
@@ -425,6 +428,8 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"broker without port", func(c *Config) { c.Kafka.Brokers = []string{"localhost"} }, []string{"kafka.brokers: \"localhost\" is not host:port"}},
 		{"bad level", func(c *Config) { c.Log.Level = "loud" }, []string{`log.level: "loud" is not one of debug, info, warn, error`}},
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, []string{"log.format:"}},
+		{"bad log keys", func(c *Config) { c.Log.Keys = "plain" }, []string{`log.keys: "plain" is not one of hash, raw`}},
+		{"raw log keys", func(c *Config) { c.Log.Keys = "raw" }, nil},
 		{"empty topic", func(c *Config) { c.Kafka.Topics.DLQ = "" }, []string{"kafka.topics.dlq: must not be empty"}},
 		{"illegal topic", func(c *Config) { c.Kafka.Topics.Reports = "a/b" }, []string{"kafka.topics.reports:"}},
 		{"same topic twice", func(c *Config) { c.Kafka.Topics.Reports = c.Kafka.Topics.Events }, []string{"kafka.topics.reports: topic \"keyheat.events\" is also kafka.topics.events"}},
@@ -439,6 +444,9 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"clickhouse bad db", func(c *Config) { c.ClickHouse.Enabled = true; c.ClickHouse.Database = "a-b" }, []string{"clickhouse.database:"}},
 		{"clickhouse no timeout", func(c *Config) { c.ClickHouse.Enabled = true; c.ClickHouse.DialTimeout = 0 }, []string{"clickhouse.dial_timeout:"}},
 		{"clickhouse off ignores its keys", func(c *Config) { c.ClickHouse.Addr = nil }, nil},
+		{"clickhouse cert without key", func(c *Config) { c.ClickHouse.TLS.Enabled = true; c.ClickHouse.TLS.CertFile = "c.pem" }, []string{"clickhouse.tls.cert_file:"}},
+		{"clickhouse tls files while off", func(c *Config) { c.ClickHouse.TLS.CAFile = "ca.pem" }, []string{"clickhouse.tls.enabled:"}},
+		{"clickhouse skip verify while off", func(c *Config) { c.ClickHouse.TLS.InsecureSkipVerify = true }, []string{"clickhouse.tls.enabled:"}},
 		{"bad codec", func(c *Config) { c.Events.Codec = "avro" }, []string{`events.codec: unknown event codec "avro": use "json" or "binary"`}},
 		{"key limit zero", func(c *Config) { c.Events.Limits.MaxKeyBytes = 0 }, []string{"events.max_key_bytes:"}},
 		{"negative skew", func(c *Config) { c.Events.Limits.MaxSkew = -time.Second }, []string{"events.max_skew:"}},

@@ -12,6 +12,7 @@ import (
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -71,7 +72,7 @@ func (p problems) err() error { return errors.Join(p...) }
 // is left to fail after a command has started talking to Kafka.
 func (c *Config) Validate(cmd Command) error {
 	var p problems
-	c.Log.validate(&p)
+	c.Log.validate(&p, cmd)
 	if c.Metrics.Addr != "" {
 		checkHostPort(&p, "metrics.addr", c.Metrics.Addr, true)
 	}
@@ -105,7 +106,12 @@ func (c *Config) Validate(cmd Command) error {
 	return p.err()
 }
 
-func (l *Log) validate(p *problems) {
+func (l *Log) validate(p *problems, cmd Command) {
+	if cmd.Reads("log.keys") {
+		if _, err := keylog.ParsePolicy(l.Keys); err != nil {
+			p.add("log.keys", "%v", err)
+		}
+	}
 	if !slices.Contains(LogLevels(), strings.ToLower(l.Level)) {
 		p.add("log.level", "%q is not one of %s", l.Level, strings.Join(LogLevels(), ", "))
 	}
