@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -59,11 +60,12 @@ func updateAtMs(h *schemas.HotKeyEvent) (ms int64, ok bool) {
 
 // logHotKey says at DEBUG that h is being published, its key as
 // internal/keylog shows keys. The sinks, the registry and Print carry
-// the key itself; the log names it by its key_hash unless LogRawKeys.
+// the key itself; the log names it by its key_hash unless LogRawKeys,
+// and never shows h.ID, which holds the key.
 func (s *Service) logHotKey(h *schemas.HotKeyEvent) {
 	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
 	s.log.Debug("publishing a hot-key event", "type", h.Type, "app", h.App, keylog.Attr(h.Key, s.cfg.LogRawKeys),
-		"rule", h.Rule, "rate", h.Rate, "topic", h.Topic, "partition", h.Partition, "id", h.ID)
+		"rule", h.Rule, "rate", h.Rate, "onset", time.UnixMilli(h.OnsetMs).UTC(), "topic", h.Topic, "partition", h.Partition)
 }
