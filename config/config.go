@@ -6,6 +6,7 @@ import (
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
@@ -42,7 +43,16 @@ type Log struct {
 	Level string `mapstructure:"level"`
 	// Format is text (for people) or json (for log shippers).
 	Format string `mapstructure:"format"`
+	// Keys is how log lines show an access key, one of
+	// keylog.Policies: hash (its key_hash only) or raw (the key itself,
+	// its key_hash beside it). Standard output meant for a person (detect
+	// --print, detect query) is not a log and shows keys as they are.
+	Keys string `mapstructure:"keys" cmd:"detect"`
 }
+
+// RawKeys reports whether log lines show access keys themselves
+// (log.keys: raw).
+func (l Log) RawKeys() bool { return l.Keys == keylog.Raw }
 
 // LogLevels are the values log.level accepts.
 func LogLevels() []string { return []string{"debug", "info", "warn", "error"} }
@@ -118,7 +128,8 @@ type SASL struct {
 	PasswordFile string `mapstructure:"password_file"`
 }
 
-// TLS configures encryption to the brokers.
+// TLS configures encryption to a service: the brokers (kafka.tls) or
+// the ClickHouse servers (clickhouse.tls).
 type TLS struct {
 	Enabled bool `mapstructure:"enabled"`
 	// CAFile is a PEM bundle of CAs to trust; empty means the system pool.
@@ -127,10 +138,11 @@ type TLS struct {
 	// or neither.
 	CertFile string `mapstructure:"cert_file"`
 	KeyFile  string `mapstructure:"key_file"`
-	// ServerName overrides the name checked against the broker's
-	// certificate; empty means the broker's host.
+	// ServerName overrides the name checked against the server's
+	// certificate; empty means the host dialed.
 	ServerName string `mapstructure:"server_name"`
-	// InsecureSkipVerify disables certificate checks. For tests only.
+	// InsecureSkipVerify disables certificate checks: anyone on the path
+	// can read and change the traffic. For tests only.
 	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
 }
 
@@ -142,6 +154,9 @@ type ClickHouse struct {
 	// read by Load without its trailing line breaks; setting both is an
 	// error.
 	PasswordFile string `mapstructure:"password_file"`
+	// TLS encrypts the connections to the servers, with the keys of
+	// kafka.tls; Load builds Options.TLS from it when it is enabled.
+	TLS TLS `mapstructure:"tls"`
 }
 
 // Events configures how events are encoded and which are accepted.
@@ -178,7 +193,7 @@ type Ingest struct {
 // rest.
 func Defaults() Config {
 	return Config{
-		Log: Log{Level: "info", Format: "text"},
+		Log: Log{Level: "info", Format: "text", Keys: keylog.Hash},
 		Kafka: Kafka{
 			Brokers:           []string{"127.0.0.1:9092"},
 			ClientID:          "keyheat",

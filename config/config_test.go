@@ -16,6 +16,8 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/keylog"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -105,6 +107,7 @@ func TestExampleListsAllowedValues(t *testing.T) {
 	for key, allowed := range map[string][]string{
 		"log.level":            LogLevels(),
 		"log.format":           LogFormats(),
+		"log.keys":             keylog.Policies(),
 		"kafka.sasl.mechanism": SASLMechanisms(),
 		"events.codec":         codecs,
 		"ingest.format":        logparse.Formats(),
@@ -190,12 +193,22 @@ func TestArgsAreValidated(t *testing.T) {
 // Every key must be settable from the environment: viper ignores env vars
 // for keys it does not know, which is the gap Load closes.
 func TestEveryKeyFromEnv(t *testing.T) {
+	// Load reads clickhouse.tls's files: they must hold what they name.
+	certs := testenv.NewTestCerts(t, "env.keyheat.test")
+	files := map[string]string{"clickhouse.tls.ca_file": certs.CAFile,
+		"clickhouse.tls.cert_file": certs.CertFile, "clickhouse.tls.key_file": certs.KeyFile}
+	value := func(key, v string) string {
+		if f, ok := files[key]; ok {
+			return f
+		}
+		return v
+	}
 	for _, key := range AllKeys() {
 		t.Run(key, func(t *testing.T) {
-			env := []string{EnvName(key) + "=" + sampleValue(key)}
+			env := []string{EnvName(key) + "=" + value(key, sampleValue(key))}
 			for _, extra := range companions[key] {
 				k, v, _ := strings.Cut(extra, "=")
-				env = append(env, EnvName(k)+"="+v)
+				env = append(env, EnvName(k)+"="+value(k, v))
 			}
 			cfg, err := Load("", Source{Environ: env})
 			require.NoError(t, err)
@@ -209,19 +222,24 @@ func TestEveryKeyFromEnv(t *testing.T) {
 // companions are the other keys a sample value needs to form a valid
 // config (a SASL mechanism needs a user).
 var companions = map[string][]string{
-	"kafka.sasl.mechanism":           {"kafka.sasl.user=u"},
-	"kafka.tls.ca_file":              {"kafka.tls.enabled=true"},
-	"kafka.tls.cert_file":            {"kafka.tls.enabled=true", "kafka.tls.key_file=k.pem"},
-	"kafka.tls.key_file":             {"kafka.tls.enabled=true", "kafka.tls.cert_file=c.pem"},
-	"kafka.tls.server_name":          {"kafka.tls.enabled=true"},
-	"ingest.regex.pattern":           {"ingest.format=regex"},
-	"ingest.combined.key":            {"ingest.combined.query_param=k"},
-	"kafka.tls.insecure_skip_verify": {"kafka.tls.enabled=true"},
-	"events.allow_binary_keys":       {"events.codec=binary"},
-	"detect.regex_topics":            {"detect.topics=app\\..*"},
-	"detect.regex.pattern":           {"detect.format=regex"},
-	"detect.combined.key":            {"detect.combined.query_param=k"},
-	"api.protect_reads":              {"api.token=t0ken"},
+	"kafka.sasl.mechanism":                {"kafka.sasl.user=u"},
+	"kafka.tls.ca_file":                   {"kafka.tls.enabled=true"},
+	"kafka.tls.cert_file":                 {"kafka.tls.enabled=true", "kafka.tls.key_file=k.pem"},
+	"kafka.tls.key_file":                  {"kafka.tls.enabled=true", "kafka.tls.cert_file=c.pem"},
+	"kafka.tls.server_name":               {"kafka.tls.enabled=true"},
+	"ingest.regex.pattern":                {"ingest.format=regex"},
+	"ingest.combined.key":                 {"ingest.combined.query_param=k"},
+	"kafka.tls.insecure_skip_verify":      {"kafka.tls.enabled=true"},
+	"clickhouse.tls.ca_file":              {"clickhouse.tls.enabled=true"},
+	"clickhouse.tls.cert_file":            {"clickhouse.tls.enabled=true", "clickhouse.tls.key_file=k.pem"},
+	"clickhouse.tls.key_file":             {"clickhouse.tls.enabled=true", "clickhouse.tls.cert_file=c.pem"},
+	"clickhouse.tls.server_name":          {"clickhouse.tls.enabled=true"},
+	"clickhouse.tls.insecure_skip_verify": {"clickhouse.tls.enabled=true"},
+	"events.allow_binary_keys":            {"events.codec=binary"},
+	"detect.regex_topics":                 {"detect.topics=app\\..*"},
+	"detect.regex.pattern":                {"detect.format=regex"},
+	"detect.combined.key":                 {"detect.combined.query_param=k"},
+	"api.protect_reads":                   {"api.token=t0ken"},
 }
 
 // sampleValue returns a valid value for key that differs from its default,
@@ -230,6 +248,7 @@ func sampleValue(key string) string {
 	special := map[string]string{
 		"log.level":                     "debug",
 		"log.format":                    "json",
+		"log.keys":                      "raw",
 		"metrics.addr":                  "127.0.0.1:9999",
 		"api.addr":                      "127.0.0.1:9998",
 		"kafka.brokers":                 "h1:1,h2:2",
@@ -409,6 +428,8 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"broker without port", func(c *Config) { c.Kafka.Brokers = []string{"localhost"} }, []string{"kafka.brokers: \"localhost\" is not host:port"}},
 		{"bad level", func(c *Config) { c.Log.Level = "loud" }, []string{`log.level: "loud" is not one of debug, info, warn, error`}},
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, []string{"log.format:"}},
+		{"bad log keys", func(c *Config) { c.Log.Keys = "plain" }, []string{`log.keys: "plain" is not one of hash, raw`}},
+		{"raw log keys", func(c *Config) { c.Log.Keys = "raw" }, nil},
 		{"empty topic", func(c *Config) { c.Kafka.Topics.DLQ = "" }, []string{"kafka.topics.dlq: must not be empty"}},
 		{"illegal topic", func(c *Config) { c.Kafka.Topics.Reports = "a/b" }, []string{"kafka.topics.reports:"}},
 		{"same topic twice", func(c *Config) { c.Kafka.Topics.Reports = c.Kafka.Topics.Events }, []string{"kafka.topics.reports: topic \"keyheat.events\" is also kafka.topics.events"}},
@@ -424,6 +445,9 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"clickhouse bad db", func(c *Config) { c.ClickHouse.Enabled = true; c.ClickHouse.Database = "a-b" }, []string{"clickhouse.database:"}},
 		{"clickhouse no timeout", func(c *Config) { c.ClickHouse.Enabled = true; c.ClickHouse.DialTimeout = 0 }, []string{"clickhouse.dial_timeout:"}},
 		{"clickhouse off ignores its keys", func(c *Config) { c.ClickHouse.Addr = nil }, nil},
+		{"clickhouse cert without key", func(c *Config) { c.ClickHouse.TLS.Enabled = true; c.ClickHouse.TLS.CertFile = "c.pem" }, []string{"clickhouse.tls.cert_file:"}},
+		{"clickhouse tls files while off", func(c *Config) { c.ClickHouse.TLS.CAFile = "ca.pem" }, []string{"clickhouse.tls.enabled:"}},
+		{"clickhouse skip verify while off", func(c *Config) { c.ClickHouse.TLS.InsecureSkipVerify = true }, []string{"clickhouse.tls.enabled:"}},
 		{"bad codec", func(c *Config) { c.Events.Codec = "avro" }, []string{`events.codec: unknown event codec "avro": use "json" or "binary"`}},
 		{"key limit zero", func(c *Config) { c.Events.Limits.MaxKeyBytes = 0 }, []string{"events.max_key_bytes:"}},
 		{"negative skew", func(c *Config) { c.Events.Limits.MaxSkew = -time.Second }, []string{"events.max_skew:"}},

@@ -22,6 +22,15 @@
 // building (a log parser), so a command finds every configuration mistake
 // before it talks to Kafka.
 //
+// Secrets and the files that hold them are resolved by Load, never by
+// the packages that use them: a *_file key (kafka.sasl.password_file,
+// clickhouse.password_file) is read into the password it stands for, and
+// clickhouse.tls (the same keys as kafka.tls) into the *tls.Config that
+// clickhouse.Options.TLS carries. Kafka's TLS and SASL become franz-go
+// options through Kafka.ClientOpts, whose refusals Kafka.CheckAccess
+// names by setting; the ClickHouse sink names its own
+// (clickhouse.RefusedError).
+//
 // The example file keyheat.example.yaml (in this folder, linked from the
 // repository root) documents every key, grouped by the commands that read
 // it; tests check that it names exactly the keys Config has, with their

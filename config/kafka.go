@@ -32,7 +32,7 @@ func (k *Kafka) ClientOpts() ([]kgo.Opt, error) {
 		kgo.ClientID(k.ClientID),
 	}
 	if k.TLS.Enabled {
-		tc, err := k.TLS.config()
+		tc, err := k.TLS.config("kafka.tls")
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +73,9 @@ func SASLMechanisms() []string {
 	return names
 }
 
-func (t *TLS) config() (*tls.Config, error) {
+// config builds the tls.Config t describes; its errors name the keys
+// under section (kafka.tls, clickhouse.tls).
+func (t *TLS) config(section string) (*tls.Config, error) {
 	tc := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         t.ServerName,
@@ -82,18 +84,18 @@ func (t *TLS) config() (*tls.Config, error) {
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
+			return nil, &FieldError{Key: section + ".ca_file", Problem: err.Error()}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %s holds no PEM certificate", t.CAFile)
+			return nil, &FieldError{Key: section + ".ca_file", Problem: t.CAFile + " holds no PEM certificate"}
 		}
 		tc.RootCAs = pool
 	}
 	if t.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
+			return nil, &FieldError{Key: section + ".cert_file", Problem: fmt.Sprintf("cert_file and key_file: %v", err)}
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}

@@ -54,7 +54,9 @@ type Source struct {
 // variable); a YAML syntax error or an unknown key in the file also names
 // its line. Last it reads the secret files of the keys cmd reads
 // (kafka.sasl.password_file, clickhouse.password_file) into the passwords
-// they stand for; no error quotes a secret.
+// they stand for, and builds clickhouse.Options.TLS from clickhouse.tls
+// when it is enabled (reading its CA and certificate files); no error
+// quotes a secret.
 func Load(cmd Command, src Source) (*Config, error) {
 	def := Defaults()
 	v := viper.NewWithOptions(viper.KeyDelimiter("."))
@@ -129,6 +131,13 @@ func Load(cmd Command, src Source) (*Config, error) {
 	}
 	if err := cfg.readSecretFiles(cmd); err != nil {
 		return nil, err
+	}
+	if cfg.ClickHouse.TLS.Enabled && cmd.Reads("clickhouse.tls") {
+		tc, err := cfg.ClickHouse.TLS.config("clickhouse.tls")
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClickHouse.Options.TLS = tc
 	}
 	return &cfg, nil
 }

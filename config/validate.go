@@ -12,6 +12,7 @@ import (
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -71,7 +72,7 @@ func (p problems) err() error { return errors.Join(p...) }
 // is left to fail after a command has started talking to Kafka.
 func (c *Config) Validate(cmd Command) error {
 	var p problems
-	c.Log.validate(&p)
+	c.Log.validate(&p, cmd)
 	if c.Metrics.Addr != "" {
 		checkHostPort(&p, "metrics.addr", c.Metrics.Addr, true)
 	}
@@ -94,6 +95,7 @@ func (c *Config) Validate(cmd Command) error {
 		if c.ClickHouse.Password != "" && c.ClickHouse.PasswordFile != "" {
 			p.add("clickhouse.password_file", "clickhouse.password is set too; set one of them")
 		}
+		c.ClickHouse.TLS.validate(&p, "clickhouse.tls")
 	}
 	if cmd.Reads("archive") && c.Archive.Root != "" {
 		p.addPrefixed("archive", c.Archive.Validate())
@@ -104,7 +106,12 @@ func (c *Config) Validate(cmd Command) error {
 	return p.err()
 }
 
-func (l *Log) validate(p *problems) {
+func (l *Log) validate(p *problems, cmd Command) {
+	if cmd.Reads("log.keys") {
+		if _, err := keylog.ParsePolicy(l.Keys); err != nil {
+			p.add("log.keys", "%v", err)
+		}
+	}
 	if !slices.Contains(LogLevels(), strings.ToLower(l.Level)) {
 		p.add("log.level", "%q is not one of %s", l.Level, strings.Join(LogLevels(), ", "))
 	}
@@ -158,11 +165,16 @@ func (k *Kafka) validate(p *problems, cmd Command) {
 	if k.SASL.Password != "" && k.SASL.PasswordFile != "" {
 		p.add("kafka.sasl.password_file", "kafka.sasl.password is set too; set one of them")
 	}
-	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
-		p.add("kafka.tls.cert_file", "cert_file and key_file go together: set both or neither")
+	k.TLS.validate(p, "kafka.tls")
+}
+
+// validate checks the TLS keys under section (kafka.tls, clickhouse.tls).
+func (t *TLS) validate(p *problems, section string) {
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		p.add(section+".cert_file", "cert_file and key_file go together: set both or neither")
 	}
-	if !k.TLS.Enabled && (k.TLS.CAFile != "" || k.TLS.CertFile != "" || k.TLS.ServerName != "" || k.TLS.InsecureSkipVerify) {
-		p.add("kafka.tls.enabled", "TLS files, server_name or insecure_skip_verify are set but TLS is off; set kafka.tls.enabled: true")
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "" || t.InsecureSkipVerify) {
+		p.add(section+".enabled", "TLS files, server_name or insecure_skip_verify are set but TLS is off; set %s.enabled: true", section)
 	}
 }
 

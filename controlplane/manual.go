@@ -19,6 +19,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -298,7 +299,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, m *schemas.Manu
 	if err != nil {
 		// The checks above let through an entry schemas refuses: a bug
 		// of ours, not the request's.
-		s.log.Error("controlplane: encode a manual entry", "app", m.App, "key_hash", hash, "err", err)
+		s.log.Error("controlplane: encode a manual entry", "app", m.App, keylog.Attr(m.Key, s.cfg.LogRawKeys), "err", err)
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
@@ -321,7 +322,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, m *schemas.Manu
 		}
 	}
 	if err != nil {
-		s.log.Warn("controlplane: publish a manual entry", "action", m.Action, "app", m.App, "key_hash", hash, "err", err)
+		s.log.Warn("controlplane: publish a manual entry", "action", m.Action, "app", m.App, keylog.Attr(m.Key, s.cfg.LogRawKeys), "err", err)
 		msg := fmt.Sprintf("Kafka did not acknowledge the %s: %v", m.Action, err)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			msg = fmt.Sprintf("Kafka did not acknowledge the %s in time; it may still be written; retrying is safe, the key's latest manual entry replaces it", m.Action)
@@ -330,7 +331,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, m *schemas.Manu
 		return
 	}
 	ttl := time.Duration(m.TTLMs) * time.Millisecond
-	s.log.Info("controlplane: "+m.Action, "app", m.App, "key_hash", hash, "ttl", ttl, "by", m.By,
+	s.log.Info("controlplane: "+m.Action, "app", m.App, keylog.Attr(m.Key, s.cfg.LogRawKeys), "ttl", ttl, "by", m.By,
 		"partition", rec.Partition, "offset", rec.Offset)
 	out := Published{Action: m.Action, App: m.App, Key: m.Key, KeyHash: hash, TTL: ttl.String(),
 		Created: time.UnixMilli(m.CreatedMs).UTC(), Expires: time.UnixMilli(m.ExpiresMs()).UTC(),

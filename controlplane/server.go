@@ -77,8 +77,12 @@ type Config struct {
 	// key's stats (GET /api/hotkeys/{key}/stats?app=).
 	Clients *Clients
 	// Logger receives the server's logs; nil discards them. They name a
-	// key by its hash only and never carry the token.
+	// key by its key_hash, and the key itself too only with LogRawKeys
+	// (see internal/keylog); they never carry the token.
 	Logger *slog.Logger
+	// LogRawKeys shows the keys themselves in the server's log lines,
+	// beside their key_hash.
+	LogRawKeys bool
 	// Registerer receives the server's metrics (keyheat_api_*); nil
 	// registers none. Close unregisters them.
 	Registerer prometheus.Registerer

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -65,6 +66,7 @@ func notKeyedAt(recordKey []byte, evs []schemas.AccessEvent) int {
 type keyedLog struct {
 	log     *slog.Logger
 	setting string
+	rawKeys bool // Config.LogRawKeys
 
 	mu     sync.Mutex
 	topics map[string]*topicKeyed
@@ -75,8 +77,8 @@ type topicKeyed struct {
 	warnedSplit, unkey bool
 }
 
-func newKeyedLog(log *slog.Logger, setting string) *keyedLog {
-	return &keyedLog{log: log, setting: setting, topics: map[string]*topicKeyed{}}
+func newKeyedLog(log *slog.Logger, setting string, rawKeys bool) *keyedLog {
+	return &keyedLog{log: log, setting: setting, rawKeys: rawKeys, topics: map[string]*topicKeyed{}}
 }
 
 // decided records what a partition decided at its first event (offset,
@@ -94,7 +96,7 @@ func (l *keyedLog) decided(topic string, partition int32, offset int64, keyed bo
 		args := []any{"topic", topic, "keyed", keyed, "setting", l.setting}
 		if l.setting == KeyedAuto {
 			args = append(args, "why", "the first record's key against its access key", "partition", partition, "offset", offset,
-				"record_key", cutKey(string(recordKey)), "access_key", cutKey(accessKey))
+				l.keys(recordKey, accessKey))
 		} else {
 			args = append(args, "why", "configured (detect.keyed)")
 		}
@@ -108,7 +110,14 @@ func (l *keyedLog) decided(topic string, partition int32, offset int64, keyed bo
 	l.log.Warn("partitions of an events topic decided differently whether it is keyed by access key; "+
 		"its reports are merged as not keyed while one of its partitions is not; set detect.keyed: false if the topic is not keyed by access key",
 		"topic", topic, "first_decided_keyed", t.keyed, "partition", partition, "keyed", keyed, "offset", offset,
-		"record_key", cutKey(string(recordKey)), "access_key", cutKey(accessKey))
+		l.keys(recordKey, accessKey))
+}
+
+// keys are the attributes of a record's key and its event's access key,
+// as internal/keylog shows keys.
+func (l *keyedLog) keys(recordKey []byte, accessKey string) slog.Attr {
+	return slog.Attr{Value: slog.GroupValue(keylog.Named("record_key", string(recordKey), l.rawKeys),
+		keylog.Named("access_key", accessKey, l.rawKeys))}
 }
 
 // unkeyed says that a partition decided keyed (auto) met a record whose
@@ -124,7 +133,7 @@ func (l *keyedLog) unkeyed(topic string, partition int32, offset int64, recordKe
 	}
 	l.mu.Unlock()
 	args := []any{"topic", topic, "partition", partition, "offset", offset,
-		"record_key", cutKey(string(recordKey)), "access_key", cutKey(accessKey)}
+		l.keys(recordKey, accessKey)}
 	if !first {
 		l.log.Info("another partition of the topic switched to not keyed", args...)
 		return

@@ -78,11 +78,13 @@ func TestKeyedAutoSaidOncePerTopic(t *testing.T) {
 			keyedLines := lines(out, `level=INFO msg="events topic keyed by access key`)
 			require.Len(t, keyedLines, 1, "once for the keyed topic:\n%s", out)
 			require.Contains(t, keyedLines[0], " topic="+e.events+" keyed=true setting=auto why=")
-			require.Regexp(t, `record_key=key:\d+ access_key=key:\d+`, keyedLines[0])
+			// Keys by their key_hash (log.keys: hash, the default).
+			require.Regexp(t, `record_key_hash=[0-9a-f]{16} access_key_hash=[0-9a-f]{16}$`, keyedLines[0])
+			require.NotRegexp(t, `key:\d`, keyedLines[0])
 			notKeyed := lines(out, `level=INFO msg="events topic not keyed by access key`)
 			require.Len(t, notKeyed, 1, "once for the topic without record keys:\n%s", out)
 			require.Contains(t, notKeyed[0], " topic="+unkeyed+" keyed=false setting=auto why=")
-			require.Regexp(t, `record_key="" access_key=key:\d+`, notKeyed[0])
+			require.Regexp(t, `record_key_hash=`+schemas.KeyHash("")+` access_key_hash=[0-9a-f]{16}$`, notKeyed[0])
 			require.Empty(t, lines(out, `level=WARN .*keyed`), "nothing to warn of")
 		})
 	}
@@ -126,6 +128,7 @@ func TestKeyedAutoSwitchesWhenNotKeyed(t *testing.T) {
 			cfg := e.config(t)
 			log := logTo(t, &cfg)
 			cfg.Registerer = reg
+			cfg.LogRawKeys = true
 			runToEnd(t, cfg)
 
 			seen := 0
@@ -163,7 +166,8 @@ func TestKeyedAutoSwitchesWhenNotKeyed(t *testing.T) {
 			require.Len(t, lines(out, `level=INFO msg="events topic keyed by access key.* topic=`+e.events+` `), 1, out)
 			warn := lines(out, `level=WARN msg="a record's key is not its access key on a partition detect.keyed: auto had found keyed`)
 			require.Len(t, warn, 1, "one WARN for the topic:\n%s", out)
-			require.Regexp(t, ` topic=`+e.events+` partition=\d offset=1 record_key="" access_key=key:\d+`, warn[0])
+			require.Regexp(t, ` topic=`+e.events+` partition=\d offset=1 record_key="" record_key_hash=`+schemas.KeyHash("")+
+				` access_key=key:\d+ access_key_hash=[0-9a-f]{16}`, warn[0], "the keys themselves with LogRawKeys")
 			require.Len(t, lines(out, `level=INFO msg="another partition of the topic switched to not keyed" topic=`+e.events+` partition=\d offset=1 `), parts-1, out)
 			require.EqualValues(t, n-parts, mismatches(t, reg, e.events), "every record not keyed is counted, not only each partition's first")
 		})

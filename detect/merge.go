@@ -826,6 +826,7 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 	for i := range evs {
 		h := evs[i] // a copy the sinks may keep
 		h.DetectedMs = nowMs
+		s.logHotKey(&h)
 		recs, err := registryRecords(s.cfg.Topics.Hotkeys, &h)
 		if err != nil {
 			s.fail(fmt.Errorf("detect: %w", err))

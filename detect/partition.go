@@ -716,6 +716,7 @@ func (w *partWorker) emit() {
 // registryRecords); the core hears of h once all of them acknowledged.
 func (w *partWorker) publishHotKey(h *schemas.HotKeyEvent) {
 	s := w.s
+	s.logHotKey(h)
 	recs, err := registryRecords(s.cfg.Topics.Hotkeys, h)
 	if err != nil {
 		s.fail(fmt.Errorf("detect: %w", err))

@@ -1,11 +1,15 @@
 package detect
 
 import (
+	"context"
+	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -52,4 +56,16 @@ func updateAtMs(h *schemas.HotKeyEvent) (ms int64, ok bool) {
 		return 0, false
 	}
 	return ms, true
+}
+
+// logHotKey says at DEBUG that h is being published, its key as
+// internal/keylog shows keys. The sinks, the registry and Print carry
+// the key itself; the log names it by its key_hash unless LogRawKeys,
+// and never shows h.ID, which holds the key.
+func (s *Service) logHotKey(h *schemas.HotKeyEvent) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	s.log.Debug("publishing a hot-key event", "type", h.Type, "app", h.App, keylog.Attr(h.Key, s.cfg.LogRawKeys),
+		"rule", h.Rule, "rate", h.Rate, "onset", time.UnixMilli(h.OnsetMs).UTC(), "topic", h.Topic, "partition", h.Partition)
 }

@@ -115,6 +115,10 @@ type Config struct {
 	ArchiveFlush time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// LogRawKeys shows access keys themselves in log lines, beside their
+	// key_hash; off, a line shows a key by its key_hash only (see
+	// internal/keylog). Print is not a log and always shows keys.
+	LogRawKeys bool
 	// Registerer receives the service's metrics; nil registers none.
 	Registerer prometheus.Registerer
 }
@@ -252,7 +256,7 @@ func New(cfg Config) (*Service, error) {
 		failed: make(chan struct{}),
 		room:   make(chan struct{}, 1),
 	}
-	s.keyedLog = newKeyedLog(s.log, cfg.Keyed)
+	s.keyedLog = newKeyedLog(s.log, cfg.Keyed, cfg.LogRawKeys)
 	s.finished, s.finish = context.WithCancel(context.Background())
 	if cfg.Parse.Format != "" {
 		p, err := logparse.New(cfg.Parse)

@@ -97,8 +97,14 @@ type CacheConfig struct {
 	// only. For an application that runs one process.
 	LocalOnly bool
 
-	// Logger receives the cache's logs; nil discards them.
+	// Logger receives the cache's logs; nil discards them. A line about
+	// a key names it by its key_hash (Entry.KeyHash in hex), and by the
+	// key itself too only with LogRawKeys.
 	Logger *slog.Logger
+	// LogRawKeys shows the keys themselves in the cache's log lines,
+	// beside their key_hash: for an application whose keys its logs may
+	// carry.
+	LogRawKeys bool
 	// Registerer receives the cache's metrics; nil registers none.
 	Registerer prometheus.Registerer
 
@@ -190,6 +196,7 @@ type Cache struct {
 	maxWait     time.Duration
 	loadTimeout time.Duration
 	log         *slog.Logger
+	rawKeys     bool // CacheConfig.LogRawKeys
 	// topicCheckEvery: see CacheConfig.topicCheckEvery.
 	topicCheckEvery time.Duration
 
@@ -234,6 +241,7 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 		loadTimeout:     cfg.LoadTimeout,
 		topicCheckEvery: cfg.topicCheckEvery,
 		log:             cfg.Logger,
+		rawKeys:         cfg.LogRawKeys,
 		tab:             newTable(cfg.MaxEntries, cfg.MaxBytes),
 		followingc:      make(chan struct{}),
 	}

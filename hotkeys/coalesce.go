@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/keyheat/keyheat/internal/keylog"
 )
 
 // flight is one load of a hot key shared by the Gets that missed while it
@@ -120,7 +122,7 @@ func (c *Cache) runLoad(vctx context.Context, ks *keyState, fl *flight, load fun
 		if c.endFlight(ks, fl, nil, fmt.Errorf("hotkeys: load of app %q key %016x did not return within LoadTimeout (%v); the next Get loads again: %w",
 			ks.app, ks.keyHash, c.loadTimeout, context.DeadlineExceeded)) {
 			c.log.Warn("hot-key cache: a load did not return within LoadTimeout, even though its ctx ended; its waiters got an error and its result will be dropped",
-				"app", ks.app, "key_hash", fmt.Sprintf("%016x", ks.keyHash), "load_timeout", c.loadTimeout)
+				"app", ks.app, keylog.Attr(ks.key, c.rawKeys), "load_timeout", c.loadTimeout)
 		}
 	})
 	defer stopTimer()
@@ -185,7 +187,7 @@ func (c *Cache) newValue(data []byte, startNs int64, ttl time.Duration) *cachedV
 func (c *Cache) callLoad(ctx context.Context, ks *keyState, load func(context.Context) ([]byte, error)) (data []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("hot key load panicked", "app", ks.app, "key_hash", fmt.Sprintf("%016x", ks.keyHash),
+			c.log.Error("hot key load panicked", "app", ks.app, keylog.Attr(ks.key, c.rawKeys),
 				"panic", r, "stack", string(debug.Stack()))
 			data, err = nil, fmt.Errorf("hotkeys: load of a hot key panicked: %v", r)
 		}

@@ -12,8 +12,14 @@
 // loads, split shards, per busy key) to keyheat.client-stats, where the
 // operator API sums them over the processes that report a key.
 //
+// Its log lines name a key by its key_hash (Entry.KeyHash in hex), as
+// keyheat's own do, unless the application sets LogRawKeys in the
+// component's config (CacheConfig, SplitConfig); then the key itself
+// shows beside it.
+//
 // It does not detect anything (package pipeline and detect do), and it
 // imports nothing of keyheat's but package schemas, whose record shapes it
-// shares with detect, and internal/redisslot, the Redis Cluster slot
-// function detect's skew report uses too.
+// shares with detect, internal/redisslot, the Redis Cluster slot function
+// detect's skew report uses too, and internal/keylog, the policy for keys
+// in log lines.
 package hotkeys

@@ -36,8 +36,9 @@ type invalidationValue struct {
 }
 
 // parseRecordKey splits a schemas.HotKeyRecordKey into app and key. Its
-// errors never quote b: a record key holds a raw key, which no log may
-// show (Entry.KeyHash is the only form of a key in logs).
+// errors never quote b: a record key holds a raw key, which a log shows
+// only when the application asked for raw keys (CacheConfig.LogRawKeys),
+// and an error cannot know whether it did.
 func parseRecordKey(b []byte) (app, key string, err error) {
 	i := 0
 	for i < len(b) && i < 10 && b[i] >= '0' && b[i] <= '9' {

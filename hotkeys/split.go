@@ -22,8 +22,12 @@ type SplitConfig struct {
 	// registry follower's Get fits. It is called on every operation, so it
 	// must be cheap and safe for concurrent use. Required.
 	Lookup func(app, key string) (Entry, bool)
-	// Logger logs folds; nil logs nothing.
+	// Logger logs folds; nil logs nothing. A line names a key by its
+	// key_hash, and by the key itself too only with LogRawKeys.
 	Logger *slog.Logger
+	// LogRawKeys shows the keys themselves in the Splitter's log lines,
+	// beside their key_hash.
+	LogRawKeys bool
 	// Registerer registers the Splitter's metrics; nil registers none.
 	Registerer prometheus.Registerer
 }
@@ -86,6 +90,7 @@ type Splitter struct {
 	cluster bool
 	lookup  func(app, key string) (Entry, bool)
 	log     *slog.Logger
+	rawKeys bool // SplitConfig.LogRawKeys
 	m       *splitMetrics
 	stats   splitCounters
 
@@ -127,6 +132,7 @@ func NewSplitter(rdb redis.UniversalClient, cfg SplitConfig) (*Splitter, error) 
 		cluster: cluster,
 		lookup:  cfg.Lookup,
 		log:     log,
+		rawKeys: cfg.LogRawKeys,
 		keys:    map[splitKey]*splitState{},
 	}
 	s.m = newSplitMetrics(cfg.Registerer, &s.stats)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/keyheat/keyheat/internal/keylog"
 )
 
 // Cluster fold timings (see Fold).
@@ -100,7 +102,7 @@ func (s *Splitter) Fold(ctx context.Context, app, key string, factor int) error 
 	s.stats.foldedShards.Add(uint64(moved))
 	s.m.folds.WithLabelValues("ok").Inc()
 	s.m.foldedShards.Add(float64(moved))
-	s.log.Info("folded a split key", "app", app, "key_hash", fmt.Sprintf("%016x", names.keyHash()), "factor", n, "shards_folded", moved)
+	s.log.Info("folded a split key", "app", app, keylog.Attr(key, s.rawKeys), "factor", n, "shards_folded", moved)
 	s.forget(app, key, st, writes)
 	return nil
 }

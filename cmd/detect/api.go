@@ -93,7 +93,7 @@ func newOperatorAPI(cfg *config.Config, clientOpts []kgo.Opt, reg prometheus.Reg
 	}
 	a.server, err = controlplane.New(controlplane.Config{Follower: a.follower, Producer: a.producer, Token: token,
 		ProtectReads: cfg.API.ProtectReads, MaxTTL: cfg.API.MaxTTL, MaxKeyBytes: cfg.Events.Limits.MaxKeyBytes,
-		History: a.history, ReportSource: source, Clients: a.clients, Logger: log, Registerer: reg})
+		History: a.history, ReportSource: source, Clients: a.clients, Logger: log, LogRawKeys: cfg.Log.RawKeys(), Registerer: reg})
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("api: %w", err)

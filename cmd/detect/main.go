@@ -219,6 +219,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		Merge: &pipeline.MergerConfig{MergerOptions: cfg.Merge, Window: cfg.Pipeline.Window, Lateness: cfg.Pipeline.Lateness,
 			Logger: log},
 		Logger:     log,
+		LogRawKeys: cfg.Log.RawKeys(),
 		Registerer: reg,
 	}
 	if api != nil {

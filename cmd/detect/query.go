@@ -287,9 +287,12 @@ const unknownDatabase = 81
 // server answered, so the connection advice ("is it running?") that the
 // error otherwise opens with is wrong and hides the cause.
 func serverError(err error, database string) error {
-	var ex *chgo.Exception
-	if !errors.As(err, &ex) {
-		return err
+	var (
+		ex      *chgo.Exception
+		refused *clickhouse.RefusedError
+	)
+	if errors.As(err, &refused) || !errors.As(err, &ex) {
+		return err // a refusal names its setting already
 	}
 	if ex.Code == unknownDatabase {
 		return fmt.Errorf("clickhouse database %s does not exist (%s): check clickhouse.database; detect run with clickhouse.enabled creates it", database, ex.Message)

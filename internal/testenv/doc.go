@@ -14,6 +14,13 @@
 //	eval "$(scripts/services.sh env)"
 //	go test ./...
 //
+// Tests that must stop a service, or need one configured otherwise,
+// start a private instance: [PrivateClickHouse] (scripts/services.sh on
+// ports of its own), [PrivateClickHouseTLS] (a clickhouse-server whose
+// native port speaks only TLS, with a certificate from a CA the test made
+// by [NewTestCerts], and one user with a password), [SecureKFake] (kfake
+// with TLS and SASL).
+//
 // testenv owns how tests reach services and how they clean up after
 // themselves (topics deleted, databases dropped, Redis keys under the
 // test's prefix deleted, clients closed through t.Cleanup). It does not

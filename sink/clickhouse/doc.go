@@ -35,6 +35,19 @@
 // clickhouse-go, quoted, since ClickHouse 18.16 has no server-side query
 // parameters.
 //
+// # Connecting
+//
+// Every connection of the package (the writer's, the migrations', the
+// query client's and [OpenPool]'s) is made by one function from
+// [Options]: the native protocol, User and Password, and TLS when
+// Options.TLS is set (the server's tcp_port_secure). [Open] and [Connect]
+// ping the server first; when it refuses what they present (a
+// certificate the CA does not sign or not for the name, TLS on one side
+// only, a client certificate it wants, the user and password) they
+// return a [RefusedError] naming the clickhouse key to fix, so a command
+// fails at start instead of retrying a refusal as if the server were
+// down. No error holds the password.
+//
 // # Versions
 //
 // The DDL and queries run on ClickHouse 18.16 (Debian's package) and on
