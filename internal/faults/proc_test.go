@@ -148,7 +148,11 @@ func (s *service) launch() (*run, error) {
 		return nil, err
 	}
 	r.cmd = exec.Command(s.bin, s.args(r.metrics)...)
+	r.cmd.Env = processEnv()
 	r.cmd.Stdout, r.cmd.Stderr = f, f
+	// Gone with the suite, however it ends: an interrupted run leaves no
+	// process writing to a broker that is gone too.
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -163,6 +167,19 @@ func (s *service) launch() (*run, error) {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return r, nil
+}
+
+// processEnv is the suite's environment without its KEYHEAT_ variables:
+// the commands take their whole configuration from their flags, and
+// refuse a KEYHEAT_ variable naming no key of theirs (KEYHEAT_FAULTS).
+func processEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KEYHEAT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // describeExit reads what r's log says about its exit.
@@ -293,10 +310,18 @@ func (s *service) waitProgress(t *testing.T, metric string, from progress, what 
 	t.Helper()
 	guard := time.Now().Add(10 * time.Minute)
 	from.value = max(from.value, 0) // -1: its metrics were not readable
+	exits := len(s.unexpectedExits())
 	for {
 		p := s.counter(metric)
 		if (p.run != from.run && p.value > 0) || (p.run == from.run && p.value > from.value) {
 			return time.Now()
+		}
+		// A process that keeps failing at once will not recover by
+		// waiting: say why it fails.
+		if e := s.unexpectedExits(); len(e) > exits+10 {
+			last := e[len(e)-1]
+			t.Fatalf("%s exited %d times by itself while the suite waited for it to process again after %s; the last exit (code %d, log %s): %s",
+				s.name, len(e)-exits, what, last.code, last.logPath, last.lastLine)
 		}
 		if time.Now().After(guard) {
 			r, _ := s.current()
@@ -307,7 +332,9 @@ func (s *service) waitProgress(t *testing.T, metric string, from progress, what 
 	}
 }
 
-var scrapeClient = http.Client{Timeout: 2 * time.Second}
+// scrapeClient keeps no connection open between scrapes: the processes
+// it scrapes come and go.
+var scrapeClient = http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // scrapeSum returns the sum of every sample of metric on the /metrics of
 // addr, or -1 when the page cannot be read.
