@@ -452,6 +452,10 @@ func (f *fixture) checkAll(t *testing.T, s snapshot) {
 		planted = append(planted, p.key)
 	}
 	sort.Strings(planted)
-	t.Logf("checked %d lines, %d closed windows, planted keys alerted once %s (%s to catch up and check)",
-		s.lines, len(s.closedWindows()), strings.Join(planted, ","), time.Since(t0).Round(time.Millisecond))
+	list := strings.Join(planted, ",")
+	if len(planted) > 10 {
+		list = strings.Join(planted[:10], ",") + ",…"
+	}
+	t.Logf("checked %d lines, %d closed windows, %d planted keys alerted once (%s); %s to catch up and check",
+		s.lines, len(s.closedWindows()), len(planted), list, time.Since(t0).Round(time.Millisecond))
 }

@@ -108,7 +108,7 @@ func TestFaults(t *testing.T) {
 	for _, ph := range phases {
 		ok := t.Run(ph.name, func(t *testing.T) {
 			t0 := time.Now()
-			f.in.plantKey("hot:" + ph.name)
+			f.in.plantKey("hot:"+ph.name, plantWindows)
 			ph.run(f, t)
 			snap := f.in.pause()
 			defer f.in.resume()
@@ -235,11 +235,15 @@ func (f *fixture) detectArgs(metrics string) []string {
 
 // killDetect kills detect n times at random points: about a quarter of
 // the kills during its start (before it processes anything again), the
-// others a random moment after it processes again.
+// others a random moment after it processes again. Every kill comes with
+// a key planted for a dozen windows (three seconds): kills land before,
+// during and after hot episodes, whose alerts a restart must send again
+// under the same ID, never as a second alert.
 func (f *fixture) killDetect(t *testing.T, n int) {
 	var took []time.Duration
 	early := false // the first kill: while processing
 	for i := range n {
+		f.in.plantKey(fmt.Sprintf("hot:detect_sigkill:%d", i+1), 12)
 		r, _ := f.detect.current()
 		if early {
 			time.Sleep(time.Duration(f.rng.Int64N(int64(3 * time.Second))))

@@ -27,7 +27,8 @@ const (
 	// key takes them: one line per key per window, far below hotRate.
 	backgroundKeys = 5000
 	// plantWindows is how many consecutive windows a planted key takes
-	// every other line of: perWindow/2 events a second, above hotRate.
+	// every other line of by default: perWindow/2 events a second, above
+	// hotRate.
 	plantWindows = 3
 	// hotRate is the rule's rate (events/s) detect runs with.
 	hotRate = 60
@@ -64,7 +65,7 @@ type input struct {
 	windows map[int64]uint64
 	hot     map[string]map[int64]uint64
 	plants  []plant
-	queued  []string
+	queued  []plant // from and to relative to the window it starts in
 	paused  bool
 	resumed chan struct{}
 
@@ -114,11 +115,11 @@ func (in *input) stop() error {
 }
 
 // plantKey asks for key to be planted in the next windows not planted
-// yet.
-func (in *input) plantKey(key string) {
+// yet, for the given number of windows.
+func (in *input) plantKey(key string, windows int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.queued = append(in.queued, key)
+	in.queued = append(in.queued, plant{key: key, to: windows})
 }
 
 func (in *input) writeUnit() error {
@@ -139,7 +140,7 @@ func (in *input) writeUnit() error {
 		n := in.n
 		w := n / perWindow
 		if n%perWindow == 0 && len(in.queued) > 0 && (len(in.plants) == 0 || in.plants[len(in.plants)-1].to <= w) {
-			in.plants = append(in.plants, plant{key: in.queued[0], from: w, to: w + plantWindows})
+			in.plants = append(in.plants, plant{key: in.queued[0].key, from: w, to: w + in.queued[0].to})
 			in.queued = in.queued[1:]
 		}
 		key := "k:" + strconv.FormatInt(n%backgroundKeys, 10)
