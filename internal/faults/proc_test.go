@@ -334,7 +334,7 @@ func (s *service) waitProgress(t *testing.T, metric string, from progress, what 
 
 // scrapeClient keeps no connection open between scrapes: the processes
 // it scrapes come and go.
-var scrapeClient = http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+var scrapeClient = http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // scrapeSum returns the sum of every sample of metric on the /metrics of
 // addr, or -1 when the page cannot be read.
@@ -360,6 +360,9 @@ func scrapeSum(addr, metric string) float64 {
 		if err == nil {
 			sum += v
 		}
+	}
+	if sc.Err() != nil {
+		return -1 // a page cut short (the timeout) sums only some samples
 	}
 	return sum
 }
