@@ -16,7 +16,7 @@ FUZZTIME ?= 50000x
 # Where test logs go; git-ignored.
 OUT ?= .services/out
 
-.PHONY: test check vet unit norace integration fuzz summary bench services-up services-down build
+.PHONY: test check vet unit norace integration faults fuzz summary bench services-up services-down build
 
 build:
 	$(GO) build ./...
@@ -103,6 +103,22 @@ integration:
 	scripts/services.sh up
 	eval "$$(scripts/services.sh env)"
 	$(GO) test -race -count=1 -v ./internal/smoke/
+
+# faults: the long form of the fault suite (internal/faults): a hundred
+# detect kills, then ingest killed, the broker and ClickHouse stopped, the
+# archive's disk filled and the CPU starved, each checked for lost and
+# double-counted events. Its short form runs in `make test`. The suite
+# starts a broker and a ClickHouse of its own (it stops those, never the
+# shared ones) and mounts a tmpfs under its archive, which needs root.
+# Services already running are left running afterwards.
+faults:
+	if ! scripts/services.sh status >/dev/null; then trap 'scripts/services.sh down' EXIT; fi
+	scripts/services.sh up
+	eval "$$(scripts/services.sh env)"
+	eval "$$(scripts/pydeps.sh up)"
+	mkdir -p $(OUT)
+	export KEYHEAT_TEST_OUT="$$PWD/$(OUT)"
+	KEYHEAT_FAULTS=long $(GO) test -count=1 -timeout 90m -v -run '^TestFaults$$' ./internal/faults/
 
 # summary: one closing line over both test passes, for people and CI.
 summary:
