@@ -23,7 +23,12 @@
 // How long recovery took (a kill to the new process processing again) is
 // measured and logged, never asserted.
 //
-// The short form (five detect kills) runs with `go test ./...`; the long
+// The short form (five detect kills) runs with `go test ./...`, so in
+// `make test`'s pass without the race detector: its tests are built only
+// without it (`!race`), because what it tests is processes, their
+// restarts and their outputs, which race instrumentation only slows
+// down; the race detector runs over the same code in every other
+// package's tests. The long
 // form (a hundred) with KEYHEAT_FAULTS=long or -faults.long, or `make
 // faults`. Both need the services `scripts/services.sh up` starts (for the
 // broker's jars and the ClickHouse binary; the suite never stops those),

@@ -1,3 +1,5 @@
+//go:build !race
+
 package faults
 
 import (
@@ -21,15 +23,12 @@ import (
 // way an orchestrator restarts a crashed service. cmd/detect's own process
 // harness lives in its package main tests and cannot be imported.
 
-// buildBinaries builds cmd/ingest and cmd/detect into dir (with -race
-// when the suite runs with it) and returns their paths.
+// buildBinaries builds cmd/ingest and cmd/detect into dir and returns
+// their paths.
 func buildBinaries(dir string) (ingest, detect string, err error) {
 	build := func(name string) (string, error) {
 		out := filepath.Join(dir, name)
 		args := []string{"build", "-o", out}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
 		b, err := exec.Command("go", append(args, "github.com/keyheat/keyheat/cmd/"+name)...).CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("go build cmd/%s: %w\n%s", name, err, b)
