@@ -138,6 +138,9 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 		kgo.OnPartitionsLost(mr.onLost),
 		kgo.WithLogger(kslog{s.log}),
 	)
+	if s.inst.id != "" {
+		opts = append(opts, kgo.InstanceID(s.inst.id))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("detect: kafka merge consumer: %w", err)
@@ -245,7 +248,13 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 	mr.runCtx = ctx
 	defer mr.cl.Close()
 	lastCommit := s.now()
+	var ws joinWait
 	for {
+		mr.mu.Lock()
+		joined := mr.joined
+		mr.mu.Unlock()
+		s.sayJoinWait(&ws, !joined, fmt.Sprintf("waiting for the merge group to elect a merger; a previous member may hold the windows topic until its session times out (up to %v)", s.cfg.SessionTimeout),
+			"group", s.cfg.MergeGroup)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -285,7 +294,7 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		return true, nil
 	}
 	fs.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !s.checkFenced(s.cfg.MergeGroup, err) {
 			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
 		}
 	})
