@@ -187,7 +187,7 @@ func (o Options) Validate() error {
 		// Brokers refuse less than group.min.session.timeout.ms (6 s by
 		// default) or more than group.max.session.timeout.ms (30 min)
 		// anyway; below a second heartbeats cannot keep up.
-		bad("session_timeout", "%v: want 1s to 30m (brokers accept 6s to 30m by default)", o.SessionTimeout)
+		bad("session_timeout", "%v: want at least 1s and at most 30m (brokers accept 6s to 30m by default)", o.SessionTimeout)
 	}
 	if o.InstanceID != InstanceAuto && o.InstanceID != InstanceNone {
 		if err := topics.CheckName(o.InstanceID); err != nil {

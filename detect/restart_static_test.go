@@ -152,4 +152,3 @@ func waitWindowsWithin(t *testing.T, seeds []string, topic string, want map[int6
 		time.Sleep(500 * time.Millisecond)
 	}
 }
-
