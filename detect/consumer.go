@@ -344,9 +344,19 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	deadline := s.now().Add(s.cfg.FlushTimeout)
 	if !lost {
 		fctx, cancel := context.WithDeadline(ctx, deadline)
+		stopSay := s.sayDraining("releasing partitions", deadline, func() (n, parts int) {
+			for _, w := range ws {
+				if p := w.inbox.pending(); p > 0 {
+					n += p
+					parts++
+				}
+			}
+			return n, parts
+		})
 		for _, w := range ws {
 			w.drain(fctx)
 		}
+		stopSay()
 		cancel()
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.FlushTimeout)
 		s.commit(cctx, ws)
