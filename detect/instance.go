@@ -106,7 +106,7 @@ func sanitizeID(s string) string {
 // instance gave up would wait for its session timeout before another
 // member got them, and an --exit-at-end run's merger would wait for it.
 func (s *Service) leaveGroup(group string) {
-	if s.inst.id == "" {
+	if s.inst.id == "" || s.fenced.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -134,6 +134,8 @@ func (s *Service) checkFenced(group string, err error) bool {
 	if !errors.Is(err, kerr.FencedInstanceID) {
 		return false
 	}
+	// The id is the twin's now: a leave by it would take the twin out.
+	s.fenced.Store(true)
 	s.fail(fmt.Errorf("detect: another member joined group %s with instance id %s, which fenced this one out: give every running instance a detect.instance_id of its own "+
 		"(auto gives instances on one host distinct ones; containers that share a host name need ids set)", group, s.inst.id))
 	return true

@@ -213,6 +213,9 @@ type Service struct {
 	// inst is the static membership both groups are joined with (Run
 	// resolves Options.InstanceID).
 	inst instance
+	// fenced: a member with our instance id fenced us out; the id is
+	// not ours to leave with any more.
+	fenced atomic.Bool
 
 	merge *mergeRunner
 	// board follows the progress topic; align keeps the partitions held
