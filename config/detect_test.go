@@ -34,6 +34,11 @@ func TestValidateDetectNamesEveryProblem(t *testing.T) {
 		{"no flush timeout", func(c *Config) { c.Detect.FlushTimeout = -time.Second }, []string{"detect.flush_timeout:"}},
 		{"no poll", func(c *Config) { c.Detect.MaxPollRecords = 0 }, []string{"detect.max_poll_records:"}},
 		{"session timeout", func(c *Config) { c.Detect.SessionTimeout = 100 * time.Millisecond }, []string{"detect.session_timeout: 100ms: want at least 1s"}},
+		{"session timeout too long", func(c *Config) { c.Detect.SessionTimeout = time.Hour }, []string{"detect.session_timeout: 1h0m0s: want at least 1s and at most 30m"}},
+		{"instance id none", func(c *Config) { c.Detect.InstanceID = "none" }, nil},
+		{"instance id set", func(c *Config) { c.Detect.InstanceID = "detect-eu-1" }, nil},
+		{"illegal instance id", func(c *Config) { c.Detect.InstanceID = "a b" }, []string{`detect.instance_id: "a b" has ' '`}},
+		{"empty instance id", func(c *Config) { c.Detect.InstanceID = "" }, []string{"detect.instance_id: must not be empty; or auto"}},
 		{"top_n", func(c *Config) { c.Merge.TopN = 0 }, []string{"merge.top_n: 0, want 1..10000"}},
 		{"nodes and shards", func(c *Config) {
 			c.Merge.RedisCluster.Nodes = []string{"a"}

@@ -32,7 +32,13 @@ const fetchMaxWait = 100 * time.Millisecond
 // so a slow sink holds up neither a rebalance nor the other partitions.
 func (s *Service) poll(ctx context.Context) error {
 	lastCommit := s.now()
+	var ws joinWait
 	for {
+		s.mu.Lock()
+		joined := s.joined
+		s.mu.Unlock()
+		s.sayJoinWait(&ws, !joined, fmt.Sprintf("waiting for the group to assign partitions; a previous member may hold them until its session times out (up to %v)", s.cfg.SessionTimeout),
+			"group", s.cfg.Group)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -63,7 +69,7 @@ func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 		return true
 	}
 	fs.EachError(func(t string, p int32, err error) {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || s.checkFenced(s.cfg.Group, err) {
 			return
 		}
 		// franz-go retries what it can; what reaches us (an
@@ -338,9 +344,19 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	deadline := s.now().Add(s.cfg.FlushTimeout)
 	if !lost {
 		fctx, cancel := context.WithDeadline(ctx, deadline)
+		stopSay := s.sayDraining("releasing partitions", deadline, func() (n, parts int) {
+			for _, w := range ws {
+				if p := w.inbox.pending(); p > 0 {
+					n += p
+					parts++
+				}
+			}
+			return n, parts
+		})
 		for _, w := range ws {
 			w.drain(fctx)
 		}
+		stopSay()
 		cancel()
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.FlushTimeout)
 		s.commit(cctx, ws)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,12 +50,15 @@ type mergeRunner struct {
 
 	// loop-owned, and the revoke callback's while it runs (the loop is
 	// then between AllowRebalance and its next poll)
-	m          *pipeline.Merger
-	reg        *unregisterer // the merger's metrics, dropped with it
-	next       int64         // offset after the last summary read; -1 before any
-	endAt      int64         // -1 until endInput
-	pending    map[int64]int // window start → acknowledgements outstanding
-	outbox     []chReport    // reports ClickHouse had no room for yet
+	m       *pipeline.Merger
+	reg     *unregisterer // the merger's metrics, dropped with it
+	next    int64         // offset after the last summary read; -1 before any
+	endAt   int64         // -1 until endInput
+	pending map[int64]int // window start → acknowledgements outstanding
+	outbox  []chReport    // reports ClickHouse had no room for yet
+	// outboxLen is len(outbox), for what a stop logs from another
+	// goroutine (sayDraining).
+	outboxLen  atomic.Int64
 	paused     bool
 	arch       *parquet.ReportWriter
 	archUnsync []int64 // starts of reports appended since the last flush
@@ -138,6 +142,9 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 		kgo.OnPartitionsLost(mr.onLost),
 		kgo.WithLogger(kslog{s.log}),
 	)
+	if s.inst.id != "" {
+		opts = append(opts, kgo.InstanceID(s.inst.id))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("detect: kafka merge consumer: %w", err)
@@ -215,6 +222,7 @@ func (mr *mergeRunner) drop() {
 	mr.next = -1
 	mr.pending = map[int64]int{}
 	mr.outbox = nil
+	mr.outboxLen.Store(0)
 	if mr.paused {
 		mr.paused = false
 		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
@@ -245,7 +253,13 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 	mr.runCtx = ctx
 	defer mr.cl.Close()
 	lastCommit := s.now()
+	var ws joinWait
 	for {
+		mr.mu.Lock()
+		joined := mr.joined
+		mr.mu.Unlock()
+		s.sayJoinWait(&ws, !joined, fmt.Sprintf("waiting for the merge group to elect a merger; a previous member may hold the windows topic until its session times out (up to %v)", s.cfg.SessionTimeout),
+			"group", s.cfg.MergeGroup)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -285,7 +299,7 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		return true, nil
 	}
 	fs.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !s.checkFenced(s.cfg.MergeGroup, err) {
 			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
 		}
 	})
@@ -464,6 +478,7 @@ func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 				func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: start, err: err}) })
 			if s.cfg.ClickHouse != nil {
 				mr.outbox = append(mr.outbox, chReport{r: r, startMs: start})
+				mr.outboxLen.Store(int64(len(mr.outbox)))
 			}
 			if mr.arch != nil {
 				if err := mr.arch.Append(r); err != nil {
@@ -585,6 +600,7 @@ func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
 		}
 		mr.outbox[0] = chReport{}
 		mr.outbox = mr.outbox[1:]
+		mr.outboxLen.Store(int64(len(mr.outbox)))
 	}
 	full := len(mr.outbox) > 0
 	if full != mr.paused {
@@ -669,6 +685,15 @@ func (mr *mergeRunner) ackReport(start int64) {
 func (mr *mergeRunner) drain(ctx context.Context) {
 	if mr.m == nil {
 		return
+	}
+	if d, ok := ctx.Deadline(); ok {
+		stopSay := mr.s.sayDraining("merger giving up the windows topic", d, func() (n, parts int) {
+			// Reports waiting for room in ClickHouse, and outputs
+			// handed over and not yet acknowledged.
+			n = int(mr.outboxLen.Load()) + mr.inbox.pending()
+			return n, 0
+		})
+		defer stopSay()
 	}
 	for len(mr.outbox) > 0 && ctx.Err() == nil {
 		mr.retryClickHouse(ctx)

@@ -57,8 +57,22 @@ type Options struct {
 	MergeGroup string `mapstructure:"merge_group"`
 	// SessionTimeout is how long the groups wait for a member that stopped
 	// heartbeating (a crash, a network split) before giving its partitions
-	// to the others: how long a crashed instance's partitions stall.
+	// to the others: how long a crashed instance's partitions stall, unless
+	// it restarts with the same InstanceID first.
 	SessionTimeout time.Duration `mapstructure:"session_timeout"`
+	// InstanceID makes this instance a static member of both groups
+	// (Kafka's group.instance.id): restarted after a crash with the same
+	// id, it takes its partitions back at once instead of waiting for the
+	// dead member's session timeout. Each running instance needs an id of
+	// its own: a second member joining with an id fences the first, which
+	// stops with an error. "auto" (the default) is the host name and the
+	// lowest slot free on this host ("<host>-0", a second instance beside
+	// it "<host>-1"), which suits one instance per host or container, and
+	// several on one host restarted there; give ids yourself where
+	// instances move between hosts (a StatefulSet's pod name). "none"
+	// turns static membership off. A stop (SIGTERM) still leaves the
+	// groups at once.
+	InstanceID string `mapstructure:"instance_id"`
 	// PartitionTimeout is how long an events partition may say nothing
 	// (no progress record: its instance died, or it is stuck) before the
 	// merger reports windows without it, naming it missing, and the other
@@ -84,7 +98,8 @@ const (
 
 // DefaultOptions: group keyheat-detect reading the events topic from the
 // earliest record, keyed decided per partition, AccessEvent records, a
-// commit every second, merger group keyheat-merge.
+// commit every second, merger group keyheat-merge, static membership with
+// an id from the host name.
 func DefaultOptions() Options {
 	p := logparse.DefaultConfig()
 	p.Format = ""
@@ -99,6 +114,7 @@ func DefaultOptions() Options {
 		FlushTimeout:     30 * time.Second,
 		MergeGroup:       "keyheat-merge",
 		SessionTimeout:   45 * time.Second,
+		InstanceID:       InstanceAuto,
 		PartitionTimeout: time.Minute,
 	}
 }
@@ -167,10 +183,16 @@ func (o Options) Validate() error {
 	if o.FlushTimeout <= 0 {
 		bad("flush_timeout", "must be positive, e.g. 30s")
 	}
-	if o.SessionTimeout < time.Second {
+	if o.SessionTimeout < time.Second || o.SessionTimeout > 30*time.Minute {
 		// Brokers refuse less than group.min.session.timeout.ms (6 s by
-		// default) anyway; below a second heartbeats cannot keep up.
-		bad("session_timeout", "%v: want at least 1s (brokers accept 6s to 30m by default)", o.SessionTimeout)
+		// default) or more than group.max.session.timeout.ms (30 min)
+		// anyway; below a second heartbeats cannot keep up.
+		bad("session_timeout", "%v: want at least 1s and at most 30m (brokers accept 6s to 30m by default)", o.SessionTimeout)
+	}
+	if o.InstanceID != InstanceAuto && o.InstanceID != InstanceNone {
+		if err := topics.CheckName(o.InstanceID); err != nil {
+			bad("instance_id", "%v; or auto (from the host name), or none (no static membership)", err)
+		}
 	}
 	if o.PartitionTimeout < time.Second {
 		bad("partition_timeout", "%v: want at least 1s, and more than session_timeout (e.g. 1m)", o.PartitionTimeout)

@@ -214,6 +214,13 @@ type Service struct {
 	nothingToDo   bool
 	lastIdleCheck time.Time // poll loop only
 
+	// inst is the static membership both groups are joined with (Run
+	// resolves Options.InstanceID).
+	inst instance
+	// fenced: a member with our instance id fenced us out; the id is
+	// not ours to leave with any more.
+	fenced atomic.Bool
+
 	merge *mergeRunner
 	// board follows the progress topic; align keeps the partitions held
 	// here in step with every other (both set by Run).
@@ -417,6 +424,17 @@ func (s *Service) Run(ctx context.Context) error {
 		s.align.counts[t] = n
 	}
 	b.changed = s.align.wake
+	inst, why := resolveInstance(s.cfg.Options)
+	s.inst = inst
+	defer inst.release()
+	switch {
+	case inst.id != "":
+		s.log.Info("static group membership: a restart with this id takes its partitions back at once", "instance_id", inst.id,
+			"groups", []string{s.cfg.Group, s.cfg.MergeGroup})
+	case why != "":
+		s.log.Warn("detect.instance_id auto found no id; running without static membership, so a restart after a crash waits for the dead member's session timeout",
+			"reason", why, "session_timeout", s.cfg.SessionTimeout)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cons, err := kgo.NewClient(s.consumerOpts()...)
@@ -452,8 +470,10 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	err = s.poll(runCtx)
 	// Close leaves the group: its revoke callback stops every partition,
-	// waits for their outputs and commits them.
+	// waits for their outputs and commits them. A static member is not
+	// left by Close: leaveGroup does it.
 	cons.Close()
+	s.leaveGroup(s.cfg.Group)
 	if s.merge != nil {
 		if err == nil && s.cfg.ExitAtEnd && ctx.Err() == nil {
 			// Other instances of an exit-at-end run may still be reading
@@ -470,6 +490,7 @@ func (s *Service) Run(ctx context.Context) error {
 			cancel()
 		}
 		err = errors.Join(err, <-mergeDone)
+		s.leaveGroup(s.cfg.MergeGroup)
 	}
 	stopLog()
 	rerr := s.logRead()
@@ -532,6 +553,9 @@ func (s *Service) consumerOpts() []kgo.Opt {
 	)
 	if s.cfg.RegexTopics {
 		opts = append(opts, kgo.ConsumeRegex())
+	}
+	if s.inst.id != "" {
+		opts = append(opts, kgo.InstanceID(s.inst.id))
 	}
 	return opts
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -524,6 +525,10 @@ func (m *Merger) emitOldest(how *atomic.Int64, status StatusFunc) MergedWindow {
 		missing = append(missing, k.topic+"/"+strconv.Itoa(int(k.partition)))
 		m.topics[k.topic].progress(k.partition).miss(p.startMs, m.windowMs)
 	}
+	var held uint64 // events in the window's summaries, for the warnings
+	for _, h := range p.parts {
+		held += h.w.Events
+	}
 	mw := m.merge(p, missing, idle)
 	delete(m.pending, p.startMs)
 	m.order = m.order[1:]
@@ -532,29 +537,42 @@ func (m *Merger) emitOldest(how *atomic.Int64, status StatusFunc) MergedWindow {
 	how.Add(1)
 	if len(missing) > 0 {
 		m.stats.Partial.Add(1)
+		// A window without events (a restart re-sends the empty windows
+		// of idle partitions, which close by the wall clock) loses
+		// nothing to speak of: said at debug only.
+		level := slog.LevelWarn
+		if held == 0 {
+			level = slog.LevelDebug
+		}
 		switch how {
 		case &m.stats.Capped:
-			m.log.Warn("merger holds more than merge.max_pending_windows windows: reporting the oldest partial; "+
+			m.log.Log(context.Background(), level, "merger holds more than merge.max_pending_windows windows: reporting the oldest partial; "+
 				"the missing partitions' summaries of it will be dropped (their partitions run too far behind the others)",
-				"window_start_ms", p.startMs, "missing", missing, "max_pending_windows", m.cfg.MaxPendingWindows)
+				"window_start_ms", p.startMs, "events", held, "missing", missing, "max_pending_windows", m.cfg.MaxPendingWindows)
 		case &m.stats.Silent:
-			m.logSilent(p.startMs, missing)
+			m.logSilent(level, p.startMs, held, missing)
 		}
 	}
 	return mw
 }
 
-// logSilent logs a window reported without silent partitions: at once
-// when the set of them changed, else at most every silentLogEvery
-// windows.
-func (m *Merger) logSilent(startMs int64, missing []string) {
+// logSilent warns of a window with events reported without silent
+// partitions: at once when the set of them changed, else at most every
+// silentLogEvery windows. One without events (level below warn) is
+// logged at debug.
+func (m *Merger) logSilent(level slog.Level, startMs int64, events uint64, missing []string) {
+	if level < slog.LevelWarn {
+		m.log.Debug("reporting a window without events and without partitions that said nothing for the partition timeout",
+			"window_start_ms", startMs, "missing", missing)
+		return
+	}
 	m.silentUnlogged++
 	if slices.Equal(missing, m.silentLast) && m.silentUnlogged < silentLogEvery {
 		return
 	}
 	m.log.Warn("reporting a window without partitions that said nothing for the partition timeout (their detect instance stopped, or they are stuck); "+
 		"what they send for it later is in no report",
-		"window_start_ms", startMs, "missing", missing, "windows_since_last_log", m.silentUnlogged)
+		"window_start_ms", startMs, "events", events, "missing", missing, "windows_since_last_log", m.silentUnlogged)
 	m.silentLast, m.silentUnlogged = missing, 0
 }
 
@@ -573,6 +591,13 @@ const (
 // logLate logs, rate-limited, a summary dropped for a window already
 // reported: its events are in no report.
 func (m *Merger) logLate(w *schemas.PartitionWindow, nowMs int64) {
+	if w.Events == 0 {
+		// Only late events (already outside every window) or no count
+		// at all: no event of a window is lost.
+		m.log.Debug("partition window summary without events dropped: its window was already reported without this partition",
+			"id", w.ID, "late", w.Late, "reported_through_ms", m.emittedThroughMs)
+		return
+	}
 	m.lateUnlogged++
 	m.lateUnloggedEvts += w.Events
 	if m.lateLogged && nowMs-m.lateLoggedMs < lateLogEveryMs && m.lateUnlogged < lateLogEvery {

@@ -669,3 +669,31 @@ func TestMergerExpectsTopicSeenAfterDescription(t *testing.T) {
 	require.Len(t, got, 1, "described again without b: b is no longer read")
 	require.Equal(t, int64(1000), got[0].StartMs)
 }
+
+// TestMergerEmptyWindowsRaiseNoWarning: windows without events reported
+// partial, and summaries without events dropped for windows already
+// reported (what a restart over idle partitions sends), are no data loss
+// and raise no warning; the same with events does (TestMergerCapWarns).
+func TestMergerEmptyWindowsRaiseNoWarning(t *testing.T) {
+	var buf bytes.Buffer
+	m := newTestMerger(t, func(c *MergerConfig) {
+		c.MaxPendingWindows = 2
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	for i, start := range []int64{0, 1000, 2000} {
+		w := mergeTestWindow("t", 0, 2, start, 0)
+		w.Late = 1 // not empty, so held; but no event in the window
+		require.NoError(t, m.Add(w, int64(i), 0))
+	}
+	require.Equal(t, int64(1), m.Stats().Partial.Load(), "the cap released window 0 without partition 1")
+	late := mergeTestWindow("t", 1, 2, 0, 0)
+	late.Late = 2
+	require.NoError(t, m.Add(late, 10, 0))
+	require.Equal(t, int64(1), m.Stats().Late.Load(), "partition 1's summary of window 0 came too late")
+	require.Empty(t, logLines(t, &buf), "no warning about windows without events")
+
+	require.NoError(t, m.Add(mergeTestWindow("t", 1, 2, 0, 5), 11, 20_000))
+	lines := logLines(t, &buf)
+	require.Len(t, lines, 1, "a dropped summary with events is warned of")
+	require.Equal(t, float64(5), lines[0]["events"])
+}

@@ -364,8 +364,21 @@ func (p *Partition) Idle(wallMs int64, out *Output) { p.IdleTo(wallMs, wallMs, o
 // steps, so that its empty windows do not reach the merger far ahead of
 // the other partitions'.
 func (p *Partition) IdleTo(wallMs, toMs int64, out *Output) bool {
-	if p.ended || !p.started || !p.windowMode {
+	if p.ended || !p.started {
 		return false
+	}
+	if !p.windowMode {
+		// A restart re-reads the crashed or stopped run's events up to
+		// the resume offset to warm up; once it has every one of them and
+		// nothing more comes, the windows it owes (after the last
+		// acknowledged one) are rebuilt as that run had them, and must
+		// close by the wall clock as that run's would have, not wait for
+		// the next event (End does the same at the end of the input).
+		if p.nextWindow == noTime || p.nextOffset < p.resume {
+			return false
+		}
+		p.windowMode = true
+		p.win.activate(p.nextWindow, p.maxTs)
 	}
 	if p.activeSinceIdle {
 		p.activeSinceIdle, p.lastActiveWallMs = false, wallMs
