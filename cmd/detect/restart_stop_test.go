@@ -35,8 +35,11 @@ func TestStopWithClickHouseDownSaysWhatItWaitsFor(t *testing.T) {
 	p.waitErr(`msg="clickhouse insert failed; retrying"`, time.Minute)
 	code := p.stop(2 * time.Minute)
 	log := p.stderr.String()
-	require.Regexp(t, `msg="releasing partitions: waiting for outputs in flight to be acknowledged[^"]*" outputs=[1-9][0-9]* partitions=[1-9] deadline=\S+ left=\S+ clickhouse=`, log,
-		"the partitions' drain says what it waits for")
+	// The ClickHouse rows are the merger's outputs; the partitions' own
+	// (Kafka records) may all be acknowledged by the time of the stop, and
+	// then the partitions have nothing to wait for.
+	require.Regexp(t, `msg="(releasing partitions|merger giving up the windows topic): waiting for outputs in flight to be acknowledged[^"]*" outputs=[1-9][0-9]* (partitions=[1-9] )?deadline=\S+ left=\S+ clickhouse=`, log,
+		"the drain of what holds ClickHouse rows says what it waits for")
 	require.Regexp(t, `msg="stopping: waiting for ClickHouse to take the rows the writer still holds[^"]*" deadline=\S+ left=\S+`, log,
 		"the ClickHouse writer's close says what it waits for")
 	require.NotEqual(t, 0, code, "the exit is as before: rows unwritten")
