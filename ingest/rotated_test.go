@@ -144,3 +144,67 @@ func TestTailSaysWhenARotatedFileIsNotALog(t *testing.T) {
 	require.Contains(t, logs, "file="+path+".truth.json")
 	require.NotContains(t, logs, "access.log.1 does not look like a log")
 }
+
+// TestDefaultRotatedKeepsRealRotatedNames: every name that a real rotator
+// gives a rotated access.log, and that the old default ({name}.*,
+// {name}-*) took, is still a rotated name by default. One it leaves out
+// is never read when it went by while ingest was down (or between two
+// looks), and never found as a copytruncate copy: its lines are lost.
+func TestDefaultRotatedKeepsRealRotatedNames(t *testing.T) {
+	dir := t.TempDir()
+	def := rotatedPatterns(filepath.Join(dir, "access.log"), DefaultTailOptions().Rotated)
+	old := rotatedPatterns(filepath.Join(dir, "access.log"), []string{"{name}.*", "{name}-*"})
+	for _, tc := range []struct{ name, who string }{
+		{"access.log.20261127-130405", "kubelet (container logs: 0.log.20261127-130405)"},
+		{"access.log.20261127-130405.gz", "kubelet, compressed"},
+		{"access.log-20261127130405", "logrotate dateformat -%Y%m%d%H%M%S"},
+		{"access.log-202611271304", "logrotate dateformat -%Y%m%d%H%M"},
+		{"access.log-202611271764201600", "logrotate dateformat -%Y%m%d%s"},
+		{"access.log-20261127-13", "logrotate dateformat -%Y%m%d-%H"},
+		{"access.log-202611", "logrotate monthly, dateformat -%Y%m"},
+		{"access.log-2026-11", "logrotate monthly, dateformat -%Y-%m"},
+		{"access.log.2026-11-27-13_04_05", "rotatelogs access.log.%Y-%m-%d-%H_%M_%S"},
+		{"access.log.2026.11.27", "rotatelogs access.log.%Y.%m.%d (Apache's own example)"},
+		{"access.log.1764201600", "rotatelogs' default, logrotate .%s"},
+	} {
+		name := filepath.Join(dir, tc.name)
+		was := false
+		for _, p := range old {
+			was = was || p.match(name)
+		}
+		require.True(t, was, "%s: the old default took it", tc.name)
+		is := false
+		for _, p := range def {
+			is = is || p.match(name)
+		}
+		require.True(t, is, "%s (%s) is a rotated name by default", tc.name, tc.who)
+	}
+}
+
+// TestTailReadsKubeletRotationsWhileDown: a container log rotated twice
+// by the kubelet while ingest was down (0.log to 0.log.<date>-<time>) is
+// read in full at the next start; with the old default it was.
+func TestTailReadsKubeletRotationsWhileDown(t *testing.T) {
+	k := newKafkaEnv(t, testenv.KFake(t), 2)
+	path := filepath.Join(t.TempDir(), "0.log")
+	lw := newLineWriter(t, path)
+	opts := fastTail(t, k)
+	run := startTail(t, k, opts, []string{path})
+	lw.write(1000)
+	waitCaughtUp(t, run.tl, path)
+	require.NoError(t, run.stop())
+
+	// Two rotations while down, named as the kubelet names them: the
+	// first file was followed (found again by its identity), the second
+	// never was and is found by its name only.
+	for i, stamp := range []string{"20261127-130405", "20261127-140405"} {
+		lw.write(2000 + i*1000)
+		require.NoError(t, os.Rename(path, path+"."+stamp))
+		lw.reopen()
+	}
+	lw.write(4000)
+	run = startTail(t, k, opts, []string{path})
+	waitCaughtUp(t, run.tl, path)
+	require.NoError(t, run.stop())
+	requireEachLineOnce(t, k, path, 4000)
+}
