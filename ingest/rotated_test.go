@@ -46,7 +46,9 @@ func TestRotatedNames(t *testing.T) {
 		{"access.log.gz", false},
 		{"access.log.12345", false},
 		{"access.log-2026", false},
-		{"access.log.2026-11", false},
+		{"access.log.2026-11", true}, // monthly: dateformat .%Y-%m
+		{"access.log.2026-1", false},
+		{"access.log.v2.json", false},
 		{"access.logger.1", false},
 		{"error.log.1", false},
 		{"xaccess.log.1", false},
