@@ -1,14 +1,20 @@
 package ingest
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/logparse"
+	"github.com/keyheat/keyheat/schemas"
 )
 
 // TestRotatedNames: the default pattern takes the names logrotate gives
@@ -209,4 +215,42 @@ func TestTailReadsKubeletRotationsWhileDown(t *testing.T) {
 	waitCaughtUp(t, run.tl, path)
 	require.NoError(t, run.stop())
 	requireEachLineOnce(t, k, path, 4000)
+}
+
+// TestTailOldRotatedLogIsALog: a rotated file of the log whose lines are
+// dead-lettered only because their times are further than events.max_skew
+// from now (a backlog older than the limit, read with --from-start) is a
+// log of the path: the tail does not say it is not, nor tell the user to
+// narrow ingest.rotated. The DLQ summary names the setting instead.
+func TestTailOldRotatedLogIsALog(t *testing.T) {
+	k := newKafkaEnv(t, testenv.KFake(t), 2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	old := time.Now().Add(-30 * 24 * time.Hour).UnixMilli()
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, `{"key":"k%d","bytes":%d,"time":%d}`+"\n", i%16, i, old+int64(i))
+	}
+	require.NoError(t, os.WriteFile(path+"-20261027", []byte(b.String()), 0o644))
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"key":"k1","bytes":1,"time":%d}`+"\n", time.Now().UnixMilli())), 0o644))
+
+	opts := fastTail(t, k)
+	prod := k.tailProducer(t, opts, schemas.Binary)
+	parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes", Time: "time"}, "test")
+	require.NoError(t, err)
+	pl, err := NewLineSender(LineSenderConfig{Parser: parser, Producer: prod, Limits: schemas.Limits{MaxSkew: 168 * time.Hour}})
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	tl, err := NewTailer(TailConfig{TailOptions: opts, Paths: []string{path}, FromStart: true, StopTimeout: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}, pl)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	waitCaughtUp(t, tl, path)
+	cancel()
+	require.NoError(t, <-done)
+	require.Len(t, readAll(t, k.seeds, k.dlq), 30, "the old lines are dead-lettered (time_skew)")
+	require.Contains(t, logs.String(), "first draining access.log-20261027 from its start (--from-start)")
+	require.NotContains(t, logs.String(), "does not look like a log", "a log of the path, only old")
 }
