@@ -141,8 +141,11 @@ type Line struct {
 	// a newline after them: parsed like any line, and when that fails its
 	// dead letter says it was left unfinished.
 	Unterminated bool
-	// rejected is set by send when the line went to the DLQ: the tail
-	// judges from it whether a file it took for a rotated log is one.
+	// rejected is set by send when the line went to the DLQ for what it
+	// holds, not for its time alone: the tail judges from it whether a
+	// file it took for a rotated log is one. A line whose time is too far
+	// from now parsed as a log line (a backlog older than
+	// events.max_skew), so it says nothing against the file.
 	rejected bool
 }
 
@@ -205,7 +208,7 @@ func (s *LineSender) send(ctx context.Context, l *Line, ack Acker, seq uint64, s
 		ack.Ack(seq, nil)
 		return nil
 	}
-	l.rejected = true
+	l.rejected = schemas.ReasonOf(err) != schemas.ReasonTimeSkew
 	if l.Unterminated {
 		err = &schemas.InvalidEventError{Reason: schemas.ReasonOf(err),
 			Detail: "unterminated last line of a file closed for good (a torn write?): " + detailOf(err)}

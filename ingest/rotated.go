@@ -8,16 +8,24 @@ import (
 )
 
 // RotatedSuffix, at the end of a pattern of TailOptions.Rotated, matches
-// what logrotate appends to a rotated file's name and nothing else:
+// what rotators append to a rotated file's name and nothing else:
 //
-//   - a number: access.log.1, access.log.2 (rotate count);
-//   - a date, as dateext writes it: access.log-20261127 (its default
-//     dateformat -%Y%m%d), access.log-2026112713 (hourly, -%Y%m%d%H),
-//     access.log-20261127-1764201600 (-%Y%m%d-%s); or with dashes, as a
-//     dateformat of .%Y-%m-%d or -%Y-%m-%d writes it, an hour, minutes and
-//     seconds allowed after it: access.log.2026-11-27;
-//   - either followed by the extension of a compressed file: .gz, .bz2,
-//     .xz, .zst, .lz4 or .Z (compressed files are recognised, not read).
+//   - a number: access.log.1, access.log.2 (logrotate's rotate count,
+//     Docker's json-file);
+//   - a date and time, as logrotate's dateext writes it with any
+//     dateformat of %Y, %m, %d, %H, %M, %S and %s: a year, then one to
+//     five two-digit fields (month, day, hour, minutes, seconds), each
+//     after an optional separator (-, _, ., T or :), then optionally the
+//     seconds since the epoch: access.log-20261127 (the default -%Y%m%d),
+//     access.log-2026112713 (hourly), access.log-202611 (monthly, -%Y%m),
+//     access.log.2026-11-27, access.log-20261127-1764201600 (-%Y%m%d-%s);
+//     the kubelet's 0.log.20261127-130405 and rotatelogs' access.log.%Y.%m.%d
+//     have the same shape;
+//   - the seconds since the epoch alone, 9 to 11 digits: access.log.1764201600
+//     (rotatelogs' default, dateformat .%s);
+//   - any of them followed by the extension of a compressed file: .gz,
+//     .bz2, .xz, .zst, .lz4 or .Z (compressed files are recognised, not
+//     read).
 //
 // A neighbour such as access.log.truth.json or access.log.bak is not a
 // rotated name.
@@ -26,8 +34,8 @@ const RotatedSuffix = "{rotated}"
 // rotatedSuffixRe matches a whole RotatedSuffix.
 var rotatedSuffixRe = regexp.MustCompile(`^(?:` +
 	`\.\d{1,4}` + // .1
-	`|[-._]\d{8}(?:\d{2})?(?:-\d{9,11})?` + // -20261127, -2026112713, -20261127-1764201600
-	`|[-._]\d{4}-\d{2}-\d{2}(?:[-_T]\d{2}(?:[-:]?\d{2}){0,2})?` + // .2026-11-27, -2026-11-27-13
+	`|[-._]\d{4}(?:[-_.T:]?\d{2}){1,5}(?:[-_.]?\d{9,11})?` + // -20261127, .2026-11-27, .20261127-130405, -20261127-1764201600
+	`|[-._]\d{9,11}` + // .1764201600
 	`)(?:\.(?:gz|bz2|xz|zst|lz4|Z))?$`)
 
 // rotatedPattern is one pattern of TailOptions.Rotated for one path: a

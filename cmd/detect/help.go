@@ -14,7 +14,7 @@ import (
 var (
 	// chConn are the keys that reach ClickHouse.
 	chConn = []string{"clickhouse.addr", "clickhouse.database", "clickhouse.user", "clickhouse.password", "clickhouse.password_file",
-		"clickhouse.dial_timeout"}
+		"clickhouse.dial_timeout", "clickhouse.tls"}
 	// chWrite are the keys of the ClickHouse writer, besides chConn.
 	chWrite = []string{"clickhouse.batch_rows", "clickhouse.flush_interval", "clickhouse.max_buffered_rows", "clickhouse.insert_timeout",
 		"clickhouse.retry_min", "clickhouse.retry_max", "clickhouse.retention_days"}

@@ -113,3 +113,18 @@ func TestFlagsOfOtherCommandsStillAccepted(t *testing.T) {
 	err := root.ExecuteContext(context.Background())
 	require.ErrorContains(t, err, "--since=-1h0m0s: want a positive duration", "the flags parsed; the range is what is wrong")
 }
+
+// TestHelpListsTheClickHouseConnection: query and replay connect to
+// ClickHouse with every clickhouse key but the writer's and enabled (TLS
+// included), so their --help lists each of them.
+func TestHelpListsTheClickHouseConnection(t *testing.T) {
+	for _, cmd := range []string{"query", "replay"} {
+		help := helpOf(t, cmd, "--help")
+		for _, k := range config.CmdDetect.Keys() {
+			if !strings.HasPrefix(k, "clickhouse.") || k == "clickhouse.enabled" || slices.Contains(chWrite, k) {
+				continue
+			}
+			require.True(t, strings.Contains(help, "--"+k+" "), "detect %s connects with %s; its --help does not list it", cmd, k)
+		}
+	}
+}

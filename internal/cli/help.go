@@ -41,6 +41,10 @@ func Reads(cmd *cobra.Command, keys ...string) {
 // the commands' tests catch.
 func SetupHelp(root *cobra.Command, c config.Command) {
 	h := &helper{cmd: c}
+	// cobra adds its help and completion commands when the tree runs;
+	// added now, they get --help-all like every command the help lists.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		for _, k := range h.reads(cmd) {
@@ -49,7 +53,7 @@ func SetupHelp(root *cobra.Command, c config.Command) {
 			}
 		}
 		cmd.Flags().AddFlag(&pflag.Flag{Name: HelpAllFlag, Usage: "help that lists every flag, also the config keys this command does not read",
-			Value: &helpAll{cmd: cmd}, DefValue: "false", NoOptDefVal: "true"})
+			Value: &helpAll{h: h, cmd: cmd, showsHelp: cmd.Name() != "help" || cmd.Parent() != root}, DefValue: "false", NoOptDefVal: "true"})
 		for _, sub := range cmd.Commands() {
 			walk(sub)
 		}
@@ -60,9 +64,13 @@ func SetupHelp(root *cobra.Command, c config.Command) {
 
 // helpAll is the value of --help-all: set, it also sets --help, so cobra
 // shows the help before it looks at the arguments (query with none).
+// The help command (`help run --help-all`) shows the help it is asked
+// for instead of its own: there it only says to list every flag.
 type helpAll struct {
-	cmd *cobra.Command
-	on  bool
+	h         *helper
+	cmd       *cobra.Command
+	showsHelp bool
+	on        bool
 }
 
 func (v *helpAll) String() string { return strconv.FormatBool(v.on) }
@@ -74,7 +82,8 @@ func (v *helpAll) Set(s string) error {
 		return err
 	}
 	v.on = on
-	if on {
+	v.h.all = on
+	if on && v.showsHelp {
 		// cobra defines --help before it parses the flags.
 		if f := v.cmd.Flags().Lookup("help"); f != nil {
 			return f.Value.Set("true")
@@ -85,6 +94,7 @@ func (v *helpAll) Set(s string) error {
 
 type helper struct {
 	cmd config.Command
+	all bool // --help-all was given, to whichever command of the tree
 }
 
 func (h *helper) reads(cmd *cobra.Command) []string {
@@ -96,10 +106,7 @@ func (h *helper) reads(cmd *cobra.Command) []string {
 // not listed, unless --help-all was given.
 func (h *helper) usage(cmd *cobra.Command) error {
 	w := cmd.OutOrStderr()
-	all := false
-	if f := cmd.Flags().Lookup(HelpAllFlag); f != nil {
-		all = f.Value.String() == "true"
-	}
+	all := h.all
 	fmt.Fprintf(w, "Usage:\n")
 	if cmd.Runnable() {
 		fmt.Fprintf(w, "  %s\n", cmd.UseLine())
