@@ -99,7 +99,7 @@ func TestHelpListsWhatEachCommandReads(t *testing.T) {
 // --help does, though query wants arguments.
 func TestHelpAllWithoutArguments(t *testing.T) {
 	help := helpOf(t, "query", "--help-all")
-	require.Contains(t, help, "Accepted, but not read by detect query")
+	require.Contains(t, help, "Accepted and checked, but not read by detect query")
 	require.Contains(t, help, "--pipeline.window ")
 }
 

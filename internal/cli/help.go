@@ -170,7 +170,7 @@ func (h *helper) usage(cmd *cobra.Command) error {
 		fmt.Fprintf(w, "\nEvery config key, as a flag of every command (each command's --help lists those it reads):\n")
 		writeSections(w, rest)
 	default:
-		fmt.Fprintf(w, "\nAccepted, but not read by %s (keys of other commands, so that one config file serves them all):\n", cmd.CommandPath())
+		fmt.Fprintf(w, "\nAccepted and checked, but not read by %s (keys of other commands: one config file serves them all, and a bad value in it stops every command):\n", cmd.CommandPath())
 		writeSections(w, rest)
 	}
 	if cmd.HasAvailableSubCommands() {
