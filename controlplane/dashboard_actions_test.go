@@ -98,6 +98,11 @@ func TestDashboardPromoteDemote(t *testing.T) {
 	b.run(chromedp.Click(chromedp.ID("promote-new"), chromedp.NodeVisible))
 	b.fillForm(map[string]string{"f-key": "user:7 ü", "f-app-in": "auth", "f-mit": "coalesce", "f-ttl": "1m"})
 	b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
+	// The form closes when the page has the API's answer, which can come
+	// after the follower below sees the record: until then its backdrop
+	// covers the page, and a click meant for "Promote a key…" lands on it
+	// and closes the form instead (CI lost the next form that way).
+	b.waitFor("the form closed", `document.getElementById('modal').hidden`)
 	eventually(t, "the typed-in promote", func() bool {
 		e, ok := s.f.Get("auth", "user:7 ü")
 		return ok && e.Mitigation == hotkeys.MitigationCoalesce
