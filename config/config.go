@@ -10,8 +10,8 @@ import (
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/archive"
 	"github.com/keyheat/keyheat/sink/clickhouse"
-	"github.com/keyheat/keyheat/sink/parquet"
 )
 
 // Config is everything a keyheat command can be configured with. Each
@@ -33,7 +33,7 @@ type Config struct {
 	Pipeline   pipeline.Options       `mapstructure:"pipeline" cmd:"detect"`
 	Merge      pipeline.MergerOptions `mapstructure:"merge" cmd:"detect"`
 	ClickHouse ClickHouse             `mapstructure:"clickhouse" cmd:"detect"`
-	Archive    parquet.Options        `mapstructure:"archive" cmd:"detect"`
+	Archive    archive.Options        `mapstructure:"archive" cmd:"detect"`
 	API        controlplane.Options   `mapstructure:"api" cmd:"detect"`
 }
 
@@ -223,7 +223,7 @@ func Defaults() Config {
 		Pipeline:   pipeline.DefaultOptions(),
 		Merge:      pipeline.DefaultMergerOptions(),
 		ClickHouse: ClickHouse{Options: clickhouse.DefaultOptions()},
-		Archive:    parquet.DefaultOptions(),
+		Archive:    archive.DefaultOptions(),
 		API:        controlplane.DefaultOptions(),
 	}
 }

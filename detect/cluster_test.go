@@ -15,7 +15,7 @@ import (
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
-	"github.com/keyheat/keyheat/sink/parquet"
+	"github.com/keyheat/keyheat/sink/archive"
 )
 
 // nginxLines is the access log: 200,000 combined-format lines
@@ -254,10 +254,10 @@ func TestClusterAlertArchived(t *testing.T) {
 			produceMany(t, e.seeds, recs)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			arOpts := parquet.DefaultOptions()
+			arOpts := archive.DefaultOptions()
 			arOpts.Root, arOpts.SegmentAge = t.TempDir(), time.Hour // only the merger's flushes make it durable
 			run := func(mergeGroup string) {
-				ar, err := parquet.Open(ctx, arOpts, testLogger(t), nil)
+				ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
 				require.NoError(t, err)
 				cfg := e.config(t)
 				cfg.ExitAtEnd = true
@@ -271,9 +271,9 @@ func TestClusterAlertArchived(t *testing.T) {
 				require.NoError(t, ar.Close())
 			}
 			read := func() []*schemas.HotKeyEvent {
-				fsys, err := parquet.NewDirFS(arOpts.Root)
+				fsys, err := archive.NewDirFS(arOpts.Root)
 				require.NoError(t, err)
-				hs, bad, err := parquet.ReadHotKeys(ctx, fsys, parquet.Query{}, testLogger(t))
+				hs, bad, err := archive.ReadHotKeys(ctx, fsys, archive.Query{}, testLogger(t))
 				require.NoError(t, err)
 				require.Empty(t, bad)
 				return hs

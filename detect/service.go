@@ -24,8 +24,8 @@ import (
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/archive"
 	"github.com/keyheat/keyheat/sink/clickhouse"
-	"github.com/keyheat/keyheat/sink/parquet"
 )
 
 // OutputTopics name the topics the service reads and writes besides the
@@ -108,7 +108,7 @@ type Config struct {
 	ClickHouse ClickHouseSink
 	// Archive, when set, receives every event and every hot-key event and
 	// report; offsets pass an event only once its segment is durable.
-	Archive *parquet.Archive
+	Archive *archive.Archive
 	// ArchiveFlush is how often hot-key events and reports waiting in the
 	// archive's buffers are made durable so their commits can pass; the
 	// archive's segment age is a good value (commits wait for it anyway).

@@ -15,8 +15,8 @@ import (
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/archive"
 	"github.com/keyheat/keyheat/sink/clickhouse"
-	"github.com/keyheat/keyheat/sink/parquet"
 )
 
 // TestSinks: with ClickHouse and the archive on, every report and hot-key
@@ -51,9 +51,9 @@ func TestSinks(t *testing.T) {
 	ch, err := clickhouse.Open(ctx, chOpts, clickhouse.Deps{Logger: testLogger(t)})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, ch.Close(context.Background())) }()
-	arOpts := parquet.DefaultOptions()
+	arOpts := archive.DefaultOptions()
 	arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond
-	ar, err := parquet.Open(ctx, arOpts, testLogger(t), nil)
+	ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
 	require.NoError(t, err)
 
 	cfg := e.config(t)
@@ -78,7 +78,7 @@ func TestSinks(t *testing.T) {
 	require.EqualValues(t, len(reports), count("reports"), "every report in ClickHouse")
 	require.EqualValues(t, len(hot), count("hotkey_events"), "every hot-key event in ClickHouse")
 
-	er, err := parquet.OpenEvents(ctx, arOpts.Root, parquet.Query{}, testLogger(t))
+	er, err := archive.OpenEvents(ctx, arOpts.Root, archive.Query{}, testLogger(t))
 	require.NoError(t, err)
 	rows := make([]schemas.EventRow, 256)
 	archived := 0
@@ -92,12 +92,12 @@ func TestSinks(t *testing.T) {
 	}
 	require.NoError(t, er.Close())
 	require.Equal(t, n, archived, "every event archived")
-	fsys, err := parquet.NewDirFS(arOpts.Root)
+	fsys, err := archive.NewDirFS(arOpts.Root)
 	require.NoError(t, err)
-	rs, _, err := parquet.ReadReports(ctx, fsys, parquet.Query{}, testLogger(t))
+	rs, _, err := archive.ReadReports(ctx, fsys, archive.Query{}, testLogger(t))
 	require.NoError(t, err)
 	require.Len(t, rs, len(reports), "every report archived")
-	hs, _, err := parquet.ReadHotKeys(ctx, fsys, parquet.Query{}, testLogger(t))
+	hs, _, err := archive.ReadHotKeys(ctx, fsys, archive.Query{}, testLogger(t))
 	require.NoError(t, err)
 	require.Len(t, hs, len(hot), "every hot-key event archived")
 }

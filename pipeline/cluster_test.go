@@ -358,7 +358,7 @@ func TestClusterEpisodeStart(t *testing.T) {
 // hold every partition's batch of the rounds from the stage's chosen
 // start on, but of earlier rounds only the lagging partitions'. A stage fed from every commit point detect's
 // merger may choose (ClusterAlerts.DoneMs and EpisodeStartMs, as
-// detect/merge.go's clusterHold) with SetStart raises no event the full
+// detect/mergerunner.go's clusterHold) with SetStart raises no event the full
 // run did not; without SetStart, rounds of partial sums raise the key
 // anew.
 func TestClusterCommitPointWithLaggingPartition(t *testing.T) {

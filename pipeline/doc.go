@@ -243,7 +243,7 @@
 //
 // # Merging partitions into reports
 //
-// The Merger (merge.go, merge_window.go, skew.go, advice.go) turns the
+// The Merger (merger.go, merge_window.go, skew.go, advice.go) turns the
 // partitions' PartitionWindows into one cluster WindowReport and one per
 // app for each report window with an event. It waits on progress, not on
 // the clock: until every expected partition (0..Partitions−1 of every

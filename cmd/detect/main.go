@@ -39,8 +39,8 @@ import (
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/archive"
 	"github.com/keyheat/keyheat/sink/clickhouse"
-	"github.com/keyheat/keyheat/sink/parquet"
 )
 
 func main() {
@@ -231,7 +231,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	// Local folders first: a wrong archive.root fails before ClickHouse
 	// migrations run or Kafka is contacted.
 	if cfg.Archive.Root != "" {
-		a, oerr := parquet.Open(ctx, cfg.Archive, log, reg)
+		a, oerr := archive.Open(ctx, cfg.Archive, log, reg)
 		if oerr != nil {
 			return fmt.Errorf("archive: %w", oerr)
 		}

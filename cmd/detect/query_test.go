@@ -14,8 +14,8 @@ import (
 
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/archive"
 	"github.com/keyheat/keyheat/sink/clickhouse"
-	archive "github.com/keyheat/keyheat/sink/parquet"
 )
 
 // jsonRows decodes query --json output.

@@ -203,7 +203,7 @@ func archiveFigure() figure {
 	return figure{
 		id:    "archive",
 		title: "Archive (Parquet): write and replay",
-		about: "Write: `sink/parquet.BenchmarkArchiveWrite` appends 1,048,576 access events (Zipf keys over a " +
+		about: "Write: `sink/archive.BenchmarkArchiveWrite` appends 1,048,576 access events (Zipf keys over a " +
 			"million, one app, one hour) to one partition and flushes: buffering, sorting, zstd (the default level, " +
 			"fastest), fsync and rename. Replay: `BenchmarkArchiveReplayMerge` reads eight partitions' files of the " +
 			"same events back in event-time order (every event through the merge heap). `detect.BenchmarkReplay` " +
@@ -212,7 +212,7 @@ func archiveFigure() figure {
 			"order), and `EventReader` feeding `detect.Replay` (partition cores and the merger, default rule). " +
 			"Events per CPU second (user + system of the process) move less than events/s on a shared machine.",
 		runs: static(
-			run{pkg: "./sink/parquet/", bench: "BenchmarkArchiveWrite/zstd=fastest$|BenchmarkArchiveReplayMerge$", benchtime: "2x", benchmem: true},
+			run{pkg: "./sink/archive/", bench: "BenchmarkArchiveWrite/zstd=fastest$|BenchmarkArchiveReplayMerge$", benchtime: "2x", benchmem: true},
 			run{pkg: "./detect/", bench: "BenchmarkReplay$", benchtime: "1x", benchmem: true},
 		),
 		render: func(rs results, _ getenv) string {

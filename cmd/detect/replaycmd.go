@@ -1,0 +1,584 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/config"
+	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/cli"
+	"github.com/keyheat/keyheat/internal/topics"
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/archive"
+	"github.com/keyheat/keyheat/sink/clickhouse"
+)
+
+func newReplayCmd(stdout io.Writer) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "replay",
+		Short: "Run the Parquet archive of a time range through the detection code live runs, or back into a topic",
+		Long: `replay reads the events archive (archive.root, or --archive) for a time
+range in event-time order and runs it through the same per-partition
+detection and merger as detect run, with the pipeline: and merge: settings
+in force, so a post-mortem sees the alerts and reports the live run saw.
+
+Outputs: the terminal (text, or --json lines), a Parquet folder
+(--out-parquet), ClickHouse (--clickhouse, the clickhouse: settings), or,
+instead of detection, the events themselves back into a Kafka topic
+(--to-topic, paced with --speed).`,
+		Example: `  detect replay --from=2026-01-02T14:00:00Z --to=2026-01-02T14:10:00Z --app=shop
+  detect replay --archive=/var/lib/keyheat --from=2026-01-02T14:00:00Z --json > reports.jsonl
+  detect replay --from=2026-01-02T14:00:00Z --to-topic=keyheat.events.replay --speed=10x`,
+		Args: cobra.NoArgs,
+	}
+	f := c.Flags()
+	f.String("from", "", "replay events at or after this RFC 3339 time (default: the archive's start)")
+	f.String("to", "", "replay events before this RFC 3339 time (default: the archive's end)")
+	f.StringSlice("app", nil, "replay only these apps (repeatable; default every app)")
+	f.String("key-prefix", "", "replay only keys starting with this")
+	f.String("archive", "", "the archive's root folder (default archive.root)")
+	f.Bool("skip-bad-files", false, "log and skip archive files that cannot be read (truncated, foreign) instead of stopping")
+	f.Bool("json", false, "print hot-key events and reports as JSON lines instead of text")
+	f.Int("top", 5, "keys per report in the text output")
+	f.String("out-parquet", "", "write the replay's reports and hot-key events to this folder, in the archive's layout (made if missing; its parent must exist)")
+	f.Bool("clickhouse", false, "write the replay's reports and hot-key events to ClickHouse (clickhouse.* settings)")
+	f.String("to-topic", "", "produce the archived events to this topic instead of detecting (keyed by access key, events.codec)")
+	f.String("speed", "max", "--to-topic pacing against the events' times: 1x, 10x (any Nx) or max")
+	f.Bool("progress", true, "show progress on standard error: a bar on a terminal, a line every 5s otherwise")
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		o, err := replayFlags(cmd)
+		if err != nil {
+			return err
+		}
+		file, _ := cmd.Flags().GetString("config")
+		cfg, err := config.Load(config.CmdDetect, config.Source{File: file, Flags: cmd.Flags()})
+		if err != nil {
+			return err
+		}
+		if o.root == "" {
+			o.root = cfg.Archive.Root
+		}
+		if o.root == "" {
+			return errors.New("no archive: set archive.root or pass --archive")
+		}
+		return runReplay(cmd.Context(), cfg, o, stdout, cmd.ErrOrStderr())
+	}
+	return c
+}
+
+// replayOpts are replay's flags, checked.
+type replayOpts struct {
+	root       string
+	q          archive.Query
+	json       bool
+	top        int
+	outParquet string
+	clickhouse bool
+	toTopic    string
+	speed      float64 // 0: as fast as possible
+	progress   bool
+}
+
+func replayFlags(cmd *cobra.Command) (replayOpts, error) {
+	f := cmd.Flags()
+	var o replayOpts
+	from, _ := f.GetString("from")
+	to, _ := f.GetString("to")
+	var err error
+	if o.q.FromMs, err = parseTimeFlag("from", from); err != nil {
+		return o, err
+	}
+	if o.q.ToMs, err = parseTimeFlag("to", to); err != nil {
+		return o, err
+	}
+	if o.q.ToMs != 0 && o.q.ToMs <= o.q.FromMs {
+		return o, fmt.Errorf("--to (%s) must be after --from (%s)", to, from)
+	}
+	o.q.Apps, _ = f.GetStringSlice("app")
+	o.q.KeyPrefix, _ = f.GetString("key-prefix")
+	o.q.SkipBadFiles, _ = f.GetBool("skip-bad-files")
+	o.root, _ = f.GetString("archive")
+	o.json, _ = f.GetBool("json")
+	o.top, _ = f.GetInt("top")
+	o.outParquet, _ = f.GetString("out-parquet")
+	o.clickhouse, _ = f.GetBool("clickhouse")
+	o.toTopic, _ = f.GetString("to-topic")
+	o.progress, _ = f.GetBool("progress")
+	speed, _ := f.GetString("speed")
+	if o.speed, err = parseSpeed(speed); err != nil {
+		return o, err
+	}
+	if o.toTopic != "" && (o.outParquet != "" || o.clickhouse || o.json) {
+		return o, errors.New("--to-topic replays events, not detection: it does not combine with --json, --out-parquet or --clickhouse")
+	}
+	if o.toTopic == "" && f.Changed("speed") {
+		return o, errors.New("--speed paces --to-topic; set --to-topic too")
+	}
+	return o, nil
+}
+
+// parseTimeFlag reads an RFC 3339 time as Unix ms; empty is 0.
+func parseTimeFlag(name, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0, fmt.Errorf("--%s=%q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", name, v)
+	}
+	return t.UnixMilli(), nil
+}
+
+// parseSpeed reads max or Nx (1x, 10x, 0.5x); max is 0.
+func parseSpeed(v string) (float64, error) {
+	if v == "max" {
+		return 0, nil
+	}
+	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "x"), 64)
+	if err != nil || !strings.HasSuffix(v, "x") || n <= 0 || n > 1e6 {
+		return 0, fmt.Errorf("--speed=%q: want max or a positive factor such as 1x or 10x", v)
+	}
+	return n, nil
+}
+
+func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, stderr io.Writer) error {
+	log := cli.NewLogger(cfg.Log, stderr)
+	r, err := archive.OpenEvents(ctx, o.root, o.q, log)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer r.Close()
+	prog := newProgress(stderr, isTTY(stderr), r.Rows(), o.progress)
+	defer prog.done()
+	if o.toTopic != "" {
+		n, err := replayToTopic(ctx, cfg, o, r, prog.update)
+		reportSkipped(log, r.Skipped())
+		if err != nil {
+			return err
+		}
+		prog.done()
+		log.Info("replay produced", "topic", o.toTopic, "events", n)
+		return nil
+	}
+
+	sinks := &replaySinks{}
+	if o.outParquet == "" && !o.clickhouse {
+		sinks.print = &replayPrinter{w: stdout, json: o.json, top: o.top}
+	}
+	if o.outParquet != "" {
+		// A new folder is made (not its parents: a typo in them is
+		// more likely than a wish for a tree).
+		if err := os.Mkdir(o.outParquet, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("replay: --out-parquet=%s: %w (its parent folder must exist)", o.outParquet, err)
+		}
+		opts := cfg.Archive
+		opts.Root = o.outParquet
+		a, err := archive.Open(ctx, opts, log, nil)
+		if err != nil {
+			return fmt.Errorf("replay: --out-parquet: %w", err)
+		}
+		defer a.Close() // idempotent; closed below to see its error
+		if sinks.reports, err = a.Reports("replay"); err != nil {
+			return fmt.Errorf("replay: --out-parquet: %w", err)
+		}
+		if sinks.hot, err = a.HotKeys("replay"); err != nil {
+			return fmt.Errorf("replay: --out-parquet: %w", err)
+		}
+		sinks.archive = a
+	}
+	if o.clickhouse {
+		w, err := clickhouse.Open(ctx, cfg.ClickHouse.Options, clickhouse.Deps{Logger: log})
+		if err != nil {
+			return fmt.Errorf("replay: clickhouse: %w", err)
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Detect.FlushTimeout)
+			defer cancel()
+			_ = w.Close(cctx) // idempotent; closed below to see its error
+		}()
+		sinks.ch, sinks.ctx = w, ctx
+	}
+	rc := detect.ReplayConfig{
+		Pipeline:   cfg.Pipeline,
+		Merge:      pipeline.MergerConfig{MergerOptions: cfg.Merge, Window: cfg.Pipeline.Window, Lateness: cfg.Pipeline.Lateness, Logger: log},
+		Partitions: r.Partitions(),
+		Keyed:      cfg.Detect.Keyed,
+		Progress:   func(s detect.ReplayStats) { prog.update(s.Events) },
+		Logger:     log,
+	}
+	st, err := detect.Replay(ctx, r, rc, sinks)
+	reportSkipped(log, r.Skipped())
+	if err != nil {
+		return err
+	}
+	if err := sinks.close(ctx, cfg.Detect.FlushTimeout); err != nil {
+		return err
+	}
+	prog.done()
+	log.Info("replay done", "events", st.Events, "reports", st.Reports, "hot_key_events", st.HotKeys, "skipped_files", len(r.Skipped()))
+	return nil
+}
+
+func reportSkipped(log *slog.Logger, skipped []*archive.BadFileError) {
+	for _, s := range skipped {
+		log.Warn("skipped a bad archive file", "path", s.Path, "err", s.Err)
+	}
+}
+
+// replaySinks fans a replay's output out to the outputs asked for.
+type replaySinks struct {
+	print   *replayPrinter
+	archive *archive.Archive
+	reports *archive.ReportWriter
+	hot     *archive.HotKeyWriter
+	ch      *clickhouse.Writer
+	ctx     context.Context
+
+	mu    sync.Mutex
+	chErr error // the first refusal ClickHouse acknowledged
+}
+
+var _ detect.ReplaySink = (*replaySinks)(nil)
+
+func (s *replaySinks) HotKey(h *schemas.HotKeyEvent) error {
+	s.print.hotKey(h)
+	if s.hot != nil {
+		if err := s.hot.Append(h); err != nil {
+			return fmt.Errorf("--out-parquet: %w", err)
+		}
+	}
+	if s.ch != nil {
+		if err := s.ch.WriteHotKey(s.ctx, h, s.chAck); err != nil {
+			return fmt.Errorf("clickhouse: %w", err)
+		}
+	}
+	return s.chFailed()
+}
+
+func (s *replaySinks) Report(r *schemas.WindowReport) error {
+	s.print.report(r)
+	if s.reports != nil {
+		if err := s.reports.Append(r); err != nil {
+			return fmt.Errorf("--out-parquet: %w", err)
+		}
+	}
+	if s.ch != nil {
+		if err := s.ch.WriteReport(s.ctx, r, s.chAck); err != nil {
+			return fmt.Errorf("clickhouse: %w", err)
+		}
+	}
+	return s.chFailed()
+}
+
+func (s *replaySinks) chAck(err error) {
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.chErr == nil {
+		s.chErr = err
+	}
+	s.mu.Unlock()
+}
+
+func (s *replaySinks) chFailed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chErr != nil {
+		return fmt.Errorf("clickhouse: %w", s.chErr)
+	}
+	return nil
+}
+
+// close makes every output durable and says whether all of it got there.
+func (s *replaySinks) close(ctx context.Context, timeout time.Duration) error {
+	var errs []error
+	if s.archive != nil {
+		errs = append(errs, s.reports.Close(), s.hot.Close(), s.archive.Close())
+	}
+	if s.ch != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		errs = append(errs, s.ch.Close(cctx))
+		cancel()
+		errs = append(errs, s.chFailed())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	return nil
+}
+
+// replayPrinter writes to the terminal what detect run --print would.
+type replayPrinter struct {
+	w    io.Writer
+	json bool
+	top  int
+	text detect.TextPrinter
+	buf  []byte
+}
+
+func (p *replayPrinter) hotKey(h *schemas.HotKeyEvent) {
+	if p == nil {
+		return
+	}
+	if p.json {
+		p.buf, _ = h.AppendJSON(p.buf[:0])
+		p.buf = append(p.buf, '\n')
+	} else {
+		p.buf = p.text.AppendHotKey(p.buf[:0], h)
+	}
+	_, _ = p.w.Write(p.buf)
+}
+
+func (p *replayPrinter) report(r *schemas.WindowReport) {
+	if p == nil {
+		return
+	}
+	if p.json {
+		p.buf, _ = r.AppendJSON(p.buf[:0])
+		p.buf = append(p.buf, '\n')
+	} else {
+		p.text.Top = p.top
+		p.buf = p.text.AppendReport(p.buf[:0], r)
+	}
+	if len(p.buf) > 0 {
+		_, _ = p.w.Write(p.buf)
+	}
+}
+
+// replayToTopic produces the events r yields to o.toTopic, paced by their
+// event times at o.speed, and returns how many Kafka acknowledged. Each
+// record carries the keyheat-id of the record it was archived from, so a
+// consumer can tell a replayed event from its original.
+func replayToTopic(ctx context.Context, cfg *config.Config, o replayOpts, r *archive.EventReader, progress func(int64)) (int64, error) {
+	codec, err := schemas.CodecByName(cfg.Events.Codec)
+	if err != nil {
+		return 0, err
+	}
+	clientOpts, err := cfg.Kafka.ClientOpts()
+	if err != nil {
+		return 0, err
+	}
+	cl, err := kgo.NewClient(append(clientOpts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.ZstdCompression()))...)
+	if err != nil {
+		return 0, fmt.Errorf("replay: kafka client: %w", err)
+	}
+	defer cl.Close()
+	// The target topic is created like every topic keyheat writes (or is
+	// an error naming kafka.create_topics), before anything is read.
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = topics.Ensure(tctx, cl, cfg.Kafka.CreateTopics, topics.Spec{Name: o.toTopic,
+		Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)})
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("replay: --to-topic: %w", err)
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		acked    int64
+		wg       sync.WaitGroup
+	)
+	failed := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr
+	}
+	pace := newPacer(o.speed)
+	rows := make([]schemas.EventRow, 4096)
+	var sent int64
+	for {
+		n, rerr := r.Read(rows)
+		for i := range rows[:n] {
+			row := &rows[i]
+			if err := pace.wait(ctx, row.TimeMs); err != nil {
+				wg.Wait()
+				return acked, err
+			}
+			ev := row.Event()
+			rec := &kgo.Record{Topic: o.toTopic, Key: []byte(row.Key), Value: codec.Append(nil, &ev),
+				Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil,
+					schemas.RecordID{Kind: schemas.IDTopic, Topic: row.Topic, Partition: row.Partition}.Prefix(), row.Offset, int(row.Index))}}}
+			wg.Add(1)
+			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					acked++
+				}
+			})
+		}
+		sent += int64(n)
+		progress(sent)
+		if err := failed(); err != nil {
+			wg.Wait()
+			return acked, fmt.Errorf("replay: produce to %s: %w", o.toTopic, err)
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			wg.Wait()
+			return acked, fmt.Errorf("replay: %w", rerr)
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return acked, fmt.Errorf("replay: produce to %s: %w", o.toTopic, err)
+	}
+	wg.Wait()
+	if err := failed(); err != nil {
+		return acked, fmt.Errorf("replay: produce to %s: %w", o.toTopic, err)
+	}
+	return acked, nil
+}
+
+// pacer holds a replay to the events' times scaled by a speed: the event
+// at time t is released (t − t0) / speed after the first one (t0).
+type pacer struct {
+	speed   float64
+	firstMs int64
+	start   time.Time
+	started bool
+	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) error
+}
+
+func newPacer(speed float64) *pacer { return &pacer{speed: speed, now: time.Now, sleep: sleepCtx} }
+
+func (p *pacer) wait(ctx context.Context, tsMs int64) error {
+	if p.speed == 0 {
+		return nil
+	}
+	if !p.started {
+		p.firstMs, p.start, p.started = tsMs, p.now(), true
+		return nil
+	}
+	due := p.start.Add(time.Duration(float64(tsMs-p.firstMs) / p.speed * float64(time.Millisecond)))
+	// Sleeping for less than a millisecond costs more than it paces.
+	if d := due.Sub(p.now()); d > time.Millisecond {
+		return p.sleep(ctx, d)
+	}
+	return nil
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// progress shows how far a replay got on standard error: a bar redrawn in
+// place on a terminal, a plain line every 5 s otherwise, and a last line
+// at the end.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	total int64
+	on    bool
+	start time.Time
+	last  time.Time
+	n     int64
+	every time.Duration
+	ended bool
+}
+
+func newProgress(w io.Writer, tty bool, total int64, on bool) *progress {
+	every := 5 * time.Second
+	if tty {
+		every = 200 * time.Millisecond
+	}
+	now := time.Now()
+	return &progress{w: w, tty: tty, total: total, on: on, start: now, last: now, every: every}
+}
+
+func (p *progress) update(n int64) {
+	p.n = n
+	if !p.on || p.ended {
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) >= p.every {
+		p.last = now
+		p.draw(now)
+	}
+}
+
+// done draws the final state once.
+func (p *progress) done() {
+	if !p.on || p.ended {
+		return
+	}
+	p.ended = true
+	p.draw(time.Now())
+	if p.tty {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func (p *progress) draw(now time.Time) {
+	fmt.Fprint(p.w, progressLine(p.n, p.total, now.Sub(p.start), p.tty, p.ended))
+}
+
+// progressLine formats the progress of n events of about total after
+// elapsed: with a bar and a carriage return for a terminal, as a line
+// otherwise. total counts the selected row groups' rows, so it can
+// exceed what the filters let through; the bar never passes 100%.
+func progressLine(n, total int64, elapsed time.Duration, tty, final bool) string {
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(n) / s
+	}
+	frac := 1.0
+	if total > 0 && !final {
+		frac = min(1, float64(n)/float64(total))
+	}
+	eta := "-"
+	if rate > 0 && total > n && !final {
+		eta = time.Duration(float64(total-n) / rate * float64(time.Second)).Round(time.Second).String()
+	}
+	if final {
+		eta = "0s"
+	}
+	text := fmt.Sprintf("%3.0f%% %s/%s events  %s events/s  ETA %s", 100*frac, human(float64(n)), human(float64(total)), human(rate), eta)
+	if !tty {
+		return "replay: " + text + "\n"
+	}
+	const width = 30
+	filled := int(frac * width)
+	return "\r[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "] " + text + "\x1b[K"
+}
+
+// human writes x with a k, M or G suffix.
+func human(x float64) string {
+	switch {
+	case x >= 1e9:
+		return strconv.FormatFloat(x/1e9, 'f', 1, 64) + "G"
+	case x >= 1e6:
+		return strconv.FormatFloat(x/1e6, 'f', 1, 64) + "M"
+	case x >= 1e3:
+		return strconv.FormatFloat(x/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(x, 'f', 0, 64)
+}

@@ -1,0 +1,963 @@
+package detect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/archive"
+)
+
+// chTry bounds one attempt to hand a report to ClickHouse. A full buffer
+// is retried on the next turn of the loop with fetching paused, instead
+// of blocking a loop that must keep polling to stay in its group.
+const chTry = 100 * time.Millisecond
+
+// mergeRunner is the merge group's member. The group has one partition
+// to give (the windows topic's), so Kafka elects exactly one merger among
+// the instances; a new one takes over when it leaves. While elected it
+// feeds the summaries to a Merger, publishes the reports to the reports
+// topic and the sinks, and commits the windows topic as the merger
+// allows, with the end of its acknowledged reports as metadata so a new
+// merger does not report a window twice.
+type mergeRunner struct {
+	s     *Service
+	cl    *kgo.Client
+	inbox *inbox
+
+	// mu guards what the callbacks hand to the loop.
+	mu     sync.Mutex
+	owned  bool // the group gave us the windows partition
+	joined bool // the group gave us an assignment, maybe empty
+	start  *startInfo
+	endCh  chan int64 // ExitAtEnd: the windows offset to read up to
+	// endSent ends when endCh has the end: a poll waiting for summaries
+	// that may all be read already is cut short.
+	endSent context.Context
+	sendEnd context.CancelFunc
+
+	// loop-owned, and the revoke callback's while it runs (the loop is
+	// then between AllowRebalance and its next poll)
+	m       *pipeline.Merger
+	reg     *unregisterer // the merger's metrics, dropped with it
+	next    int64         // offset after the last summary read; -1 before any
+	endAt   int64         // -1 until endInput
+	pending map[int64]int // window start → acknowledgements outstanding
+	outbox  []chReport    // reports ClickHouse had no room for yet
+	// outboxLen is len(outbox), for what a stop logs from another
+	// goroutine (sayDraining).
+	outboxLen  atomic.Int64
+	paused     bool
+	arch       *archive.ReportWriter
+	archUnsync []int64 // starts of reports appended since the last flush
+	// hotArch archives the cluster stage's hot-key events (nil without
+	// an archive); hotUnsync their IDs appended since the last flush.
+	hotArch   *archive.HotKeyWriter
+	hotUnsync []string
+	lastFlush time.Time
+	acks      []ack
+	committed pipeline.CommitPoint
+	// When the group was last asked which partitions it reads.
+	expectedAt time.Time
+	// The oldest window held, since when, and when the wait for it was
+	// last logged (sayWaiting).
+	waitStart          int64
+	waitSince, waitLog time.Time
+	// refusedLogged is the cluster stage's KeysRefused last logged, at
+	// refusedLog.
+	refusedLogged uint64
+	refusedLog    time.Time
+	// status tells the merger which partitions are silent or idle without
+	// events (the board); nil in an ExitAtEnd run, which waits for every
+	// partition and reports what is left at the end (Finish), so its
+	// reports depend on its input only.
+	status pipeline.StatusFunc
+	// runCtx is run's: it ends on a stop, which cancels the produce
+	// calls waiting for buffer space; their refusals are not failures.
+	runCtx context.Context
+
+	// cluster decides the hot keys of topics not keyed by access key
+	// from the candidate batches on the windows topic (see clusterHold).
+	cluster *pipeline.ClusterAlerts
+	// cands are the offsets and slot ends of the candidate batches read,
+	// oldest first, as far back as the cluster's warm-up reaches;
+	// lastCand the offset of the newest.
+	cands    []candRecord
+	lastCand int64
+	// clusterOut holds each cluster event not yet acknowledged by every
+	// destination: acknowledgements outstanding, and the offset of the
+	// batch read when it was raised.
+	clusterOut map[string]clusterClaim
+}
+
+type candRecord struct{ off, slotEndMs int64 }
+
+type clusterClaim struct {
+	left int
+	off  int64
+	// fromMs: a round no later than the one that raised the event.
+	fromMs int64
+}
+
+type chReport struct {
+	r       *schemas.WindowReport
+	startMs int64
+}
+
+func newMergeRunner(s *Service) (*mergeRunner, error) {
+	mr := &mergeRunner{s: s, inbox: newInbox(), next: -1, endAt: -1, pending: map[int64]int{},
+		endCh: make(chan int64, 1), committed: pipeline.CommitPoint{Offset: -1}}
+	mr.endSent, mr.sendEnd = context.WithCancel(context.Background())
+	if !s.cfg.ExitAtEnd {
+		mr.status = func(topic string, partition int32) pipeline.PartitionStatus {
+			return s.board.status(topic, partition)
+		}
+	}
+	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
+	opts = append(opts,
+		kgo.ConsumeTopics(s.cfg.Topics.Windows),
+		kgo.ConsumerGroup(s.cfg.MergeGroup),
+		// A new merge group reads every summary still on the topic: the
+		// reports it re-emits carry the IDs they had, and the sinks dedupe.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(s.cfg.SessionTimeout),
+		kgo.OnPartitionsAssigned(mr.onAssigned),
+		kgo.OnOffsetsFetched(mr.onFetched),
+		kgo.OnPartitionsRevoked(mr.onRevoked),
+		kgo.OnPartitionsLost(mr.onLost),
+		kgo.WithLogger(kslog{s.log}),
+	)
+	if s.inst.id != "" {
+		opts = append(opts, kgo.InstanceID(s.inst.id))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("detect: kafka merge consumer: %w", err)
+	}
+	mr.cl = cl
+	return mr, nil
+}
+
+// endInput tells an ExitAtEnd merger to report everything once it read
+// the windows topic up to end.
+func (mr *mergeRunner) endInput(end int64) {
+	mr.endCh <- end
+	mr.sendEnd()
+}
+
+func (mr *mergeRunner) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	mr.joined = true
+	if len(assigned[mr.s.cfg.Topics.Windows]) > 0 {
+		mr.owned = true
+		mr.s.m.merging.Set(1)
+		mr.s.log.Info("elected merger", "group", mr.s.cfg.MergeGroup)
+	}
+}
+
+func (mr *mergeRunner) onFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	if len(resp.Groups) == 0 {
+		return nil
+	}
+	for _, t := range resp.Groups[0].Topics {
+		for _, p := range t.Partitions {
+			if t.Topic != mr.s.cfg.Topics.Windows || p.Partition != 0 || kerr.ErrorForCode(p.ErrorCode) != nil {
+				continue
+			}
+			st := &startInfo{committed: p.Offset, end: -1, first: p.Offset}
+			if p.Offset < 0 {
+				st.committed, st.first = -1, -1
+			}
+			if p.Metadata != nil && p.Offset >= 0 {
+				st.meta = *p.Metadata
+			}
+			mr.mu.Lock()
+			mr.start = st
+			mr.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func (mr *mergeRunner) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if len(revoked[mr.s.cfg.Topics.Windows]) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mr.s.cfg.FlushTimeout)
+	defer cancel()
+	mr.drain(ctx)
+	mr.commit(ctx)
+	mr.drop()
+}
+
+func (mr *mergeRunner) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if len(lost[mr.s.cfg.Topics.Windows]) == 0 {
+		return
+	}
+	mr.s.log.Warn("merger lost the windows partition; not committing it")
+	mr.drop()
+}
+
+// drop forgets the merger's state; the next one resumes from the commit.
+func (mr *mergeRunner) drop() {
+	mr.m = nil
+	mr.cluster, mr.cands, mr.clusterOut = nil, nil, nil
+	mr.reg.unregisterAll()
+	mr.next = -1
+	mr.pending = map[int64]int{}
+	mr.outbox = nil
+	mr.outboxLen.Store(0)
+	if mr.paused {
+		mr.paused = false
+		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
+	}
+	mr.committed = pipeline.CommitPoint{Offset: -1}
+	if mr.arch != nil {
+		if err := mr.arch.Close(); err != nil {
+			mr.s.log.Warn("close report archive", "err", err)
+		}
+		mr.arch, mr.archUnsync = nil, nil
+	}
+	if mr.hotArch != nil {
+		if err := mr.hotArch.Close(); err != nil {
+			mr.s.log.Warn("close cluster hot-key archive", "err", err)
+		}
+		mr.hotArch, mr.hotUnsync = nil, nil
+	}
+	mr.mu.Lock()
+	mr.owned, mr.start = false, nil
+	mr.mu.Unlock()
+	mr.s.m.merging.Set(0)
+}
+
+// run is the merge group's loop, until ctx ends or, in an ExitAtEnd run,
+// the input is reported. Leaving the group (Close) commits as a revoke.
+func (mr *mergeRunner) run(ctx context.Context) error {
+	s := mr.s
+	mr.runCtx = ctx
+	defer mr.cl.Close()
+	lastCommit := s.now()
+	var ws joinWait
+	for {
+		mr.mu.Lock()
+		joined := mr.joined
+		mr.mu.Unlock()
+		s.sayJoinWait(&ws, !joined, fmt.Sprintf("waiting for the merge group to elect a merger; a previous member may hold the windows topic until its session times out (up to %v)", s.cfg.SessionTimeout),
+			"group", s.cfg.MergeGroup)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.failed:
+			return nil
+		case e := <-mr.endCh:
+			mr.endAt = e
+		default:
+		}
+		if mr.endAt >= 0 {
+			done, err := mr.checkEnd(ctx)
+			if done || err != nil {
+				return err
+			}
+		}
+		if stop, err := mr.turn(ctx, &lastCommit); stop || err != nil {
+			return err
+		}
+	}
+}
+
+// turn is one poll and what follows it, up to AllowRebalance, which it
+// always calls: a loop leaving without it would hold every rebalance,
+// its own group leave included, for ever.
+func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
+	s := mr.s
+	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	if mr.endAt < 0 {
+		// Once: after the end came, checkEnd runs after every poll.
+		stop := context.AfterFunc(mr.endSent, cancel)
+		defer stop()
+	}
+	fs := mr.cl.PollRecords(pctx, s.cfg.MaxPollRecords)
+	cancel()
+	defer mr.cl.AllowRebalance()
+	if fs.IsClientClosed() || ctx.Err() != nil {
+		return true, nil
+	}
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !s.checkFenced(s.cfg.MergeGroup, err) {
+			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+		}
+	})
+	if err := mr.ensureMerger(); err != nil {
+		s.fail(err)
+		return true, err
+	}
+	if mr.m != nil {
+		mr.refreshExpected(ctx)
+		// The cluster stage first: its alerts do not wait for the
+		// summaries' decoding and merging, the poll's heavy part. The two
+		// are independent, and each sees its own records in order.
+		fs.EachRecord(mr.addCandidates)
+		mr.cluster.SetRules(mr.s.rules.Load()) // reloads reach the cluster stage too
+		mr.emitCluster(ctx, mr.cluster.Ready(mr.status, nil))
+		fs.EachRecord(mr.addSummary)
+		mr.emit(ctx, mr.m.Ready(mr.status))
+		mr.sayRefused()
+		mr.sayWaiting()
+		mr.retryClickHouse(ctx)
+		mr.applyAcks()
+		mr.flushArchive(ctx, false)
+		if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
+			mr.commit(cctx) // not cut off by a stop (see Service.turn)
+			cancel()
+			*lastCommit = now
+		}
+	}
+	return false, nil
+}
+
+// ensureMerger builds the merger once the group gave us the partition and
+// its committed offset.
+func (mr *mergeRunner) ensureMerger() error {
+	if mr.m != nil {
+		return nil
+	}
+	mr.mu.Lock()
+	owned, st := mr.owned, mr.start
+	mr.mu.Unlock()
+	if !owned || st == nil {
+		return nil
+	}
+	done, clusterFrom := int64(0), int64(schemas.NoTimeMs)
+	if st.meta != "" {
+		d, f, err := parseMergeMeta(st.meta)
+		if err != nil {
+			mr.s.log.Warn("merge commit metadata not usable; windows reported before the commit may be reported again", "metadata", st.meta, "err", err)
+		} else {
+			done, clusterFrom = d, f
+		}
+	}
+	cfg := *mr.s.cfg.Merge
+	cfg.DoneThroughMs, cfg.Topics = done, mr.s.eventCounts()
+	if cfg.Threshold == nil {
+		cfg.Threshold = mr.s.threshold
+	}
+	if cfg.SplitCapacity == 0 {
+		cfg.SplitCapacity = mr.s.cfg.Pipeline.Detect.SplitCapacity // alerts and reports advise alike
+	}
+	mr.reg = newUnregisterer(mr.s.cfg.Registerer)
+	cfg.Registerer = mr.reg.or()
+	if cfg.Logger == nil {
+		cfg.Logger = mr.s.log
+	}
+	m, err := pipeline.NewMerger(cfg)
+	if err != nil {
+		return fmt.Errorf("detect: merger: %w", err)
+	}
+	mr.m, mr.next = m, st.first
+	p := mr.s.cfg.Pipeline
+	mr.cluster = pipeline.NewClusterAlerts(mr.s.rules.Load(), p.Detect, clusterHoldMs(mr.s.cfg.Merge.MergerOptions, p))
+	mr.cluster.SetStart(clusterFrom)
+	if err := mr.cluster.Register(cfg.Registerer); err != nil {
+		return fmt.Errorf("detect: %w", err)
+	}
+	mr.cands, mr.lastCand, mr.clusterOut = nil, -1, map[string]clusterClaim{}
+	if st.committed >= 0 {
+		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}
+	}
+	if a := mr.s.cfg.Archive; a != nil {
+		rw, err := a.Reports("merger")
+		if err != nil {
+			return fmt.Errorf("detect: report archive: %w", err)
+		}
+		hw, err := a.HotKeys(clusterArchiveSource)
+		if err != nil {
+			return errors.Join(fmt.Errorf("detect: cluster hot-key archive: %w", err), rw.Close())
+		}
+		mr.arch, mr.hotArch, mr.lastFlush = rw, hw, mr.s.now()
+	}
+	return nil
+}
+
+// clusterHoldMs is how far (in event time) a partition's candidate
+// batches may fall behind the newest before the cluster stage stops
+// waiting for them: max_pending_windows report windows plus the
+// lateness, what the summaries' merger holds. The aligner keeps a
+// partition's position within half that of the slowest, but a position
+// runs ahead of what the merger has read: a starved partition's batches
+// may still be unsent while it counts as one window further on, and the
+// others run the whole alignment span past it. A hold of that span alone
+// gave such a partition up as soon as the others reached its end,
+// dropping its counts from the rounds between.
+func clusterHoldMs(mo pipeline.MergerOptions, p pipeline.Options) int64 {
+	return int64(mo.MaxPendingWindows)*p.Window.Milliseconds() + p.Lateness.Milliseconds()
+}
+
+// clusterArchiveSource names the merger's hot-key writer in the archive;
+// a partition's is "<topic>-<partition>".
+const clusterArchiveSource = "cluster"
+
+// addCandidates feeds r to the cluster stage if it is a candidate batch.
+func (mr *mergeRunner) addCandidates(r *kgo.Record) {
+	if !schemas.IsCandidatesKey(r.Key) {
+		return
+	}
+	c, err := schemas.DecodeCandidates(r.Value)
+	if err != nil {
+		mr.s.m.mergeInvalid.Inc()
+		mr.s.log.Warn("candidate batch not used", "offset", r.Offset, "err", err)
+		return
+	}
+	mr.cluster.Add(c)
+	mr.cands = append(mr.cands, candRecord{off: r.Offset, slotEndMs: c.SlotEndMs})
+	mr.lastCand = r.Offset
+}
+
+// addSummary feeds r to the merger if it is a window summary, and moves
+// the position past it.
+func (mr *mergeRunner) addSummary(r *kgo.Record) {
+	mr.next = r.Offset + 1
+	if schemas.IsCandidatesKey(r.Key) {
+		return
+	}
+	w, err := schemas.DecodePartitionWindow(r.Value)
+	if err == nil {
+		err = mr.m.Add(w, r.Offset, mr.s.now().UnixMilli())
+	}
+	if err != nil {
+		mr.s.m.mergeInvalid.Inc()
+		mr.s.log.Warn("window summary not merged", "offset", r.Offset, "err", err)
+	}
+}
+
+// emit publishes the reports of merged windows to the reports topic and
+// the sinks; a window counts acknowledged once every destination has
+// every one of its reports.
+func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
+	s := mr.s
+	for _, mw := range mws {
+		start := mw.StartMs
+		per := 1
+		if s.cfg.ClickHouse != nil {
+			per++
+		}
+		if mr.arch != nil {
+			per++
+		}
+		mr.pending[start] += per * len(mw.Reports)
+		if len(mw.Reports) == 0 {
+			delete(mr.pending, start)
+			mr.m.Acked(start)
+			continue
+		}
+		for i := range mw.Reports {
+			r := &mw.Reports[i]
+			v, err := r.AppendJSON(nil)
+			if err != nil {
+				s.fail(fmt.Errorf("detect: %w", err))
+				return
+			}
+			mr.inbox.expect(1)
+			s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Reports, Key: []byte(r.ID), Value: v},
+				func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: start, err: err}) })
+			if s.cfg.ClickHouse != nil {
+				mr.outbox = append(mr.outbox, chReport{r: r, startMs: start})
+				mr.outboxLen.Store(int64(len(mr.outbox)))
+			}
+			if mr.arch != nil {
+				if err := mr.arch.Append(r); err != nil {
+					s.fail(fmt.Errorf("detect: report archive: %w", err))
+					return
+				}
+				mr.archUnsync = append(mr.archUnsync, start)
+			}
+			s.m.reports.Inc()
+			s.print.report(r)
+		}
+	}
+	mr.retryClickHouse(ctx)
+}
+
+// expectEvery is how often a live merger asks which partitions the detect
+// group is assigned.
+const expectEvery = 5 * time.Second
+
+// refreshExpected, live, tells the merger which partitions the detect
+// group reads (every partition of the topics its members are assigned),
+// from the group's description when it is stable: a partition another
+// instance reads is waited for before its first summary, and a topic the
+// group reads no more is not, whatever summaries of it came before. A
+// group in a rebalance is asked again later; meanwhile what was known
+// holds.
+func (mr *mergeRunner) refreshExpected(ctx context.Context) {
+	if mr.status == nil || mr.s.now().Sub(mr.expectedAt) < expectEvery {
+		return
+	}
+	mr.expectedAt = mr.s.now()
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the loop must keep polling
+	defer cancel()
+	dg, err := mr.s.adm.DescribeGroups(dctx, mr.s.cfg.Group)
+	if err == nil {
+		err = dg.Error()
+	}
+	if err != nil {
+		mr.s.log.Debug("describe the detect group for the partitions to expect", "group", mr.s.cfg.Group, "err", err)
+		return
+	}
+	g := dg[mr.s.cfg.Group]
+	if g.State != "Stable" {
+		return
+	}
+	exp := map[string]int32{}
+	for topic := range g.AssignedPartitions() {
+		n, err := mr.s.partitionCount(dctx, topic)
+		if err != nil {
+			mr.s.log.Debug("partition count of a topic the group reads", "topic", topic, "err", err)
+			return
+		}
+		exp[topic] = n
+	}
+	if len(exp) == 0 {
+		return // no member holds anything: nothing to learn
+	}
+	mr.m.SetExpected(exp)
+}
+
+// sayRefused warns, at most every waitSay, when the cluster stage was
+// full (pipeline.detect.cluster_keys) and left keys out since it last
+// said so: their counts were not summed, and a key among them that is
+// hot cluster-wide is not alerted.
+func (mr *mergeRunner) sayRefused() {
+	n := mr.cluster.Stats().KeysRefused.Load()
+	now := mr.s.now()
+	if n == mr.refusedLogged || now.Sub(mr.refusedLog) < waitSay {
+		return
+	}
+	mr.s.log.Warn("cluster stage full: keys listed by partitions were not tracked, and a hot one among them is not alerted; raise pipeline.detect.cluster_keys",
+		"refused", n-mr.refusedLogged, "refused_total", n, "cluster_keys", mr.s.cfg.Pipeline.Detect.ClusterKeys)
+	mr.refusedLogged, mr.refusedLog = n, now
+}
+
+// waitSay is how long the merger waits for a window's partitions before
+// it says which, and how often it says it again.
+const waitSay = 10 * time.Second
+
+// sayWaiting logs, every waitSay while the oldest window held waits, which
+// partitions it waits for: slow ones are waited for however long they
+// take, and whoever watches should see what for.
+func (mr *mergeRunner) sayWaiting() {
+	start, missing, ok := mr.m.Waiting(mr.status)
+	now := mr.s.now()
+	if !ok || start != mr.waitStart {
+		mr.waitStart, mr.waitSince = start, now
+		return
+	}
+	if now.Sub(mr.waitSince) < waitSay || now.Sub(mr.waitLog) < waitSay {
+		return
+	}
+	mr.waitLog = now
+	mr.s.log.Info("merger waiting for partitions to report a window (not silent, so waited for; see detect.partition_timeout)",
+		"window_start_ms", start, "waiting_s", int(now.Sub(mr.waitSince).Seconds()), "partitions", missing,
+		"windows_held", mr.m.Stats().Pending.Load())
+}
+
+// retryClickHouse hands waiting reports to ClickHouse. While it has no
+// room, fetching pauses (and commits stay where the unacknowledged
+// windows hold them) instead of the loop blocking.
+func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
+	ch := mr.s.cfg.ClickHouse
+	for len(mr.outbox) > 0 {
+		c := mr.outbox[0]
+		tctx, cancel := context.WithTimeout(ctx, chTry)
+		mr.inbox.expect(1)
+		t0 := time.Now()
+		err := ch.WriteReport(tctx, c.r, func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: c.startMs, err: err}) })
+		mr.s.m.produceWait.Add(time.Since(t0).Seconds())
+		cancel()
+		if err != nil {
+			mr.inbox.expect(-1)
+			if ctx.Err() == nil && tctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: clickhouse: %w", err))
+				return
+			}
+			break
+		}
+		mr.outbox[0] = chReport{}
+		mr.outbox = mr.outbox[1:]
+		mr.outboxLen.Store(int64(len(mr.outbox)))
+	}
+	full := len(mr.outbox) > 0
+	if full != mr.paused {
+		mr.paused = full
+		p := map[string][]int32{mr.s.cfg.Topics.Windows: {0}}
+		if full {
+			mr.cl.PauseFetchPartitions(p)
+		} else {
+			mr.cl.ResumeFetchPartitions(p)
+		}
+	}
+}
+
+// flushArchive makes the reports and cluster hot-key events appended to
+// the archive durable, every ArchiveFlush or at once with force, and
+// counts them acknowledged.
+func (mr *mergeRunner) flushArchive(ctx context.Context, force bool) {
+	if mr.arch == nil || len(mr.archUnsync)+len(mr.hotUnsync) == 0 ||
+		!force && mr.s.now().Sub(mr.lastFlush) < mr.s.cfg.ArchiveFlush {
+		return
+	}
+	if len(mr.archUnsync) > 0 {
+		if err := mr.arch.Flush(ctx); err != nil {
+			if ctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
+			}
+			return
+		}
+		for _, start := range mr.archUnsync {
+			mr.ackReport(start)
+		}
+		mr.archUnsync = mr.archUnsync[:0]
+	}
+	if len(mr.hotUnsync) > 0 {
+		if err := mr.hotArch.Flush(ctx); err != nil {
+			if ctx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
+			}
+			return
+		}
+		for _, id := range mr.hotUnsync {
+			mr.ackCluster(id)
+		}
+		mr.hotUnsync = mr.hotUnsync[:0]
+	}
+	mr.lastFlush = mr.s.now()
+}
+
+func (mr *mergeRunner) applyAcks() {
+	mr.acks = mr.inbox.take(mr.acks)
+	for _, a := range mr.acks {
+		if a.err != nil {
+			if mr.runCtx == nil || mr.runCtx.Err() == nil {
+				mr.s.fail(fmt.Errorf("detect: merger: a report was refused for good: %w", a.err))
+			}
+			continue
+		}
+		if a.kind == ackHotKey {
+			mr.ackCluster(a.id)
+			continue
+		}
+		mr.ackReport(a.startMs)
+	}
+}
+
+func (mr *mergeRunner) ackReport(start int64) {
+	left, ok := mr.pending[start]
+	if !ok {
+		return
+	}
+	if left > 1 {
+		mr.pending[start] = left - 1
+		return
+	}
+	delete(mr.pending, start)
+	if mr.m != nil {
+		mr.m.Acked(start)
+	}
+}
+
+// drain waits, until ctx ends, for the reports in flight.
+func (mr *mergeRunner) drain(ctx context.Context) {
+	if mr.m == nil {
+		return
+	}
+	if d, ok := ctx.Deadline(); ok {
+		stopSay := mr.s.sayDraining("merger giving up the windows topic", d, func() (n, parts int) {
+			// Reports waiting for room in ClickHouse, and outputs
+			// handed over and not yet acknowledged.
+			n = int(mr.outboxLen.Load()) + mr.inbox.pending()
+			return n, 0
+		})
+		defer stopSay()
+	}
+	for len(mr.outbox) > 0 && ctx.Err() == nil {
+		mr.retryClickHouse(ctx)
+	}
+	for mr.inbox.pending() > 0 {
+		select {
+		case <-mr.inbox.ready:
+			mr.applyAcks()
+		case <-ctx.Done():
+			mr.applyAcks()
+			return
+		}
+	}
+	mr.applyAcks()
+	mr.flushArchive(ctx, true)
+}
+
+// commit commits the windows topic where the merger allows, with the end
+// of its acknowledged reports as metadata.
+func (mr *mergeRunner) commit(ctx context.Context) {
+	if mr.m == nil {
+		return
+	}
+	off, ok := mr.m.CommitOffset()
+	if !ok {
+		return
+	}
+	hold, from := mr.clusterHold()
+	off = min(off, hold)
+	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}
+	if cp == mr.committed || off < mr.committed.Offset {
+		return
+	}
+	topic := mr.s.cfg.Topics.Windows
+	cctx := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				req.Topics[i].Partitions[j].Metadata = &cp.Metadata
+			}
+		}
+		return nil
+	})
+	var ok2 bool
+	mr.cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: off}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err == nil {
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						err = errors.Join(err, kerr.ErrorForCode(p.ErrorCode))
+					}
+				}
+			}
+			if err != nil {
+				mr.s.m.commits.WithLabelValues("merge", "error").Inc()
+				mr.s.log.Error("commit merge offset", "err", err)
+				return
+			}
+			ok2 = true
+		})
+	if ok2 {
+		mr.committed = cp
+		mr.s.m.commits.WithLabelValues("merge", "ok").Inc()
+	}
+}
+
+// checkEnd, in an ExitAtEnd run, reports everything once the summaries up
+// to endAt are read, waits for the reports and commits. It returns true
+// when the merger is done: that, or another instance merges.
+func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
+	mr.mu.Lock()
+	joined, owned, st := mr.joined, mr.owned, mr.start
+	mr.mu.Unlock()
+	if !joined {
+		return false, nil
+	}
+	if !owned {
+		return true, nil // another instance merges
+	}
+	if st == nil {
+		return false, nil
+	}
+	if err := mr.ensureMerger(); err != nil {
+		return true, err
+	}
+	pos := mr.next
+	if pos < 0 {
+		pos = max(st.first, 0)
+	}
+	if pos < mr.endAt {
+		return false, nil
+	}
+	mr.emit(ctx, mr.m.Finish())
+	mr.emitCluster(ctx, mr.cluster.Finish(nil))
+	fctx, cancel := context.WithTimeout(ctx, mr.s.cfg.FlushTimeout)
+	defer cancel()
+	mr.drain(fctx)
+	mr.commit(fctx)
+	return true, nil
+}
+
+// The merge group's commit metadata: "khm1 done=<ms>", the end of the
+// last window whose reports were all acknowledged.
+const (
+	mergeMetaPrefix  = "khm1 done="
+	mergeMetaCluster = " cluster="
+)
+
+// mergeMeta is the merger's commit metadata: the reports done through
+// doneThroughMs, and, when the cluster stage bounded the commit, the
+// round from which its batches are all after the commit (clusterFromMs;
+// schemas.NoTimeMs for none): a new merger decides no earlier round.
+func mergeMeta(doneThroughMs, clusterFromMs int64) string {
+	s := mergeMetaPrefix + strconv.FormatInt(doneThroughMs, 10)
+	if clusterFromMs != schemas.NoTimeMs {
+		s += mergeMetaCluster + strconv.FormatInt(clusterFromMs, 10)
+	}
+	return s
+}
+
+func parseMergeMeta(s string) (doneThroughMs, clusterFromMs int64, err error) {
+	v, ok := strings.CutPrefix(s, mergeMetaPrefix)
+	if !ok {
+		return 0, 0, fmt.Errorf("merge commit metadata %q: want %q followed by a time", s, mergeMetaPrefix)
+	}
+	clusterFromMs = schemas.NoTimeMs
+	done, from, hasFrom := strings.Cut(v, mergeMetaCluster)
+	ms := func(v string) (int64, error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || strconv.FormatInt(n, 10) != v {
+			return 0, fmt.Errorf("merge commit metadata %q: %q is not a canonical time in ms", s, v)
+		}
+		return n, nil
+	}
+	if doneThroughMs, err = ms(done); err != nil {
+		return 0, 0, err
+	}
+	if hasFrom {
+		if clusterFromMs, err = ms(from); err != nil {
+			return 0, 0, err
+		}
+	}
+	return doneThroughMs, clusterFromMs, nil
+}
+
+// emitCluster publishes the cluster stage's hot-key events as a worker
+// publishes a partition's: to the registry (record key
+// schemas.HotKeyRecordKey, so the cluster's decision is the key's last
+// record; a cooled is followed by the key's tombstone), ClickHouse and
+// the archive, which dedupe by ID. An event holds the commit
+// (clusterHold) until every one acknowledged it (its tombstone too), the
+// archive once it flushed.
+func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEvent) {
+	s := mr.s
+	nowMs := s.now().UnixMilli()
+	for i := range evs {
+		h := evs[i] // a copy the sinks may keep
+		h.DetectedMs = nowMs
+		s.logHotKey(&h)
+		recs, err := registryRecords(s.cfg.Topics.Hotkeys, &h)
+		if err != nil {
+			s.fail(fmt.Errorf("detect: %w", err))
+			return
+		}
+		id := h.ID
+		need := len(recs)
+		if s.cfg.ClickHouse != nil {
+			need++
+		}
+		if mr.hotArch != nil {
+			need++
+		}
+		// A hot's onset is an event time of the window that ended at its
+		// round, a cooled's no later than its round, an update's (the
+		// episode's onset) before it.
+		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand, fromMs: h.OnsetMs - h.WindowMs}
+		for _, r := range recs {
+			mr.inbox.expect(1)
+			s.produce(ctx, r, func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+		}
+		if ch := s.cfg.ClickHouse; ch != nil {
+			mr.inbox.expect(1)
+			// Blocks while ClickHouse's buffer is full: cluster events are
+			// few (one per episode of a key).
+			if err := ch.WriteHotKey(ctx, &h, func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) }); err != nil {
+				mr.inbox.expect(-1)
+				if ctx.Err() == nil {
+					s.fail(fmt.Errorf("detect: clickhouse: %w", err))
+				}
+				return
+			}
+		}
+		if mr.hotArch != nil {
+			if err := mr.hotArch.Append(&h); err != nil {
+				s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
+				return
+			}
+			mr.hotUnsync = append(mr.hotUnsync, id)
+		}
+		s.m.alerts.WithLabelValues(h.Type).Inc()
+		if h.Type == schemas.HotKeyHot {
+			s.m.alertDelay.Observe(float64(h.DetectedMs-h.OnsetMs) / 1000)
+		}
+		s.print.hotKey(&h)
+	}
+}
+
+func (mr *mergeRunner) ackCluster(id string) {
+	c, ok := mr.clusterOut[id]
+	if !ok {
+		return
+	}
+	if c.left > 1 {
+		c.left--
+		mr.clusterOut[id] = c
+		return
+	}
+	delete(mr.clusterOut, id)
+}
+
+// clusterHold is the lowest windows offset the merger may commit for the
+// cluster stage: a restarted merger re-reads the candidate batches from
+// there, so that its rounds see what the crashed one's saw over the
+// longest rule window, the cool-down and the suppression before the last
+// round, over two longest rule windows before the round that raised any
+// key still hot (or cooled within the suppression and two windows: see
+// pipeline.ClusterAlerts.EpisodeStartMs), and the batches
+// behind any cluster event not acknowledged, and raises the same events
+// with the same IDs; destinations dedupe by them. Without the episode
+// hold a merger taking over from a commit after a still-hot key's onset
+// raised it hot again with a later onset, a new ID; with an episode that
+// stopped bearing as soon as its suppression ended, the span's start
+// could still fall inside it, and did (a kill -9 of an instance a few
+// seconds after a key cooled). So a key that stays
+// hot holds the commit at its onset: the windows topic's retention must
+// outlast the longest hot episode for a failover to keep its ID.
+func (mr *mergeRunner) clusterHold() (hold, fromMs int64) {
+	hold, fromMs = int64(math.MaxInt64), int64(schemas.NoTimeMs)
+	if len(mr.cands) == 0 {
+		for _, c := range mr.clusterOut {
+			hold = min(hold, c.off)
+		}
+		return hold, fromMs
+	}
+	// From the last round evaluated, not the newest batch: with
+	// partitions far apart the newest batch is far past the rounds, and
+	// a span back from it fell inside a still-open episode.
+	done, ok := mr.cluster.DoneMs()
+	if !ok {
+		return min(hold, mr.cands[0].off), fromMs // nothing decided yet: keep every batch
+	}
+	d := mr.s.cfg.Pipeline.Detect
+	maxW := mr.s.rules.Load().MaxWindow().Milliseconds()
+	from := done - (2*maxW + d.CoolDown.Milliseconds() + d.Suppress.Milliseconds())
+	if start, ok := mr.cluster.EpisodeStartMs(); ok {
+		from = min(from, start-2*maxW)
+	}
+	for _, c := range mr.clusterOut {
+		hold = min(hold, c.off)
+		from = min(from, c.fromMs)
+	}
+	n := 0
+	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < from {
+		n++
+	}
+	mr.cands = mr.cands[:copy(mr.cands, mr.cands[n:])]
+	return min(hold, mr.cands[0].off), from
+}
