@@ -210,7 +210,7 @@ func Defaults() Config {
 				ClientStats: "keyheat.client-stats",
 			},
 		},
-		Events: Events{Codec: schemas.Codecs()[0].Name(), Limits: schemas.DefaultLimits()},
+		Events: Events{Codec: schemas.Binary.Name(), Limits: schemas.DefaultLimits()},
 		Ingest: Ingest{
 			Parse:    logparse.DefaultConfig(),
 			Lines:    ingest.DefaultLineOptions(),

@@ -254,7 +254,7 @@ func sampleValue(key string) string {
 		"kafka.brokers":                 "h1:1,h2:2",
 		"clickhouse.addr":               "h1:1,h2:2",
 		"kafka.sasl.mechanism":          "plain",
-		"events.codec":                  "binary",
+		"events.codec":                  "json",
 		"kafka.replication_factor":      "3",
 		"ingest.format":                 "json",
 		"ingest.compression":            "lz4",
@@ -404,7 +404,7 @@ func TestUserErrors(t *testing.T) {
 		{"number for a list", func() (Source, string) { return yamlFile("kafka:\n  brokers: 5\n") }, ""},
 		{"unquoted duration", func() (Source, string) { return yamlFile("ingest:\n  topic:\n    commit_interval: 5\n") }, ""},
 		{"binary keys with json", func() (Source, string) {
-			return Source{Environ: []string{"KEYHEAT_EVENTS_ALLOW_BINARY_KEYS=true"}}, ""
+			return Source{Environ: []string{"KEYHEAT_EVENTS_CODEC=json", "KEYHEAT_EVENTS_ALLOW_BINARY_KEYS=true"}}, ""
 		}, "events.allow_binary_keys: needs events.codec: binary (the json codec carries only UTF-8 keys)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -453,7 +453,7 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		{"negative skew", func(c *Config) { c.Events.Limits.MaxSkew = -time.Second }, []string{"events.max_skew:"}},
 		{"skew off", func(c *Config) { c.Events.Limits.MaxSkew = 0 }, nil},
 		{"binary keys with the binary codec", func(c *Config) { c.Events.Codec = "binary"; c.Events.Limits.AllowBinaryKeys = true }, nil},
-		{"binary keys with json", func(c *Config) { c.Events.Limits.AllowBinaryKeys = true }, []string{"events.allow_binary_keys: needs events.codec: binary"}},
+		{"binary keys with json", func(c *Config) { c.Events.Codec = "json"; c.Events.Limits.AllowBinaryKeys = true }, []string{"events.allow_binary_keys: needs events.codec: binary"}},
 		{"binary keys with an unknown codec: one problem", func(c *Config) { c.Events.Codec = "avro"; c.Events.Limits.AllowBinaryKeys = true }, []string{"events.codec:"}},
 		{"bad metrics addr", func(c *Config) { c.Metrics.Addr = "9090" }, []string{"metrics.addr:"}},
 		{"metrics on a free port", func(c *Config) { c.Metrics.Addr = "127.0.0.1:0" }, nil},

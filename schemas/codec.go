@@ -19,12 +19,14 @@ type Codec interface {
 	Decode(src []byte, e *AccessEvent) error
 }
 
-// JSONCodec is the JSON wire format (AppendJSON, DecodeJSON), the default
-// on keyheat.events because anything can produce and read it.
+// JSONCodec is the JSON wire format (AppendJSON, DecodeJSON), for
+// producers and readers of keyheat.events other than keyheat's own:
+// anything can produce and read it.
 type JSONCodec struct{}
 
 // BinaryCodec is the compact binary wire format (AppendBinary,
-// DecodeBinary), for throughput and for keys that are not UTF-8.
+// DecodeBinary), for throughput and for keys that are not UTF-8: what
+// keyheat's own producers write by default.
 type BinaryCodec struct{}
 
 // JSON and Binary are the two codecs; their types carry no state, so these
@@ -57,8 +59,8 @@ func (BinaryCodec) Append(dst []byte, e *AccessEvent) []byte { return AppendBina
 // Decode is DecodeBinary.
 func (BinaryCodec) Decode(src []byte, e *AccessEvent) error { return DecodeBinary(src, e) }
 
-// Codecs returns every codec, the default (JSON) first: the list config
-// validates events.codec against and documents.
+// Codecs returns every codec: the list config validates events.codec
+// against and documents.
 func Codecs() []Codec { return []Codec{JSON, Binary} }
 
 // CodecByName returns the codec called name (its Name, any case), as a

@@ -73,7 +73,7 @@ func TestConfigErrorsBeforeKafka(t *testing.T) {
 		{"hot share without %", []string{"gen", "--count=1", "--hot=key=a,share=5"}, `share: "5" has no % sign; give a percentage, e.g. share=5%`},
 		{"hot key with a bad for", []string{"gen", "--count=1", "--hot=key=a,share=5%,for=-1s"}, "for: -1s is not positive"},
 		{"hot key shares above 100%", []string{"gen", "--count=1", "--hot=key=a,share=60%", "--hot=key=b,share=60%"}, "gen: planted shares add up to 120%"},
-		{"binary keys", []string{"stdin", "--events.allow_binary_keys"}, "events.allow_binary_keys: needs events.codec: binary"},
+		{"binary keys", []string{"stdin", "--events.codec=json", "--events.allow_binary_keys"}, "events.allow_binary_keys: needs events.codec: binary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, conns := fakeBroker(t)
