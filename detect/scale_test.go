@@ -25,10 +25,10 @@ import (
 // every window's cluster report heard from every partition and counts
 // its events exactly.
 
-// clusterInput is n keyed JSON events for a topic of parts partitions,
-// rate per second of event time from an hour ago, then one trailer
-// event per partition a minute after the last, so that every window of
-// the n events closes. It returns the records (Topic unset) and the
+// clusterInput is n keyed events (binary codec, ingest's default) for a
+// topic of parts partitions, rate per second of event time from an hour
+// ago, then one trailer event per partition a minute after the last, so
+// that every window of the n events closes. It returns the records (Topic unset) and the
 // number of report windows the n events span.
 func clusterInput(parts int32, n, rate int) ([]*kgo.Record, int) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
@@ -38,14 +38,14 @@ func clusterInput(parts int32, n, rate int) ([]*kgo.Record, int) {
 		key := "key:" + strconv.Itoa((i*i)%100_000)
 		e := schemas.AccessEvent{TimeMs: base + int64(i)*1000/int64(rate), Key: key, App: "app", Op: "GET", Bytes: 100}
 		last = e.TimeMs
-		recs = append(recs, &kgo.Record{Key: []byte(key), Value: schemas.AppendJSON(nil, &e)})
+		recs = append(recs, &kgo.Record{Key: []byte(key), Value: schemas.AppendBinary(nil, &e)})
 	}
 	// The trailer names its partition; its keys are its partition's own,
 	// so the topic stays keyed.
 	for p := range parts {
 		key := "trailer:" + strconv.Itoa(int(p))
 		e := schemas.AccessEvent{TimeMs: last + time.Minute.Milliseconds(), Key: key, App: "app", Op: "GET"}
-		recs = append(recs, &kgo.Record{Partition: p, Key: []byte(key), Value: schemas.AppendJSON(nil, &e)})
+		recs = append(recs, &kgo.Record{Partition: p, Key: []byte(key), Value: schemas.AppendBinary(nil, &e)})
 	}
 	return recs, int((last-base)/1000) + 1
 }

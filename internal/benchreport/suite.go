@@ -32,7 +32,7 @@ const (
 // counts ("3x") rather than durations where an iteration is long.
 func suite() []figure {
 	return []figure{coreFigure(), endToEndFigure(), latencyFigure(), memoryFigure(), archiveFigure(),
-		clickHouseFigure(), mergeFigure(), callsFigure()}
+		clickHouseFigure(), mergeFigure(), clusterFigure(), callsFigure()}
 }
 
 func static(rs ...run) func(getenv) []run { return func(getenv) []run { return rs } }
@@ -71,7 +71,7 @@ func endToEndFigure() figure {
 	return figure{
 		id:    "endtoend",
 		title: "End to end: detect next to raw franz-go",
-		about: "`detect.BenchmarkEndToEnd`: a million JSON events already on a 4-partition topic (keyed, 100,000 " +
+		about: "`detect.BenchmarkEndToEnd`: a million events already on a 4-partition topic (keyed, 100,000 " +
 			"distinct keys), read from the start by the whole service in batch mode (`ExitAtEnd`: decoding, detection, " +
 			"window summaries through keyheat.windows, the merger, reports, commits) and, just before it in the same " +
 			"run, by a franz-go group consumer that does nothing with the records: the floor any consumer pays. " +
@@ -79,30 +79,33 @@ func endToEndFigure() figure {
 			"(1,000 windows: each costs a summary per partition and a merge, whatever its events). ns/event is the " +
 			"run's wall time over its events, joining the groups included; CPU is the process's CPU time per event, " +
 			"kfake's included (it runs in the process), the real broker's not. Read the ratios: on a shared machine " +
-			"the wall-time ratio moves with how much of the cores each run got, the CPU ratio much less. Against the real " +
-			"broker when " + envKafka + " is set, kfake otherwise.",
+			"the wall-time ratio moves with how much of the cores each run got, the CPU ratio much less. The events " +
+			"are in the binary codec, ingest's default, and in JSON (`events.codec: json`). On kfake, and on the real " +
+			"broker too when " + envKafka + " is set.",
 		runs: func(env getenv) []run {
 			br := "kfake"
 			if env(envKafka) != "" {
-				br = "kafka"
+				br = "(kfake|kafka)"
 			}
-			return []run{{pkg: "./detect/", bench: "BenchmarkEndToEnd$/" + br + "$/rate=/codec=json$", benchtime: "1x"}}
+			return []run{{pkg: "./detect/", bench: "BenchmarkEndToEnd$/" + br + "$/rate=/codec=", benchtime: "1x"}}
 		},
 		render: func(rs results, env getenv) string {
-			t := table{head: []string{"broker", "event time", "franz-go ns/event (CPU)", "detect ns/event (CPU)",
+			t := table{head: []string{"broker", "codec", "event time", "franz-go ns/event (CPU)", "detect ns/event (CPU)",
 				"detect ÷ franz-go, wall", "detect ÷ franz-go, CPU"}}
 			brokers := []struct{ name, label string }{{"kfake", "kfake, in the process"}, {"kafka", "Kafka (the real broker)"}}
 			for _, br := range brokers {
-				for _, in := range []struct{ rate, label string }{
-					{"100000", "dense: 100,000 events/s, 10 windows"}, {"1000", "sparse: 1,000 events/s, 1,000 windows"}} {
-					base := "BenchmarkEndToEnd/" + br.name + "/rate=" + in.rate + "/codec=json/"
-					if !rs.has(base+"franz-go") && !rs.has(base+"detect") {
-						continue
+				for _, codec := range []string{"binary", "json"} {
+					for _, in := range []struct{ rate, label string }{
+						{"100000", "dense: 100,000 events/s, 10 windows"}, {"1000", "sparse: 1,000 events/s, 1,000 windows"}} {
+						base := "BenchmarkEndToEnd/" + br.name + "/rate=" + in.rate + "/codec=" + codec + "/"
+						if !rs.has(base+"franz-go") && !rs.has(base+"detect") {
+							continue
+						}
+						raw, det := rs.vals(base+"franz-go", "ns/event"), rs.vals(base+"detect", "ns/event")
+						rawCPU, detCPU := rs.vals(base+"franz-go", "cpu-ns/event"), rs.vals(base+"detect", "cpu-ns/event")
+						t.row(br.label, codec, in.label, cell(raw, sig3)+" ("+cell(rawCPU, sig3)+")", cell(det, sig3)+" ("+cell(detCPU, sig3)+")",
+							ratio(det, raw), ratio(detCPU, rawCPU))
 					}
-					raw, det := rs.vals(base+"franz-go", "ns/event"), rs.vals(base+"detect", "ns/event")
-					rawCPU, detCPU := rs.vals(base+"franz-go", "cpu-ns/event"), rs.vals(base+"detect", "cpu-ns/event")
-					t.row(br.label, in.label, cell(raw, sig3)+" ("+cell(rawCPU, sig3)+")", cell(det, sig3)+" ("+cell(detCPU, sig3)+")",
-						ratio(det, raw), ratio(detCPU, rawCPU))
 				}
 			}
 			out := t.String()
@@ -305,6 +308,34 @@ func mergeFigure() figure {
 						cell(rs.vals(n, "keys/s"), sig3), cell(scale(rs.vals(n, "B/op"), 1e-6), with(" MB")),
 						ratio(scale(cpu, 1.0/1_024_000), scale(smallCPU, 1.0/8000)))
 				}
+			}
+			return t.String()
+		},
+	}
+}
+
+func clusterFigure() figure {
+	return figure{
+		id:    "cluster",
+		title: "A cluster: instances in one group",
+		about: "`detect.BenchmarkCluster`: 1, 2, 5 and 10 detect instances, each a service with its own clients as " +
+			"separate processes would have, join one group over a 100-partition topic on kfake; once the group gave " +
+			"each of them partitions, a million keyed events (binary codec, 20,000 per second of event time: 50 " +
+			"one-second windows) are produced, and the run ends when every window's cluster report is read, whole " +
+			"(checked: no partition missing, the events summed exactly). Every instance shares this machine's cores, " +
+			"so events/s cannot grow with instances here; what must not grow is the CPU per event, producing and " +
+			"kfake included: the progress board, alignment and the merger's bookkeeping are what adding members costs.",
+		runs: static(run{pkg: "./detect/", bench: `BenchmarkCluster$`, benchtime: "1x"}),
+		render: func(rs results, _ getenv) string {
+			t := table{head: []string{"instances", "events/s", "CPU ns/event", "CPU ÷ one instance's"}}
+			one := rs.vals("BenchmarkCluster/instances=1", "cpu-ns/event")
+			for _, n := range []string{"1", "2", "5", "10"} {
+				name := "BenchmarkCluster/instances=" + n
+				if !rs.has(name) {
+					continue
+				}
+				cpu := rs.vals(name, "cpu-ns/event")
+				t.row(n, cell(rs.vals(name, "events/s"), sig3), cell(cpu, sig3), ratio(cpu, one))
 			}
 			return t.String()
 		},
