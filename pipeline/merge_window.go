@@ -65,18 +65,6 @@ type appWin struct {
 
 func (a appWin) window() *schemas.AppWindow { return &a.s.w.Apps[a.app] }
 
-// keyMerge accumulates one key of one app.
-type keyMerge struct {
-	kc     schemas.KeyCount // Count is the upper bound so far
-	lower  uint64
-	listed []int // indices of the app windows that list the key
-	spread bool  // an unlisting window contributed a positive upper bound
-	// lastWin is the app window whose entries cur gathers: the key's
-	// bounds and figures there, before they add to kc and lower.
-	lastWin int
-	cur     windowKey
-}
-
 // windowKey is what one summary's lists say of a key: the tightest count
 // bounds and the largest lower bound of every figure.
 type windowKey struct {
@@ -97,22 +85,6 @@ func (k *windowKey) and(o windowKey) {
 	k.upper, k.lower = min(k.upper, o.upper), max(k.lower, o.lower)
 	k.bytes, k.reads, k.writes, k.latencyUs = max(k.bytes, o.bytes), max(k.reads, o.reads), max(k.writes, o.writes), max(k.latencyUs, o.latencyUs)
 	k.shortened = k.shortened || o.shortened
-}
-
-// flush adds the entries of the app window last seen to the key's sums.
-func (km *keyMerge) flush() {
-	if km.lastWin < 0 {
-		return
-	}
-	c := &km.cur
-	km.kc.Count = saturatingAdd(km.kc.Count, c.upper)
-	km.lower = saturatingAdd(km.lower, min(c.lower, c.upper))
-	km.kc.Bytes = saturatingAdd(km.kc.Bytes, c.bytes)
-	km.kc.Reads = saturatingAdd(km.kc.Reads, c.reads)
-	km.kc.Writes = saturatingAdd(km.kc.Writes, c.writes)
-	km.kc.LatencyUs = saturatingAdd(km.kc.LatencyUs, c.latencyUs)
-	km.kc.Shortened = km.kc.Shortened || c.shortened
-	km.lastWin = -1
 }
 
 // merge turns a pending window into its reports. idle are partitions
@@ -215,15 +187,20 @@ func (m *Merger) merge(p *pendingWindow, missing []string, idle []mergePart) Mer
 	return out
 }
 
-// mergeApp merges one app's windows into its scope with merged key bounds.
+// mergeApp merges one app's windows into its scope with merged key
+// bounds. Of the keys it keeps only those a report can show (candidates,
+// below): each with the figures and bounds it would have had with every
+// key kept.
 func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLoads int) *reportScope {
 	sc := &reportScope{partEvents: make([]uint64, nLoads), partBytes: make([]uint64, nLoads)}
-	listed := 0
+	listed, allKeyed := 0, true
 	for _, aw := range wins {
 		a := aw.window()
 		listed += len(a.Top) + len(a.Big) + len(a.TopReads) + len(a.TopWrites) + len(a.TopLatency)
+		allKeyed = allKeyed && keyed[aw.s.w.Topic]
 	}
-	keys := make(map[string]*keyMerge, listed)
+	s := &m.scratch
+	s.reset(listed, allKeyed, len(wins))
 	slotLists := make([][]schemas.SlotCount, 0, len(wins))
 	for wi, aw := range wins {
 		a := aw.window()
@@ -236,91 +213,129 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		sc.partBytes[aw.load] += a.Bytes
 		sc.inexact = sc.inexact || a.Approximate || (!keyed[aw.s.w.Topic] && a.Floor > 0)
 		slotLists = append(slotLists, a.Slots)
-		if d := aw.s.apps[aw.app].distinct; d != nil {
-			sc.distinct = m.mergeDistinct(sc.distinct, d)
+		d := &aw.s.apps[aw.app]
+		if d.distinct != nil {
+			sc.distinct = m.mergeDistinct(sc.distinct, d.distinct)
 		}
-		for _, l := range [...][]schemas.KeyCount{a.Top, a.Big, a.TopReads, a.TopWrites, a.TopLatency} {
-			for i := range l {
-				e := &l[i]
-				km := keys[e.Key]
-				if km == nil {
-					km = &keyMerge{kc: schemas.KeyCount{App: name, Key: e.Key}, lastWin: -1}
-					keys[e.Key] = km
-				}
-				if km.lastWin == wi {
-					km.cur.and(windowKeyOf(e))
-					continue
-				}
-				km.flush()
-				km.lastWin, km.cur = wi, windowKeyOf(e)
-				km.listed = append(km.listed, wi)
-			}
-		}
-	}
-	for _, km := range keys {
-		km.flush()
+		s.fold(int32(wi), a, &d.hashes, keyed[aw.s.w.Topic])
 	}
 	sc.slots = m.sumSlots(slotLists)
 
-	// Contributions of the windows that do not list a key, topic by topic
-	// (wins are in topic order).
+	// What the windows that do not list a key may add to its count, topic
+	// by topic (wins are in topic order): keyed, the largest Floor of the
+	// topic's windows when none lists it; not keyed, every unlisting
+	// window's Floor, or its Count-Min estimate of the key when lower.
+	// topicOf[wi] is the index in topics of window wi's topic.
+	type topicSpan struct {
+		lo, hi int
+		keyed  bool
+		floor  uint64 // keyed: the largest Floor
+	}
+	var spans []topicSpan
+	topicOf := make([]int32, len(wins))
+	// most bounds what the unlisting windows add to any key: the keyed
+	// topics' floors plus the unkeyed windows' Floors (floorSum), of which
+	// a key's own listing windows' (keyAcc.floorListed) do not count.
+	var keyedFloors, floorSum uint64
 	for lo := 0; lo < len(wins); {
 		topic := wins[lo].s.w.Topic
 		hi := lo
 		for hi < len(wins) && wins[hi].s.w.Topic == topic {
+			topicOf[hi] = int32(len(spans))
 			hi++
 		}
-		if keyed[topic] {
-			var tf uint64
-			for _, aw := range wins[lo:hi] {
-				tf = max(tf, aw.window().Floor)
-			}
-			sc.floor = saturatingAdd(sc.floor, tf)
-			for _, km := range keys {
-				if !listedIn(km.listed, lo, hi) && tf > 0 {
-					km.kc.Count = saturatingAdd(km.kc.Count, tf)
-					km.spread = true
-				}
-			}
-		} else {
-			for wi := lo; wi < hi; wi++ {
-				a, cms := wins[wi].window(), wins[wi].s.apps[wins[wi].app].cms
-				sc.floor = saturatingAdd(sc.floor, a.Floor)
-				for _, km := range keys {
-					if listedIn(km.listed, wi, wi+1) {
-						continue
-					}
-					bound := a.Floor
-					if cms != nil && bound > 0 {
-						bound = min(bound, cms.Estimate(km.kc.Key))
-					}
-					if bound > 0 {
-						km.kc.Count = saturatingAdd(km.kc.Count, bound)
-						km.spread = true
-					}
-				}
+		sp := topicSpan{lo: lo, hi: hi, keyed: keyed[topic]}
+		for _, aw := range wins[lo:hi] {
+			f := aw.window().Floor
+			if sp.keyed {
+				sp.floor = max(sp.floor, f)
+			} else {
+				sc.floor = saturatingAdd(sc.floor, f)
+				floorSum = saturatingAdd(floorSum, f)
 			}
 		}
+		if sp.keyed {
+			sc.floor = saturatingAdd(sc.floor, sp.floor)
+			keyedFloors = saturatingAdd(keyedFloors, sp.floor)
+		}
+		spans = append(spans, sp)
 		lo = hi
 	}
 
-	sc.keys = make([]schemas.KeyCount, 0, len(keys))
-	for _, km := range keys {
-		kc := km.kc
-		kc.Error = kc.Count - km.lower
-		kc.Partition = -1
-		if len(km.listed) == 1 && !km.spread {
-			kc.Partition = wins[km.listed[0]].s.w.Partition
+	// Candidates. A report lists the first TopN+1 keys by count (the
+	// last to raise its Floor) and the first TopN by each figure, ties by
+	// count. A key's count is at least its listed upper bounds' sum and
+	// at most that plus every Floor of the windows not listing it; its
+	// figures are final. So a key whose most is below the (TopN+1)-th
+	// largest least is after TopN+1 keys by count, and one whose figure
+	// is below the TopN-th largest after TopN keys by it: neither can
+	// show, in this scope or in one combining it with other apps (whose
+	// keys only add competitors). Only the others' counts are worked out.
+	least, figMin := s.thresholds(m.cfg.TopN)
+	s.cands = s.cands[:0]
+	for id := range s.accs {
+		a := &s.accs[id]
+		most := uint64(math.MaxUint64)
+		if floorSum != math.MaxUint64 {
+			most = saturatingAdd(a.upper, saturatingAdd(keyedFloors, floorSum-a.floorListed))
+		}
+		cand := most >= least
+		for f := range figMin {
+			cand = cand || keyFigure(f).ofAcc(a) >= figMin[f]
+		}
+		if cand {
+			s.cands = append(s.cands, int32(id))
+		}
+	}
+
+	sc.keys = make([]schemas.KeyCount, 0, len(s.cands))
+	listedTopic := make([]bool, len(spans))
+	for _, id := range s.cands {
+		a := &s.accs[id]
+		stamp := id + 1
+		clear(listedTopic)
+		s.stamp[a.firstWin] = stamp
+		listedTopic[topicOf[a.firstWin]] = true
+		for i := a.more; i >= 0; i = s.more[i].next {
+			wi := s.more[i].win
+			s.stamp[wi] = stamp
+			listedTopic[topicOf[wi]] = true
+		}
+		count, spread := a.upper, false
+		for ti, sp := range spans {
+			if sp.keyed {
+				if !listedTopic[ti] && sp.floor > 0 {
+					count = saturatingAdd(count, sp.floor)
+					spread = true
+				}
+				continue
+			}
+			for wi := sp.lo; wi < sp.hi; wi++ {
+				if s.stamp[wi] == stamp {
+					continue
+				}
+				aw := wins[wi]
+				bound := aw.window().Floor
+				if cms := aw.s.apps[aw.app].cms; cms != nil && bound > 0 {
+					bound = min(bound, cms.EstimateHash(a.hash))
+				}
+				if bound > 0 {
+					count = saturatingAdd(count, bound)
+					spread = true
+				}
+			}
+		}
+		kc := schemas.KeyCount{
+			App: name, Key: a.key, Count: count, Error: count - a.lower,
+			Bytes: a.bytes, Reads: a.reads, Writes: a.writes, LatencyUs: a.latencyUs,
+			Partition: -1, Shortened: a.shortened,
+		}
+		if a.listings == 1 && !spread {
+			kc.Partition = wins[a.firstWin].s.w.Partition
 		}
 		sc.keys = append(sc.keys, kc)
 	}
 	return sc
-}
-
-// listedIn reports whether the ascending indices hold one in [lo, hi).
-func listedIn(listed []int, lo, hi int) bool {
-	i, _ := slices.BinarySearch(listed, lo)
-	return i < len(listed) && listed[i] < hi
 }
 
 // combine merges scopes of distinct apps (their keys never collide) into
@@ -516,6 +531,20 @@ const (
 	byWrites
 	byLatency
 )
+
+// ofAcc is the figure of a key being merged.
+func (f keyFigure) ofAcc(a *keyAcc) uint64 {
+	switch f {
+	case byBytes:
+		return a.bytes
+	case byReads:
+		return a.reads
+	case byWrites:
+		return a.writes
+	default:
+		return a.latencyUs
+	}
+}
 
 func (f keyFigure) of(k *schemas.KeyCount) uint64 {
 	switch f {

@@ -153,6 +153,10 @@ type Merger struct {
 	silentUnlogged int
 	hllPrecision   int      // of every Distinct sketch; 0 until the first
 	slotScratch    []uint64 // events per slot while merging; all 0 between uses
+	scratch        mergeScratch
+	// seenTab finds keys listed twice in a Top (decode): an
+	// open-addressing table of indices into it + 1.
+	seenTab []int32
 }
 
 type topicState struct {
@@ -251,6 +255,10 @@ type heldSummary struct {
 type decodedApp struct {
 	distinct *sketch.Cardinality // nil when the app window carried none
 	cms      *sketch.CountMin    // nil when the app window carried none
+	// hashes are the sketch.Hash of every listed key, list by list (Top,
+	// Big, TopReads, TopWrites, TopLatency): hashed once, they check Top
+	// for repeats here and place the keys when the window is merged.
+	hashes [numLists][]uint64
 }
 
 type emittedWindow struct {
@@ -741,15 +749,20 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 			return nil, bad("app %q listed twice", a.App)
 		}
 		apps[a.App] = true
-		keys := make(map[string]bool, len(a.Top))
-		for _, k := range a.Top {
-			if k.Error > k.Count {
-				return nil, bad("app %q key %q: error %d exceeds count %d", a.App, k.Key, k.Error, k.Count)
+		hashes := make([]uint64, len(a.Top)+len(a.Big)+len(a.TopReads)+len(a.TopWrites)+len(a.TopLatency))
+		for li, l := range [numLists][]schemas.KeyCount{a.Top, a.Big, a.TopReads, a.TopWrites, a.TopLatency} {
+			hs := hashes[:len(l):len(l)]
+			hashes = hashes[len(l):]
+			for j := range l {
+				hs[j] = sketch.Hash(l[j].Key)
 			}
-			if keys[k.Key] {
+			s.apps[i].hashes[li] = hs
+		}
+		if k, dup, ok := m.checkTop(a.Top, s.apps[i].hashes[0]); !ok {
+			if dup {
 				return nil, bad("app %q key %q listed twice in top", a.App, k.Key)
 			}
-			keys[k.Key] = true
+			return nil, bad("app %q key %q: error %d exceeds count %d", a.App, k.Key, k.Error, k.Count)
 		}
 		for _, sc := range a.Slots {
 			if sc.Slot >= RedisSlots {
@@ -780,6 +793,34 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 	}
 	s.w = &stripped
 	return s, nil
+}
+
+// checkTop returns the first entry of top, whose keys' hashes are
+// hashes, with an Error above its Count or a key listed before (dup), and
+// ok true when there is none.
+func (m *Merger) checkTop(top []schemas.KeyCount, hashes []uint64) (bad *schemas.KeyCount, dup, ok bool) {
+	size := 2 << bitsFor(len(top))
+	if len(m.seenTab) < size || len(m.seenTab) > 4*size {
+		m.seenTab = make([]int32, size)
+	} else {
+		clear(m.seenTab)
+	}
+	mask := uint64(len(m.seenTab) - 1)
+	for j := range top {
+		k := &top[j]
+		if k.Error > k.Count {
+			return k, false, false
+		}
+		h := hashes[j]
+		i := h & mask
+		for ; m.seenTab[i] != 0; i = (i + 1) & mask {
+			if o := m.seenTab[i] - 1; hashes[o] == h && top[o].Key == k.Key {
+				return k, true, false
+			}
+		}
+		m.seenTab[i] = int32(j + 1)
+	}
+	return nil, false, true
 }
 
 // comparePart orders summaries by topic, then partition.
