@@ -279,7 +279,11 @@
 // largest lower bound of each figure. The report says how many of its
 // leading keys are guaranteed (their lower bounds at least every other
 // key's upper bound and the Floor: Metwally et al.'s guaranteed top-k) and
-// whether it is Approximate. Skew is
+// whether it is Approximate. The merger works out those bounds only for
+// the keys a report can show: a key whose largest possible count is below
+// the (TopN+1)-th largest least count, and each of whose figures is below
+// that figure's TopN-th largest, is left out, which changes no report.
+// Skew is
 // the max/mean and Gini coefficient of the load per partition and per Redis
 // Cluster node (slots mapped to the configured nodes), with the busiest
 // slots and the shares of the top 1 and top 10 keys. Keys of Top whose
@@ -302,7 +306,12 @@
 // exact tables (a 64-byte entry, two 4-byte index slots and a Bloom byte
 // per key, and their key bytes) included.
 // Windows and hot-key events handed out but never acknowledged are kept,
-// a few dozen bytes each, until acknowledged.
+// a few dozen bytes each, until acknowledged. The Merger holds at most
+// MergerOptions.MaxPendingWindows windows' summaries, and keeps the
+// table it folds a window's keys into from one window to the next:
+// about 140 bytes per key listed in the largest window it merged, so
+// bounded by partitions × Summary.TopCapacity (about 140 MB at 1,000
+// partitions × 1,024 keys).
 //
 // # Determinism
 //
