@@ -310,8 +310,9 @@
 // MergerOptions.MaxPendingWindows windows' summaries, and keeps the
 // table it folds a window's keys into from one window to the next:
 // about 140 bytes per key listed in the largest window it merged, so
-// bounded by partitions × Summary.TopCapacity (about 140 MB at 1,000
-// partitions × 1,024 keys).
+// bounded by what summaries list (per partition and app, the top and big
+// lists' capacities): about 140 MB at 1,000 partitions listing 1,024
+// keys each.
 //
 // # Determinism
 //
