@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/cmd/internal/cli"
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/detect"
-	"github.com/keyheat/keyheat/internal/cli"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
