@@ -30,10 +30,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.yaml.in/yaml/v4"
 
 	"github.com/keyheat/keyheat/cmd/internal/cli"
 	"github.com/keyheat/keyheat/config"
+	"github.com/keyheat/keyheat/config/reload"
 	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/ingest"
 	"github.com/keyheat/keyheat/internal/topics"
@@ -275,19 +275,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	defer func() { cancel(); <-done }()
 	go func() {
 		defer close(done)
-		if src.File == "" {
-			return
-		}
-		// What the file set at start: a reload that loses the rules
-		// section is refused (see reload).
-		var rulesInFile bool
-		if b, err := os.ReadFile(src.File); err == nil {
-			_, rulesInFile, _ = fileRules(b)
-		}
-		err := cli.WatchFile(runCtx, src.File, 250*time.Millisecond, log, func() { rulesInFile = reload(svc, src, rulesInFile, log) })
-		if err != nil {
-			log.Warn("config file not watched; rules reload only with a restart", "err", err)
-		}
+		reload.Watch(runCtx, src, svc, log)
 	}()
 	if o.started != nil {
 		wait, err := o.started(runCtx, &serviceEnv{cfg: cfg, log: log, svc: svc, apiURL: apiURL})
@@ -312,61 +300,6 @@ func checkKafkaAccess(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	return nil
-}
-
-// reload applies the rules of the changed config file, or keeps the rules
-// in force and says why. rulesInFile says whether the file in force sets
-// pipeline.rules; reload returns what holds after it.
-//
-// A file that names nothing, or that lost the pipeline.rules it had, is
-// refused rather than applied: it loads without error (defaults fill it
-// in), but what it means is almost always a file caught half-written (an
-// editor or a deploy that truncates before it writes, `: > file`), and
-// applying it would replace every configured rule with the default one
-// and silence the alerts they raise. To drop every rule, write
-// "rules: []".
-func reload(svc *detect.Service, src config.Source, rulesInFile bool, log *slog.Logger) bool {
-	refuse := func(err error) bool {
-		log.Error("config file changed but refused; the rules in force stay", "file", src.File, "err", err)
-		return rulesInFile
-	}
-	b, err := os.ReadFile(src.File)
-	if err != nil {
-		return refuse(fmt.Errorf("read config file: %w", err))
-	}
-	empty, hasRules, err := fileRules(b)
-	switch {
-	case err != nil:
-		// config.Load below says where the syntax error is.
-	case empty:
-		return refuse(errors.New("the file is empty (caught while being written?); write the full config to change the rules"))
-	case rulesInFile && !hasRules:
-		return refuse(errors.New("the file no longer has pipeline.rules; write the rules wanted to change them (the default rule would replace them)"))
-	}
-	cfg, err := config.Load(config.CmdDetect, src)
-	if err == nil {
-		err = svc.Reload(cfg.Pipeline)
-	}
-	if err != nil {
-		return refuse(err)
-	}
-	log.Info("rules reloaded", "file", src.File, "rules", len(cfg.Pipeline.Rules), "whitelist", len(cfg.Pipeline.Whitelist))
-	return hasRules
-}
-
-// fileRules says whether the YAML config b sets nothing at all (empty, or
-// comments only) and whether it has a pipeline.rules key.
-func fileRules(b []byte) (empty, hasRules bool, err error) {
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return false, false, err
-	}
-	if len(doc) == 0 {
-		return true, false, nil
-	}
-	p, _ := doc["pipeline"].(map[string]any)
-	_, hasRules = p["rules"]
-	return false, hasRules, nil
 }
 
 // runDemo starts the embedded broker, then detection, the generator and
