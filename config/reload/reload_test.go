@@ -52,6 +52,7 @@ func service(t *testing.T, src config.Source) (*detect.Service, *prometheus.Regi
 			Windows: cfg.Kafka.Topics.Windows, Reports: cfg.Kafka.Topics.Reports, Progress: cfg.Kafka.Topics.Progress},
 		Pipeline: cfg.Pipeline, Registerer: reg})
 	require.NoError(t, err)
+	t.Cleanup(svc.Close)
 	return svc, reg
 }
 
