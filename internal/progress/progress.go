@@ -72,7 +72,7 @@ func (l *Line) Poll(now time.Time) {
 	l.show(now, false)
 }
 
-// Run polls every Every until ctx ends, then Ends the line.
+// Run draws or reports every Every until ctx ends, then Ends the line.
 func (l *Line) Run(ctx context.Context) {
 	t := time.NewTicker(l.cfg.Every)
 	defer t.Stop()
@@ -82,7 +82,14 @@ func (l *Line) Run(ctx context.Context) {
 			l.End(time.Now())
 			return
 		case now := <-t.C:
-			l.Poll(now)
+			// Every tick shows: a tick delivered late must not make the
+			// next one, on time, look too soon.
+			l.mu.Lock()
+			if !l.ended {
+				l.last = now
+				l.show(now, false)
+			}
+			l.mu.Unlock()
 		}
 	}
 }
