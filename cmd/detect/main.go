@@ -249,7 +249,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), cfg.Detect.FlushTimeout)
 			defer cancel()
-			stopSay := sayClosing(cctx, log, "stopping: waiting for ClickHouse to take the rows the writer still holds (its retries are logged); past the deadline they are left for the next run")
+			stopSay := cli.SayWhileWaiting(cctx, log, "stopping: waiting for ClickHouse to take the rows the writer still holds (its retries are logged); past the deadline they are left for the next run")
 			cerr := w.Close(cctx)
 			stopSay()
 			if cerr != nil {
@@ -357,33 +357,4 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 			Ready: env.svc.Ready, Out: stdout, TTY: progress.Terminal(stdout) != nil, Header: header, Logger: env.log})
 	}
 	return runService(ctx, cfg, src, runOpts{stdout: stdout, started: started, apiAnyPort: anyPort})
-}
-
-// sayClosing logs msg a second into a wait that ends with ctx's deadline
-// (or stop), and every five seconds after, with the deadline and the
-// time left, so a stop that waits for a sink that is down does not sit
-// silent.
-func sayClosing(ctx context.Context, log *slog.Logger, msg string) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		deadline, _ := ctx.Deadline()
-		wait := time.Second
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			wait = 5 * time.Second
-			log.Info(msg, "deadline", deadline.Format(time.RFC3339), "left", max(0, time.Until(deadline)).Round(time.Second))
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
 }

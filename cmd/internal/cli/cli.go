@@ -1,7 +1,8 @@
 // Package cli is the plumbing keyheat's commands share: the slog logger
 // the log section configures, the HTTP endpoint serving Prometheus
 // metrics and health checks, how an error is printed before a non-zero
-// exit, and the commands' help: each lists the config keys it reads
+// exit, what a stop says while it waits (SayWhileWaiting), and the
+// commands' help: each lists the config keys it reads
 // (Reads, SetupHelp), grouped by section, and --help-all every flag.
 //
 // It holds no command's logic and no configuration of its own; commands
