@@ -6,27 +6,20 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/keyheat/keyheat/internal/progress"
 )
 
-// Progress reports s every interval until ctx ends: as one rewritten line
-// on tty when it is not nil (a terminal), otherwise as a log record, with
-// the dead letters by reason, when a count changed since the last one
-// (an idle source logs nothing).
+// Progress reports s every interval until ctx ends: as one line redrawn
+// in place on tty when it is not nil (a terminal; package
+// internal/progress draws it, as it draws detect replay's), otherwise as
+// a log record, with the dead letters by reason, when a count changed
+// since the last one (an idle source logs nothing).
 func Progress(ctx context.Context, s *Stats, tty io.Writer, log *slog.Logger, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	p := newProgressLine(s, tty, log, time.Now())
-	for {
-		select {
-		case <-ctx.Done():
-			if tty != nil {
-				fmt.Fprintln(tty)
-			}
-			return
-		case now := <-tick.C:
-			p.report(now)
-		}
-	}
+	now := time.Now()
+	p := newProgressLine(s, tty, log, now)
+	progress.New(progress.Config{Terminal: p.tty, Every: interval, Text: p.text,
+		Report: func(now time.Time, _ bool) { p.report(now) }}, now).Run(ctx)
 }
 
 // progressCounts are the counts a progress line shows.
@@ -56,17 +49,26 @@ func newProgressLine(s *Stats, tty io.Writer, log *slog.Logger, now time.Time) *
 	return &progressLine{s: s, tty: tty, log: log, last: s.Events.Load(), lastT: now}
 }
 
-// report writes the counts as of now: always on a terminal, otherwise a log
-// record when a count changed since the last record.
-func (p *progressLine) report(now time.Time) {
+// sample reads the counts as of now, with the events' rate since the
+// last sample.
+func (p *progressLine) sample(now time.Time) (progressCounts, float64) {
 	c := p.s.progressCounts()
 	rate := float64(c.events-p.last) / now.Sub(p.lastT).Seconds()
 	p.last, p.lastT = c.events, now
-	if p.tty != nil {
-		fmt.Fprintf(p.tty, "\r%10.0f events/s  lines %d  delivered %d  events %d  dlq %d  skipped %d  failed %d ",
-			rate, c.lines, c.delivered, c.events, c.dlq, c.skipped, c.failed)
-		return
-	}
+	return c, rate
+}
+
+// text is the terminal's line as of now.
+func (p *progressLine) text(now time.Time, _ bool) string {
+	c, rate := p.sample(now)
+	return fmt.Sprintf("%10.0f events/s  lines %d  delivered %d  events %d  dlq %d  skipped %d  failed %d",
+		rate, c.lines, c.delivered, c.events, c.dlq, c.skipped, c.failed)
+}
+
+// report logs the counts as of now when a count changed since the last
+// record.
+func (p *progressLine) report(now time.Time) {
+	c, rate := p.sample(now)
 	if c == p.said {
 		return
 	}

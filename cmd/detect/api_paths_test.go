@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/cmd/internal/cli"
 	"github.com/keyheat/keyheat/config"
-	"github.com/keyheat/keyheat/internal/cli"
 	"github.com/keyheat/keyheat/internal/testenv"
 )
 

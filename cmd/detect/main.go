@@ -22,21 +22,19 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"go.yaml.in/yaml/v4"
 
+	"github.com/keyheat/keyheat/cmd/internal/cli"
 	"github.com/keyheat/keyheat/config"
+	"github.com/keyheat/keyheat/config/reload"
 	"github.com/keyheat/keyheat/detect"
-	"github.com/keyheat/keyheat/ingest"
-	"github.com/keyheat/keyheat/internal/cli"
-	"github.com/keyheat/keyheat/internal/topics"
+	"github.com/keyheat/keyheat/internal/demo"
+	"github.com/keyheat/keyheat/internal/progress"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/archive"
@@ -251,7 +249,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), cfg.Detect.FlushTimeout)
 			defer cancel()
-			stopSay := sayClosing(cctx, log, "stopping: waiting for ClickHouse to take the rows the writer still holds (its retries are logged); past the deadline they are left for the next run")
+			stopSay := cli.SayWhileWaiting(cctx, log, "stopping: waiting for ClickHouse to take the rows the writer still holds (its retries are logged); past the deadline they are left for the next run")
 			cerr := w.Close(cctx)
 			stopSay()
 			if cerr != nil {
@@ -275,19 +273,7 @@ func runService(ctx context.Context, cfg *config.Config, src config.Source, o ru
 	defer func() { cancel(); <-done }()
 	go func() {
 		defer close(done)
-		if src.File == "" {
-			return
-		}
-		// What the file set at start: a reload that loses the rules
-		// section is refused (see reload).
-		var rulesInFile bool
-		if b, err := os.ReadFile(src.File); err == nil {
-			_, rulesInFile, _ = fileRules(b)
-		}
-		err := cli.WatchFile(runCtx, src.File, 250*time.Millisecond, log, func() { rulesInFile = reload(svc, src, rulesInFile, log) })
-		if err != nil {
-			log.Warn("config file not watched; rules reload only with a restart", "err", err)
-		}
+		reload.Watch(runCtx, src, svc, log)
 	}()
 	if o.started != nil {
 		wait, err := o.started(runCtx, &serviceEnv{cfg: cfg, log: log, svc: svc, apiURL: apiURL})
@@ -314,94 +300,23 @@ func checkKafkaAccess(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// reload applies the rules of the changed config file, or keeps the rules
-// in force and says why. rulesInFile says whether the file in force sets
-// pipeline.rules; reload returns what holds after it.
-//
-// A file that names nothing, or that lost the pipeline.rules it had, is
-// refused rather than applied: it loads without error (defaults fill it
-// in), but what it means is almost always a file caught half-written (an
-// editor or a deploy that truncates before it writes, `: > file`), and
-// applying it would replace every configured rule with the default one
-// and silence the alerts they raise. To drop every rule, write
-// "rules: []".
-func reload(svc *detect.Service, src config.Source, rulesInFile bool, log *slog.Logger) bool {
-	refuse := func(err error) bool {
-		log.Error("config file changed but refused; the rules in force stay", "file", src.File, "err", err)
-		return rulesInFile
-	}
-	b, err := os.ReadFile(src.File)
-	if err != nil {
-		return refuse(fmt.Errorf("read config file: %w", err))
-	}
-	empty, hasRules, err := fileRules(b)
-	switch {
-	case err != nil:
-		// config.Load below says where the syntax error is.
-	case empty:
-		return refuse(errors.New("the file is empty (caught while being written?); write the full config to change the rules"))
-	case rulesInFile && !hasRules:
-		return refuse(errors.New("the file no longer has pipeline.rules; write the rules wanted to change them (the default rule would replace them)"))
-	}
-	cfg, err := config.Load(config.CmdDetect, src)
-	if err == nil {
-		err = svc.Reload(cfg.Pipeline)
-	}
-	if err != nil {
-		return refuse(err)
-	}
-	log.Info("rules reloaded", "file", src.File, "rules", len(cfg.Pipeline.Rules), "whitelist", len(cfg.Pipeline.Whitelist))
-	return hasRules
-}
-
-// fileRules says whether the YAML config b sets nothing at all (empty, or
-// comments only) and whether it has a pipeline.rules key.
-func fileRules(b []byte) (empty, hasRules bool, err error) {
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return false, false, err
-	}
-	if len(doc) == 0 {
-		return true, false, nil
-	}
-	p, _ := doc["pipeline"].(map[string]any)
-	_, hasRules = p["rules"]
-	return false, hasRules, nil
-}
-
-// runDemo starts the embedded broker, then detection, the generator and
-// the view against it.
+// runDemo starts the embedded broker, then detection, the traffic and
+// the view against it (package demo).
 func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 	ctx := cmd.Context()
-	port, _ := df.GetInt("port")
-	rate, _ := df.GetFloat64("rate")
-	keys, _ := df.GetInt("keys")
-	zipf, _ := df.GetFloat64("zipf")
-	duration, _ := df.GetDuration("duration")
-	hots, _ := df.GetStringArray("hot")
-	gc := ingest.GenConfig{Keys: keys, S: zipf, Rate: rate, Duration: duration, Seed: 1, App: "shop"}
-	if duration == 0 {
-		gc.Duration = 100 * 365 * 24 * time.Hour
-	}
-	if len(hots) == 0 {
-		hots = []string{"key=product:42,start=5s,for=20s,share=20%", "key=cart:7,start=35s,for=15s,share=15%"}
-	}
-	for _, h := range hots {
-		hk, err := ingest.ParseHotKey(h)
-		if err != nil {
-			return err
-		}
-		gc.Hot = append(gc.Hot, hk)
-	}
-	if rate <= 0 {
-		return errors.New("--rate must be positive: the demo's event times follow it")
-	}
-	cluster, addr, err := detect.StartBroker(port)
+	var o demo.Options
+	o.Port, _ = df.GetInt("port")
+	o.Rate, _ = df.GetFloat64("rate")
+	o.Keys, _ = df.GetInt("keys")
+	o.Zipf, _ = df.GetFloat64("zipf")
+	o.Duration, _ = df.GetDuration("duration")
+	o.Hot, _ = df.GetStringArray("hot")
+	d, err := demo.Start(o)
 	if err != nil {
 		return err
 	}
-	defer cluster.Close()
-	cfg, src, err := load(cmd, map[string]any{"kafka.brokers": []string{addr}})
+	defer d.Close()
+	cfg, src, err := load(cmd, map[string]any{"kafka.brokers": []string{d.Addr()}})
 	if err != nil {
 		return err
 	}
@@ -419,13 +334,7 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 		demoToken = hex.EncodeToString(b[:])
 		cfg.API.Token = demoToken
 	}
-	tty := isTTY(stdout)
-	var planted []string
-	for _, h := range gc.Hot {
-		planted = append(planted, fmt.Sprintf("%s at %s for %s (%.0f%%)", h.Key, h.Start, h.For, 100*h.Share))
-	}
-	header := fmt.Sprintf("keyheat demo: Kafka on %s, %0.f events/s over %d keys, planted %s; hot at %.0f events/s (rule %q). Ctrl-C stops.",
-		addr, rate, keys, strings.Join(planted, ", "), cfg.Pipeline.Rules[0].Rate, cfg.Pipeline.Rules[0].Name)
+	header := d.Header(cfg.Pipeline.Rules[0].Rate, cfg.Pipeline.Rules[0].Name)
 	started := func(ctx context.Context, env *serviceEnv) (func(), error) {
 		header := header
 		if env.apiURL != "" {
@@ -442,118 +351,10 @@ func runDemo(cmd *cobra.Command, df *pflag.FlagSet, stdout io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
-		// The demo's events topic is its input, which detect never
-		// creates: the demo does, as ingest would.
-		if err := createTopic(ctx, clientOpts, topics.Spec{Name: cfg.Kafka.Topics.Events, Partitions: int32(cfg.Kafka.Partitions),
-			ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)}); err != nil {
-			return nil, err
-		}
-		prod, err := ingest.NewProducer(ingest.ProducerConfig{ProducerOptions: ingest.DefaultProducerOptions(), ClientOpts: clientOpts,
-			Topic: cfg.Kafka.Topics.Events, DLQTopic: cfg.Kafka.Topics.DLQ, Codec: codec, Logger: env.log})
-		if err != nil {
-			return nil, err
-		}
-		gen, err := ingest.NewGen(gc, prod, nil)
-		if err != nil {
-			prod.Close()
-			return nil, err
-		}
-		view, err := detect.NewView(detect.ViewConfig{ClientOpts: clientOpts, Hotkeys: cfg.Kafka.Topics.Hotkeys, Reports: cfg.Kafka.Topics.Reports,
-			Out: stdout, TTY: tty, Every: viewEvery(tty), Header: header, Top: 10, Logger: env.log})
-		if err != nil {
-			prod.Close()
-			return nil, err
-		}
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			defer prod.Close()
-			// The generator waits for the service to have made the topics:
-			// it only writes events, and ingest's own topic check is not here.
-			if err := waitReady(ctx, env.svc); err != nil {
-				return
-			}
-			if _, err := gen.Run(ctx); err != nil && ctx.Err() == nil {
-				env.log.Error("generator", "err", err)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			_ = view.Run(ctx)
-		}()
-		return wg.Wait, nil
+		return d.Run(ctx, demo.RunConfig{ClientOpts: clientOpts, Events: cfg.Kafka.Topics.Events, DLQ: cfg.Kafka.Topics.DLQ,
+			Hotkeys: cfg.Kafka.Topics.Hotkeys, Reports: cfg.Kafka.Topics.Reports,
+			Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor), Codec: codec,
+			Ready: env.svc.Ready, Out: stdout, TTY: progress.Terminal(stdout) != nil, Header: header, Logger: env.log})
 	}
 	return runService(ctx, cfg, src, runOpts{stdout: stdout, started: started, apiAnyPort: anyPort})
-}
-
-// createTopic creates the topic of spec unless it exists.
-func createTopic(ctx context.Context, clientOpts []kgo.Opt, spec topics.Spec) error {
-	cl, err := kgo.NewClient(clientOpts...)
-	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return topics.Ensure(ctx, cl, true, spec)
-}
-
-// waitReady waits until the service joined its group (its topics exist).
-func waitReady(ctx context.Context, svc *detect.Service) error {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for svc.Ready() != nil {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
-func viewEvery(tty bool) time.Duration {
-	if tty {
-		return time.Second
-	}
-	return 5 * time.Second
-}
-
-func isTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// sayClosing logs msg a second into a wait that ends with ctx's deadline
-// (or stop), and every five seconds after, with the deadline and the
-// time left, so a stop that waits for a sink that is down does not sit
-// silent.
-func sayClosing(ctx context.Context, log *slog.Logger, msg string) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		deadline, _ := ctx.Deadline()
-		wait := time.Second
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			wait = 5 * time.Second
-			log.Info(msg, "deadline", deadline.Format(time.RFC3339), "left", max(0, time.Until(deadline)).Round(time.Second))
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
 }

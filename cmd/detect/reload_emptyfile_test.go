@@ -45,31 +45,3 @@ func TestRulesReloadEmptyFileKeepsRules(t *testing.T) {
 		})
 	}
 }
-
-func TestFileRules(t *testing.T) {
-	for _, tc := range []struct {
-		name, file      string
-		empty, hasRules bool
-		wantErr         bool
-	}{
-		{name: "empty", file: "", empty: true},
-		{name: "blank and comments", file: "\n  \n# x\n", empty: true},
-		{name: "rules", file: "pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: 1}]\n", hasRules: true},
-		{name: "empty rules", file: "pipeline:\n  rules: []\n", hasRules: true},
-		{name: "pipeline without rules", file: "pipeline:\n  window: 1s\n"},
-		{name: "empty pipeline", file: "pipeline:\n"},
-		{name: "other sections", file: "log:\n  level: debug\n"},
-		{name: "bad yaml", file: "pipeline: [\n", wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			empty, hasRules, err := fileRules([]byte(tc.file))
-			if tc.wantErr {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tc.empty, empty, "empty")
-			require.Equal(t, tc.hasRules, hasRules, "hasRules")
-		})
-	}
-}

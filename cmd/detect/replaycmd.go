@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/cmd/internal/cli"
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/detect"
-	"github.com/keyheat/keyheat/internal/cli"
-	"github.com/keyheat/keyheat/internal/topics"
+	"github.com/keyheat/keyheat/internal/progress"
+	"github.com/keyheat/keyheat/internal/republish"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/archive"
@@ -161,15 +161,18 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer r.Close()
-	prog := newProgress(stderr, isTTY(stderr), r.Rows(), o.progress)
-	defer prog.done()
+	var prog *progress.Counter
+	if o.progress {
+		prog = progress.NewCounter(stderr, progress.Terminal(stderr) != nil, "replay", r.Rows())
+	}
+	defer prog.End()
 	if o.toTopic != "" {
-		n, err := replayToTopic(ctx, cfg, o, r, prog.update)
+		n, err := replayToTopic(ctx, cfg, o, r, prog.Set)
 		reportSkipped(log, r.Skipped())
 		if err != nil {
 			return err
 		}
-		prog.done()
+		prog.End()
 		log.Info("replay produced", "topic", o.toTopic, "events", n)
 		return nil
 	}
@@ -216,7 +219,7 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 		Merge:      pipeline.MergerConfig{MergerOptions: cfg.Merge, Window: cfg.Pipeline.Window, Lateness: cfg.Pipeline.Lateness, Logger: log},
 		Partitions: r.Partitions(),
 		Keyed:      cfg.Detect.Keyed,
-		Progress:   func(s detect.ReplayStats) { prog.update(s.Events) },
+		Progress:   func(s detect.ReplayStats) { prog.Set(s.Events) },
 		Logger:     log,
 	}
 	st, err := detect.Replay(ctx, r, rc, sinks)
@@ -227,7 +230,7 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 	if err := sinks.close(ctx, cfg.Detect.FlushTimeout); err != nil {
 		return err
 	}
-	prog.done()
+	prog.End()
 	log.Info("replay done", "events", st.Events, "reports", st.Reports, "hot_key_events", st.HotKeys, "skipped_files", len(r.Skipped()))
 	return nil
 }
@@ -359,11 +362,9 @@ func (p *replayPrinter) report(r *schemas.WindowReport) {
 	}
 }
 
-// replayToTopic produces the events r yields to o.toTopic, paced by their
-// event times at o.speed, and returns how many Kafka acknowledged. Each
-// record carries the keyheat-id of the record it was archived from, so a
-// consumer can tell a replayed event from its original.
-func replayToTopic(ctx context.Context, cfg *config.Config, o replayOpts, r *archive.EventReader, progress func(int64)) (int64, error) {
+// replayToTopic produces the events r yields to o.toTopic, paced at
+// o.speed (package republish), and returns how many Kafka acknowledged.
+func replayToTopic(ctx context.Context, cfg *config.Config, o replayOpts, r *archive.EventReader, sent func(int64)) (int64, error) {
 	codec, err := schemas.CodecByName(cfg.Events.Codec)
 	if err != nil {
 		return 0, err
@@ -372,213 +373,11 @@ func replayToTopic(ctx context.Context, cfg *config.Config, o replayOpts, r *arc
 	if err != nil {
 		return 0, err
 	}
-	cl, err := kgo.NewClient(append(clientOpts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.ZstdCompression()))...)
+	n, err := republish.Run(ctx, r, republish.Config{ClientOpts: clientOpts, Topic: o.toTopic, Setting: "--to-topic",
+		CreateTopic: cfg.Kafka.CreateTopics, Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor),
+		Codec: codec, Speed: o.speed, Progress: sent})
 	if err != nil {
-		return 0, fmt.Errorf("replay: kafka client: %w", err)
+		return n, fmt.Errorf("replay: %w", err)
 	}
-	defer cl.Close()
-	// The target topic is created like every topic keyheat writes (or is
-	// an error naming kafka.create_topics), before anything is read.
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = topics.Ensure(tctx, cl, cfg.Kafka.CreateTopics, topics.Spec{Name: o.toTopic,
-		Partitions: int32(cfg.Kafka.Partitions), ReplicationFactor: int16(cfg.Kafka.ReplicationFactor)})
-	cancel()
-	if err != nil {
-		return 0, fmt.Errorf("replay: --to-topic: %w", err)
-	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		acked    int64
-		wg       sync.WaitGroup
-	)
-	failed := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return firstErr
-	}
-	pace := newPacer(o.speed)
-	rows := make([]schemas.EventRow, 4096)
-	var sent int64
-	for {
-		n, rerr := r.Read(rows)
-		for i := range rows[:n] {
-			row := &rows[i]
-			if err := pace.wait(ctx, row.TimeMs); err != nil {
-				wg.Wait()
-				return acked, err
-			}
-			ev := row.Event()
-			rec := &kgo.Record{Topic: o.toTopic, Key: []byte(row.Key), Value: codec.Append(nil, &ev),
-				Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil,
-					schemas.RecordID{Kind: schemas.IDTopic, Topic: row.Topic, Partition: row.Partition}.Prefix(), row.Offset, int(row.Index))}}}
-			wg.Add(1)
-			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if err == nil {
-					acked++
-				}
-			})
-		}
-		sent += int64(n)
-		progress(sent)
-		if err := failed(); err != nil {
-			wg.Wait()
-			return acked, fmt.Errorf("replay: produce to %s: %w", o.toTopic, err)
-		}
-		if errors.Is(rerr, io.EOF) {
-			break
-		}
-		if rerr != nil {
-			wg.Wait()
-			return acked, fmt.Errorf("replay: %w", rerr)
-		}
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return acked, fmt.Errorf("replay: produce to %s: %w", o.toTopic, err)
-	}
-	wg.Wait()
-	if err := failed(); err != nil {
-		return acked, fmt.Errorf("replay: produce to %s: %w", o.toTopic, err)
-	}
-	return acked, nil
-}
-
-// pacer holds a replay to the events' times scaled by a speed: the event
-// at time t is released (t − t0) / speed after the first one (t0).
-type pacer struct {
-	speed   float64
-	firstMs int64
-	start   time.Time
-	started bool
-	now     func() time.Time
-	sleep   func(ctx context.Context, d time.Duration) error
-}
-
-func newPacer(speed float64) *pacer { return &pacer{speed: speed, now: time.Now, sleep: sleepCtx} }
-
-func (p *pacer) wait(ctx context.Context, tsMs int64) error {
-	if p.speed == 0 {
-		return nil
-	}
-	if !p.started {
-		p.firstMs, p.start, p.started = tsMs, p.now(), true
-		return nil
-	}
-	due := p.start.Add(time.Duration(float64(tsMs-p.firstMs) / p.speed * float64(time.Millisecond)))
-	// Sleeping for less than a millisecond costs more than it paces.
-	if d := due.Sub(p.now()); d > time.Millisecond {
-		return p.sleep(ctx, d)
-	}
-	return nil
-}
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// progress shows how far a replay got on standard error: a bar redrawn in
-// place on a terminal, a plain line every 5 s otherwise, and a last line
-// at the end.
-type progress struct {
-	w     io.Writer
-	tty   bool
-	total int64
-	on    bool
-	start time.Time
-	last  time.Time
-	n     int64
-	every time.Duration
-	ended bool
-}
-
-func newProgress(w io.Writer, tty bool, total int64, on bool) *progress {
-	every := 5 * time.Second
-	if tty {
-		every = 200 * time.Millisecond
-	}
-	now := time.Now()
-	return &progress{w: w, tty: tty, total: total, on: on, start: now, last: now, every: every}
-}
-
-func (p *progress) update(n int64) {
-	p.n = n
-	if !p.on || p.ended {
-		return
-	}
-	if now := time.Now(); now.Sub(p.last) >= p.every {
-		p.last = now
-		p.draw(now)
-	}
-}
-
-// done draws the final state once.
-func (p *progress) done() {
-	if !p.on || p.ended {
-		return
-	}
-	p.ended = true
-	p.draw(time.Now())
-	if p.tty {
-		fmt.Fprintln(p.w)
-	}
-}
-
-func (p *progress) draw(now time.Time) {
-	fmt.Fprint(p.w, progressLine(p.n, p.total, now.Sub(p.start), p.tty, p.ended))
-}
-
-// progressLine formats the progress of n events of about total after
-// elapsed: with a bar and a carriage return for a terminal, as a line
-// otherwise. total counts the selected row groups' rows, so it can
-// exceed what the filters let through; the bar never passes 100%.
-func progressLine(n, total int64, elapsed time.Duration, tty, final bool) string {
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(n) / s
-	}
-	frac := 1.0
-	if total > 0 && !final {
-		frac = min(1, float64(n)/float64(total))
-	}
-	eta := "-"
-	if rate > 0 && total > n && !final {
-		eta = time.Duration(float64(total-n) / rate * float64(time.Second)).Round(time.Second).String()
-	}
-	if final {
-		eta = "0s"
-	}
-	text := fmt.Sprintf("%3.0f%% %s/%s events  %s events/s  ETA %s", 100*frac, human(float64(n)), human(float64(total)), human(rate), eta)
-	if !tty {
-		return "replay: " + text + "\n"
-	}
-	const width = 30
-	filled := int(frac * width)
-	return "\r[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "] " + text + "\x1b[K"
-}
-
-// human writes x with a k, M or G suffix.
-func human(x float64) string {
-	switch {
-	case x >= 1e9:
-		return strconv.FormatFloat(x/1e9, 'f', 1, 64) + "G"
-	case x >= 1e6:
-		return strconv.FormatFloat(x/1e6, 'f', 1, 64) + "M"
-	case x >= 1e3:
-		return strconv.FormatFloat(x/1e3, 'f', 1, 64) + "k"
-	}
-	return strconv.FormatFloat(x, 'f', 0, 64)
+	return n, nil
 }

@@ -307,66 +307,6 @@ func TestReplayFlags(t *testing.T) {
 	}
 }
 
-// TestReplayPacer: the pacer sleeps until each event's time, scaled by
-// the speed, has come since the first event; at max it never sleeps.
-func TestReplayPacer(t *testing.T) {
-	tests := []struct {
-		speed  float64
-		tsMs   []int64
-		sleeps []time.Duration
-	}{
-		{0, []int64{0, 10_000, 20_000}, nil},
-		{1, []int64{0, 150, 300, 300}, []time.Duration{150 * time.Millisecond, 150 * time.Millisecond}},
-		{10, []int64{0, 1500, 3000}, []time.Duration{150 * time.Millisecond, 150 * time.Millisecond}},
-		{1, []int64{0, 0, 1}, nil}, // under a millisecond ahead: no sleep
-	}
-	for _, tc := range tests {
-		t.Run(fmt.Sprint(tc.speed, tc.tsMs), func(t *testing.T) {
-			clock := time.Unix(1000, 0)
-			var slept []time.Duration
-			p := newPacer(tc.speed)
-			p.now = func() time.Time { return clock }
-			p.sleep = func(_ context.Context, d time.Duration) error {
-				slept = append(slept, d)
-				clock = clock.Add(d)
-				return nil
-			}
-			for _, ts := range tc.tsMs {
-				require.NoError(t, p.wait(context.Background(), 1_000_000+ts))
-			}
-			require.Equal(t, tc.sleeps, slept, "sleeps until each event's scaled time")
-		})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	p := newPacer(1)
-	require.NoError(t, p.wait(ctx, 0))
-	require.ErrorIs(t, p.wait(ctx, 60_000), context.Canceled, "a stop ends the wait")
-}
-
-func TestProgressLine(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		n, total      int64
-		elapsed       time.Duration
-		tty, final    bool
-		want, wantNot string
-	}{
-		{"plain", 500_000, 2_000_000, time.Second, false, false, "replay:  25% 500.0k/2.0M events  500.0k events/s  ETA 3s\n", ""},
-		{"bar", 1_000_000, 2_000_000, time.Second, true, false, "\r[###############...............]  50% 1.0M/2.0M events  1.0M events/s  ETA 1s\x1b[K", ""},
-		{"final", 1_500_000, 2_000_000, time.Second, false, true, "replay: 100% 1.5M/2.0M events  1.5M events/s  ETA 0s\n", ""},
-		{"filters read fewer rows than the footers hold", 3_000, 2_000, time.Second, false, false, "100%", "ETA 0"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := progressLine(tc.n, tc.total, tc.elapsed, tc.tty, tc.final)
-			require.Contains(t, got, tc.want)
-			if tc.wantNot != "" {
-				require.NotContains(t, got, tc.wantNot)
-			}
-		})
-	}
-}
-
 // deleteTopic deletes topic, if it exists, at the end of a test.
 func deleteTopic(t *testing.T, seeds []string, topic string) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))

@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/keyheat/keyheat/cmd/internal/cli"
 	"github.com/keyheat/keyheat/config"
-	"github.com/keyheat/keyheat/internal/cli"
 )
 
 // The config keys (or whole sections) each command reads, for its --help:

@@ -29,10 +29,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/cmd/internal/cli"
 	"github.com/keyheat/keyheat/config"
 	"github.com/keyheat/keyheat/ingest"
-	"github.com/keyheat/keyheat/internal/cli"
 	"github.com/keyheat/keyheat/internal/deadletters"
+	"github.com/keyheat/keyheat/internal/progress"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/schemas"
@@ -313,10 +314,7 @@ func run(cmd *cobra.Command, args map[string]any, force <-chan struct{}, sub sub
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		var tty io.Writer
-		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = os.Stderr
-		}
+		tty := progress.Terminal(os.Stderr)
 		interval := time.Second
 		if tty == nil {
 			interval = 10 * time.Second

@@ -1,4 +1,4 @@
-package detect
+package demo
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/detect"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -37,7 +38,7 @@ type ViewConfig struct {
 // View shows what keyheat publishes, as an application would see it: it
 // follows the hot-key registry and the reports topic like any other
 // consumer, and draws the latest cluster report's top keys and skew with
-// the recent alerts. detect demo runs one on the terminal.
+// the recent alerts. The demo runs one on the terminal.
 type View struct {
 	cfg ViewConfig
 	cl  *kgo.Client
@@ -123,7 +124,7 @@ func (v *View) record(r *kgo.Record) {
 		if err != nil {
 			return // not a detector record (a manual entry, "m:…"), or of a format this view does not know
 		}
-		v.alerts = append(v.alerts, string(AppendHotKeyText(nil, h)))
+		v.alerts = append(v.alerts, string(detect.AppendHotKeyText(nil, h)))
 		v.nAlerts++
 		if len(v.alerts) > 4*viewAlerts {
 			v.printed -= len(v.alerts) - viewAlerts

@@ -1,9 +1,9 @@
 // Package cli is the plumbing keyheat's commands share: the slog logger
 // the log section configures, the HTTP endpoint serving Prometheus
 // metrics and health checks, how an error is printed before a non-zero
-// exit, a watcher that reloads a configuration file when it changes, and
-// the commands' help: each lists the config keys it reads (Reads,
-// SetupHelp), grouped by section, and --help-all every flag.
+// exit, what a stop says while it waits (SayWhileWaiting), and the
+// commands' help: each lists the config keys it reads
+// (Reads, SetupHelp), grouped by section, and --help-all every flag.
 //
 // It holds no command's logic and no configuration of its own; commands
 // call it from main with what config.Load gave them.

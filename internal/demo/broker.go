@@ -1,4 +1,4 @@
-package detect
+package demo
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// StartBroker starts an in-process Kafka broker (franz-go's kfake) on
-// 127.0.0.1:port, one node, for detect demo: nothing to install, and real
-// clients (ingest, kcat) can connect to it. Port 0 picks a free port.
-// Close the cluster to stop it; its data lives in memory only.
-func StartBroker(port int) (*kfake.Cluster, string, error) {
+// startBroker starts an in-process Kafka broker (franz-go's kfake) on
+// 127.0.0.1:port, one node: nothing to install, and real clients (ingest,
+// kcat) can connect to it. Port 0 picks a free port. Close the cluster to
+// stop it; its data lives in memory only.
+func startBroker(port int) (*kfake.Cluster, string, error) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port))
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {

@@ -1,4 +1,4 @@
-package cli
+package reload
 
 import (
 	"bytes"
@@ -12,19 +12,19 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// WatchFile calls changed each time the content of the file at path
+// watchFile calls changed each time the content of the file at path
 // changes, until ctx ends. It watches the file's folder rather than the
 // file: editors save by writing a new file and renaming it over the old
 // one, and Kubernetes swaps a ConfigMap's files by replacing a symlink,
 // neither of which a watch on the file itself survives. Events are
 // debounced by settle (a save is several events) and changed runs only
 // when the bytes differ from those of the last call (or of the start), so
-// touching the file does nothing. changed runs on WatchFile's goroutine,
+// touching the file does nothing. changed runs on watchFile's goroutine,
 // one call at a time.
 //
-// WatchFile returns once ctx ends, or at once with an error when the
+// watchFile returns once ctx ends, or at once with an error when the
 // folder cannot be watched.
-func WatchFile(ctx context.Context, path string, settle time.Duration, log *slog.Logger, changed func()) error {
+func watchFile(ctx context.Context, path string, settle time.Duration, log *slog.Logger, changed func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", path, err)
