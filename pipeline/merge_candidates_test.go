@@ -266,3 +266,58 @@ func TestMergeCandidatesRandom(t *testing.T) {
 		t.Run(strconv.Itoa(round), func(t *testing.T) { requireCandidates(t, topN, ws) })
 	}
 }
+
+// TestMergeCandidatesSpreadFloors holds the kept keys to the model where
+// the candidates' cut is tightest: a topic not keyed over many
+// partitions, each listing a few keys of a small pool (so a key is listed
+// by some partitions and not others), a few of them with the same Floor,
+// as large as the counts. A key's most possible count then rests on the
+// Floors of the partitions not listing it, less those of the ones that
+// do: a key listed by half of the floored partitions, and heavy, is left
+// out if those are taken off twice.
+func TestMergeCandidatesSpreadFloors(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for round := range 200 {
+		topN := 1 + r.IntN(3)
+		parts := int32(16 + r.IntN(48))
+		pool := 10 + r.IntN(40)
+		floored, floor := int32(2+r.IntN(3)), uint64(5+r.IntN(20))
+		var ws []*schemas.PartitionWindow
+		for p := range parts {
+			a := schemas.AppWindow{App: "a"}
+			var cms *sketch.CountMin
+			if p < floored {
+				a.Floor = floor
+			} else if r.IntN(2) == 0 {
+				var err error
+				cms, err = sketch.NewCountMin(sketch.CountMinConfig{Width: 8, Depth: 2})
+				require.NoError(t, err)
+			}
+			seen := map[string]bool{}
+			for range 1 + r.IntN(8) {
+				key := "k" + strconv.Itoa(r.IntN(pool))
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				count := uint64(1 + r.IntN(10))
+				if cms != nil {
+					cms.AddN(key, count)
+				}
+				kc := schemas.KeyCount{App: "a", Key: key, Count: count, Error: uint64(r.IntN(2)), Partition: p}
+				a.Events += kc.Count
+				a.Top = append(a.Top, kc)
+			}
+			if cms != nil {
+				var err error
+				a.Sketch, err = cms.MarshalBinary()
+				require.NoError(t, err)
+			}
+			ws = append(ws, &schemas.PartitionWindow{
+				Version: schemas.WindowVersion, ID: schemas.PartitionWindowID("t", p, 0), Topic: "t", Partition: p, Partitions: parts,
+				StartMs: 0, EndMs: 1000, Events: a.Events, Apps: []schemas.AppWindow{a},
+			})
+		}
+		t.Run(strconv.Itoa(round), func(t *testing.T) { requireCandidates(t, topN, ws) })
+	}
+}

@@ -60,16 +60,25 @@ type mergeScratch struct {
 	stamp []int32
 	heaps [5]largest // selection of thresholds: the figures', the count's
 	cands []int32    // keys the reports may show
+	// usedAccs and usedMore are the most entries of accs and more any
+	// app of the window being merged used: what release clears, and
+	// what the buffers' sizes are held to.
+	usedAccs, usedMore int
 }
+
+// minScratchKeys is the fewest keys the scratch is sized for: a window
+// below it costs no allocation after the first.
+const minScratchKeys = 1 << 12
 
 // reset empties s for an app whose windows list at most listed keys
 // (with repeats); keyed says that no key is expected in two windows.
 func (s *mergeScratch) reset(listed int, keyed bool, wins int) {
+	s.noteUse()
 	s.accs = s.accs[:0]
 	s.more = s.more[:0]
 	// Keyed, the keys are about as many as the listed entries; otherwise
 	// they repeat over the partitions and the table grows as needed.
-	want := 1 << 12
+	want := minScratchKeys
 	if keyed {
 		want = max(want, listed)
 	}
@@ -87,6 +96,42 @@ func (s *mergeScratch) reset(listed int, keyed bool, wins int) {
 	}
 	s.stamp = s.stamp[:wins]
 	clear(s.stamp)
+}
+
+// noteUse records what the app last merged used of the buffers.
+func (s *mergeScratch) noteUse() {
+	s.usedAccs = max(s.usedAccs, len(s.accs))
+	s.usedMore = max(s.usedMore, len(s.more))
+}
+
+// release ends a window's merge. It drops the keys' strings, which would
+// otherwise keep the reported summaries' keys reachable until a later
+// window overwrote them, and frees every buffer more than four times the
+// size this window needed: a spike (a window listing many more keys, as a
+// backlog or a burst of distinct keys brings) must not pin its peak for
+// good, while windows of a steady size reuse the buffers as they are.
+// Clearing costs what the window's merge wrote, not the buffers' size.
+func (s *mergeScratch) release() {
+	s.noteUse()
+	clear(s.accs[:min(s.usedAccs, cap(s.accs))])
+	s.accs = s.accs[:0]
+	keys := max(s.usedAccs, minScratchKeys)
+	if cap(s.accs) > 4*keys {
+		s.accs = nil
+	}
+	if cap(s.cur) > 4*keys {
+		s.cur = nil
+	}
+	if cap(s.cands) > 4*keys {
+		s.cands = nil
+	}
+	if cap(s.more) > 4*max(s.usedMore, minScratchKeys) {
+		s.more = nil
+	}
+	if len(s.tab) > 4*(2<<bitsFor(keys)) {
+		s.tab = nil
+	}
+	s.usedAccs, s.usedMore = 0, 0
 }
 
 // bitsFor is the number of bits n takes (0 for 0).

@@ -184,6 +184,7 @@ func (m *Merger) merge(p *pendingWindow, missing []string, idle []mergePart) Mer
 	for _, name := range reportApps {
 		out.Reports = append(out.Reports, m.report(byName[name], schemas.ScopeApp, name, w))
 	}
+	m.scratch.release()
 	return out
 }
 
