@@ -163,9 +163,10 @@ func detectCoreStep(b *testing.B) func(e *schemas.AccessEvent, off int64) {
 			windowEnd = (e.TimeMs/1000 + 1) * 1000
 		}
 		p.curOffset = off
-		h := sketch.Hash(e.Key)
-		tab.touch(h)
 		ad := p.det.app(e.App)
+		h := sketch.Hash(e.Key)
+		p.det.prefetch(ad, h)
+		tab.touch(h)
 		cls := p.classify(e.Op)
 		if x, g := ad.match(e.Key); x != nil {
 			p.det.process(ad, x, g, e, e.Key, h, cls, &out)
