@@ -3,6 +3,7 @@ package sketch
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 
 	"github.com/axiomhq/hyperloglog"
 )
@@ -132,12 +133,7 @@ func (c *Cardinality) AppendBinary(dst []byte) ([]byte, error) {
 	lib := dst[start+len(hllMagic)+1:]
 	if c.p >= hllListMinP && len(lib) > 8 && lib[3] == 0 {
 		regs := lib[8:]
-		nz := 0
-		for _, r := range regs {
-			if r != 0 {
-				nz++
-			}
-		}
+		nz := nonZero(regs)
 		// A register takes at most 4 bytes listed (3 of index gap below
 		// 2^21 registers, 1 of value).
 		if 2+binary.MaxVarintLen32+4*nz < len(lib) {
@@ -147,17 +143,39 @@ func (c *Cardinality) AppendBinary(dst []byte) ([]byte, error) {
 			dst = append(dst, hllVersionList, c.p)
 			dst = binary.AppendUvarint(dst, uint64(nz))
 			prev := -1
-			for i, r := range regs {
-				if r != 0 {
-					dst = binary.AppendUvarint(dst, uint64(i-prev))
-					dst = append(dst, r)
-					prev = i
+			for w := 0; w < len(regs); w += 8 {
+				if binary.LittleEndian.Uint64(regs[w:]) == 0 {
+					continue // most words of a list's registers
+				}
+				for i, r := range regs[w : w+8] {
+					if r != 0 {
+						dst = binary.AppendUvarint(dst, uint64(w+i-prev))
+						dst = append(dst, r)
+						prev = w + i
+					}
 				}
 			}
 			dst = dst[:start+copy(dst[start:], dst[end:])]
 		}
 	}
 	return appendCRC(dst, start), nil
+}
+
+// nonZero counts the non-zero bytes of regs, whose length is a multiple
+// of 8 (2^p, p ≥ 4), a word at a time.
+func nonZero(regs []byte) int {
+	n := 0
+	for w := 0; w < len(regs); w += 8 {
+		if x := binary.LittleEndian.Uint64(regs[w:]); x != 0 {
+			// A byte is non-zero when any of its bits is: fold them into
+			// its top bit.
+			x |= x >> 4
+			x |= x >> 2
+			x |= x >> 1
+			n += bits.OnesCount64(x & 0x0101010101010101)
+		}
+	}
+	return n
 }
 
 // UnmarshalBinary replaces c with the estimate encoded in data, of either
