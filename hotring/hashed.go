@@ -4,7 +4,6 @@ import (
 	"unsafe"
 
 	"github.com/keyheat/keyheat/internal/faststr"
-	"github.com/keyheat/keyheat/internal/prefetch"
 )
 
 // The hashed, namespaced entry points: what a detector that has already
@@ -521,12 +520,4 @@ func (r *Ring) EvictLowest(nowMs int64, lane int, below uint64) bool {
 	}
 	r.evicted.Add(1)
 	return true
-}
-
-// PrefetchHash starts loading the bucket head that MayTrackHash(h) and
-// TouchHash read, without waiting for it, so that its cache miss overlaps
-// the caller's work until then. It changes nothing.
-func (r *Ring) PrefetchHash(h uint64) {
-	t := r.gens.Load().active
-	prefetch.Line(unsafe.Pointer(&t.buckets[h&t.mask]))
 }

@@ -259,22 +259,6 @@ func (ad *appDet) matchKey(key string) (*rule, *group) {
 	return nil, nil
 }
 
-// prefetch starts loading what detection of a key hashed to h will read
-// first, in the group of ad's rule that watches every key: its current
-// slot sketch's counters and its ring bucket. Called right after the
-// hash, their cache misses overlap each other and the exact table's
-// instead of stalling detection one after the other. Apps whose rules
-// test the key first get none: which group counts it is not known yet.
-func (d *detector) prefetch(ad *appDet, h uint64) {
-	if ad.all == nil {
-		return
-	}
-	g := ad.groups[0]
-	hr := ringHash(h, ad.salt)
-	g.cms[g.cur].PrefetchHash(hr)
-	g.ring.PrefetchHash(hr)
-}
-
 // ringHash derives a key's ring and sketch position from its xxh3 hash and
 // its app: the same key in two apps is two keys to the detector.
 func ringHash(h, salt uint64) uint64 { return mix64(h ^ salt) }

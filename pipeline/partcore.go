@@ -276,20 +276,17 @@ func (p *Partition) Process(e *schemas.AccessEvent, offset int64, out *Output) {
 		p.advance(e.TimeMs, out)
 	}
 
+	h := sketch.Hash(key)
+	if v == vCount {
+		// Detection comes first, and takes long enough to hide the cache
+		// misses of the window's exact table, started here.
+		p.win.touch(startMs, h)
+	}
 	// The app and the operation of the event before, usually, tested here
 	// rather than in a call.
 	ad := p.det.last
 	if ad == nil || !(len(e.App) <= 8 && faststr.EqualShort(ad.app, e.App) || len(e.App) > 8 && faststr.Equal(ad.app, e.App)) {
 		ad = p.det.app(e.App)
-	}
-	h := sketch.Hash(key)
-	// Every structure the event reads is far apart in memory: their cache
-	// misses are started here, together, so that they overlap. Detection
-	// comes first, and takes long enough to hide those of the window's
-	// exact table.
-	p.det.prefetch(ad, h)
-	if v == vCount {
-		p.win.touch(startMs, h)
 	}
 	white := len(ad.white) > 0 && ad.whitelisted(key)
 	if white {

@@ -186,7 +186,6 @@ func detectCoreStep(b *testing.B) func(e *schemas.AccessEvent, off int64) {
 		p.curOffset = off
 		ad := p.det.app(e.App)
 		h := sketch.Hash(e.Key)
-		p.det.prefetch(ad, h)
 		tab.touch(h)
 		cls := p.classify(e.Op)
 		if x, g := ad.match(e.Key); x != nil {

@@ -4,9 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
-	"unsafe"
-
-	"github.com/keyheat/keyheat/internal/prefetch"
 )
 
 // Default Count-Min dimensions: four rows (hash functions) of 2048 counters.
@@ -503,21 +500,4 @@ func decodeCountMin(r *reader) (*CountMin, error) {
 		}
 	}
 	return s, nil
-}
-
-// PrefetchHash starts loading the counters AddHash(h, …) and
-// EstimateHash(h) read, without waiting for them: a caller that knows the
-// key well before it counts it (a detector, right after hashing) lets
-// their cache misses overlap its other work. It changes nothing.
-func (s *CountMin) PrefetchHash(h uint64) {
-	h = seeded(h, s.cfg.Seed)
-	if s.cfg.Depth != 4 {
-		return
-	}
-	i0, i1, i2, i3 := s.cells4(h)
-	c := s.counters
-	prefetch.Line(unsafe.Pointer(&c[i0]))
-	prefetch.Line(unsafe.Pointer(&c[i1]))
-	prefetch.Line(unsafe.Pointer(&c[i2]))
-	prefetch.Line(unsafe.Pointer(&c[i3]))
 }
