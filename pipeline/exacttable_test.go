@@ -166,5 +166,5 @@ func TestExactTableHint(t *testing.T) {
 	require.Equal(t, exactMinKeys, cap(newExactTable(1<<16, 1<<20, 0).ents))
 	require.Equal(t, 5000, cap(newExactTable(1<<16, 1<<20, 5000).ents))
 	require.Equal(t, 1000, cap(newExactTable(1000, 1<<20, 5000).ents))
-	require.Equal(t, int64(1000*64+2048*4+128*8+8<<10+1<<20), exactBound(1000, 1<<20))
+	require.Equal(t, int64(1000*64+2048*4+128*8+32<<10+1<<20), exactBound(1000, 1<<20))
 }

@@ -11,7 +11,7 @@ import (
 //	windows:   (⌈Lateness/Window⌉ + 2) open windows × (exact table
 //	           + (MaxApps + 1) apps × app)
 //	exact:     ExactKeys × 64 + 4 × (a power of two ≥ 2·ExactKeys)
-//	           + (a power of two ≥ ExactKeys) Bloom filter bytes + 8 KiB
+//	           + (a power of two ≥ ExactKeys) Bloom filter bytes + 32 KiB
 //	           + ExactKeyBytes
 //	app:       top-K (filter 4·TopWidth·8 + TopCapacity × (48 + MaxKeyBytes + 34)
 //	           + table) + big keys (the same with Big*, 33 for 34)

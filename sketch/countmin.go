@@ -120,8 +120,8 @@ func (s *CountMin) note(h uint64) {
 		if n := s.adds; n < resetLog {
 			l[n] = h
 			s.adds = n + 1
-		} else {
-			s.adds = resetLog + 1
+		} else if n == resetLog {
+			s.adds = n + 1 // and no store at every update past it
 		}
 	}
 }
