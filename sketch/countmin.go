@@ -114,6 +114,10 @@ type CountMin struct {
 // to clear them one by one; past it, Reset clears every counter.
 const resetLog = 128
 
+// ResetLogBytes is what a CountMin holds besides its counters (Bytes)
+// once it was Reset: the log of its updates since.
+const ResetLogBytes = resetLog * 8
+
 // note remembers an update of the key hashed (seeded) to h for Reset.
 func (s *CountMin) note(h uint64) {
 	if l := s.added; l != nil {
