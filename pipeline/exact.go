@@ -363,10 +363,26 @@ func (t *exactTable) figures(i int32) [figCount]uint64 {
 	return [figCount]uint64{e.events, e.bytes, r, w, e.latencyUs}
 }
 
-// exactCand is an entry and the figure a list ranks it by.
+// exactCand is an entry, the figure a list ranks it by, and the first 8
+// bytes of its key (keyPrefix), which settle most ties without reading
+// the keys: a window of light keys ties on nearly every comparison.
 type exactCand struct {
-	i int32
-	f uint64
+	i   int32
+	f   uint64
+	pre uint64
+}
+
+// keyPrefix is the first 8 bytes of key, big endian, zero-padded: keys
+// whose prefixes differ compare as their prefixes do (a key that ends
+// within them pads with zeros, below every byte but 0, where the prefixes
+// then tie and the keys are compared).
+func keyPrefix(key string) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(key), 8))
+	}
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // exactHeap keeps the n entries that rank first by a figure, heaviest
@@ -382,6 +398,9 @@ type exactHeap struct {
 func (x *exactHeap) worse(a, b exactCand) bool {
 	if a.f != b.f {
 		return a.f < b.f
+	}
+	if a.pre != b.pre {
+		return a.pre > b.pre
 	}
 	return strings.Compare(x.t.key(&x.t.ents[a.i]), x.t.key(&x.t.ents[b.i])) > 0
 }
@@ -453,9 +472,10 @@ func (t *exactTable) exactLists(heaps *[figCount]exactHeap, idx []int32, nTop, n
 	}
 	for _, i := range idx {
 		fs := t.figures(i)
+		pre := keyPrefix(t.key(&t.ents[i]))
 		for f := range heaps {
 			if heaps[f].n > 0 {
-				heaps[f].push(exactCand{i, fs[f]})
+				heaps[f].push(exactCand{i, fs[f], pre})
 			}
 		}
 	}
