@@ -166,5 +166,26 @@ func TestExactTableHint(t *testing.T) {
 	require.Equal(t, exactMinKeys, cap(newExactTable(1<<16, 1<<20, 0).ents))
 	require.Equal(t, 5000, cap(newExactTable(1<<16, 1<<20, 5000).ents))
 	require.Equal(t, 1000, cap(newExactTable(1000, 1<<20, 5000).ents))
-	require.Equal(t, int64(1000*64+2048*4+128*8+8<<10+1<<20), exactBound(1000, 1<<20))
+	require.Equal(t, int64(1000*64+2048*4+128*8+32<<10+1<<20), exactBound(1000, 1<<20))
+}
+
+// keyPrefix orders keys as strings.Compare does wherever their prefixes
+// differ, keys shorter than 8 bytes and keys with zero bytes included.
+func TestKeyPrefixOrder(t *testing.T) {
+	keys := []string{"", "\x00", "\x00\x00", "a", "a\x00", "ab", "abcdefg", "abcdefgh", "abcdefgh\x00", "abcdefghi",
+		"abcdefgi", "b", "key:1", "key:12345", "key:1234", "key:9", "\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\xff"}
+	for _, a := range keys {
+		for _, b := range keys {
+			pa, pb := keyPrefix(a), keyPrefix(b)
+			if pa == pb {
+				continue
+			}
+			want := strings.Compare(a, b)
+			got := -1
+			if pa > pb {
+				got = 1
+			}
+			require.Equal(t, want, got, "%q vs %q", a, b)
+		}
+	}
 }

@@ -11,14 +11,15 @@ import (
 //	windows:   (⌈Lateness/Window⌉ + 2) open windows × (exact table
 //	           + (MaxApps + 1) apps × app)
 //	exact:     ExactKeys × 64 + 4 × (a power of two ≥ 2·ExactKeys)
-//	           + (a power of two ≥ ExactKeys) Bloom filter bytes + 8 KiB
+//	           + (a power of two ≥ ExactKeys) Bloom filter bytes + 32 KiB
 //	           + ExactKeyBytes
 //	app:       top-K (filter 4·TopWidth·8 + TopCapacity × (48 + MaxKeyBytes + 34)
 //	           + table) + big keys (the same with Big*, 33 for 34)
 //	           + 2^DistinctPrecision
 //	           + 16384 × 4 slot counters (+ 4·SketchWidth·8 when not keyed)
-//	detection: per distinct rule window, (Slots+1) × SketchDepth·SketchWidth·8
-//	           (twice with a bytes_rate rule) + a ring of 2·RingNodes nodes of
+//	           + 3 KiB (the reset logs of its Count-Min sketches)
+//	detection: per distinct rule window, (Slots+1) × (SketchDepth·SketchWidth·8
+//	           + 1 KiB reset log) (twice with a bytes_rate rule) + a ring of 2·RingNodes nodes of
 //	           64 + 8·(5·(Slots+1)+5 rounded up to a power of two) + MaxKeyBytes
 //	           + 24 bytes, its buckets, and as many alert states
 //	cache:     1024 apps' rule lists; 4096 clock checkpoints
@@ -40,7 +41,8 @@ func (o Options) MemoryBound() int64 {
 		return int64(4*width*8) + int64(capacity)*(int64(sketch.TopKEntryBytes(int(keyBytes)))+aux) +
 			int64(sketch.TopKTableBytes(capacity))
 	}
-	app := topK(s.TopCapacity, s.TopWidth, 3*8+8+2) + int64(1)<<s.DistinctPrecision + RedisSlots*4 + 4*int64(s.SketchWidth)*8 + 256
+	app := topK(s.TopCapacity, s.TopWidth, 3*8+8+2) + int64(1)<<s.DistinctPrecision + RedisSlots*4 + 4*int64(s.SketchWidth)*8 + 256 +
+		3*sketch.ResetLogBytes
 	if s.BigKeys > 0 {
 		app += topK(s.BigCapacity, s.BigWidth, 4*8+1)
 	}
@@ -56,7 +58,7 @@ func (o Options) MemoryBound() int64 {
 	// An alert state is 168 bytes (its episode's refresh figures
 	// included), two slots of its table, and its key.
 	ring := nodes*(64+8*words+keyBytes+24) + 8<<hotring.SizeBits(2*d.RingNodes) + nodes*(200+keyBytes)
-	group := 2*int64(d.Slots+1)*int64(d.SketchDepth*d.SketchWidth*8) + ring
+	group := 2*int64(d.Slots+1)*(int64(d.SketchDepth*d.SketchWidth*8)+sketch.ResetLogBytes) + ring
 	groups := int64(len(o.rulesWindows()))
 	const cache = maxDetApps*512 + maxHistory*16
 	return windows + groups*group + cache

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sketch"
@@ -99,9 +100,29 @@ func streamLoop(b *testing.B, keys []string, ids []uint64, perMs int, step func(
 	}
 	b.ReportAllocs()
 	i := warm
+	cpu := startCPU()
 	for b.Loop() {
 		one(i)
 		i++
+	}
+	cpu.report(b)
+}
+
+// cpuMeter measures a benchmark loop's CPU time, reported per operation
+// as cpu-ns/op: on a loaded machine the figure to compare.
+type cpuMeter struct {
+	t0 time.Duration
+	ok bool
+}
+
+func startCPU() cpuMeter {
+	t, ok := cpuTime()
+	return cpuMeter{t, ok}
+}
+
+func (m cpuMeter) report(b *testing.B) {
+	if t, ok := cpuTime(); ok && m.ok && b.N > 0 {
+		b.ReportMetric(float64((t-m.t0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -163,9 +184,9 @@ func detectCoreStep(b *testing.B) func(e *schemas.AccessEvent, off int64) {
 			windowEnd = (e.TimeMs/1000 + 1) * 1000
 		}
 		p.curOffset = off
+		ad := p.det.app(e.App)
 		h := sketch.Hash(e.Key)
 		tab.touch(h)
-		ad := p.det.app(e.App)
 		cls := p.classify(e.Op)
 		if x, g := ad.match(e.Key); x != nil {
 			p.det.process(ad, x, g, e, e.Key, h, cls, &out)
@@ -292,4 +313,54 @@ func BenchmarkDetectParts(b *testing.B) {
 			out.Reset()
 		})
 	})
+}
+
+// BenchmarkSparseWindows is one partition of a backfill of a quiet topic,
+// one report window per iteration: 250 events per 1 s window (1,000
+// events/s over four partitions, detect.BenchmarkEndToEnd's rate=1000),
+// keys drawn from 100,000, each window summarised when the watermark
+// passes it, encoded as detect sends it (schemas.PartitionWindow's
+// AppendBinary) and acknowledged. What an iteration costs beyond 250 ×
+// the per-event cost is the window's: the slot sketches and exact table
+// reset, the summary built, encoded and dropped.
+func BenchmarkSparseWindows(b *testing.B) {
+	const perWindow = 250
+	p, err := NewPartition(DefaultOptions(), testSource, Start{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = "key:" + strconv.Itoa(i)
+	}
+	var out Output
+	var buf []byte
+	var off int64
+	e := schemas.AccessEvent{App: "app", Op: "GET", Bytes: 100}
+	window := func() {
+		for range perWindow {
+			e.Key = keys[(off*off)%int64(len(keys))]
+			e.TimeMs = t0Ms + off*1000/perWindow
+			p.Process(&e, off, &out)
+			off++
+		}
+		for i := range out.Windows {
+			buf = out.Windows[i].AppendBinary(buf[:0])
+			p.Acked(out.Windows[i].StartMs)
+		}
+		for _, h := range out.HotKeys {
+			p.AckedHotKey(h.ID)
+		}
+		out.Reset()
+	}
+	for range 20 {
+		window()
+	}
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		window()
+	}
+	cpu.report(b)
+	b.ReportMetric(float64(len(buf)), "summary-bytes")
 }

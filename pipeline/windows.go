@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strings"
@@ -39,6 +40,8 @@ type windows struct {
 	lists [figCount]exactHeap
 	sel   []int32
 	items []sketch.Item
+	// distinct is summary's scratch for encoding a distinct-key sketch.
+	distinct []byte
 	// exactHint is the most keys a window's exact table held so far: a
 	// new table starts with room for as many, rather than growing to it.
 	exactHint int
@@ -635,7 +638,11 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 			}
 		}
 	}
-	aw.Distinct, _ = a.distinct.AppendBinary(nil)
+	// Encoded into a buffer kept for the next window, then copied: the
+	// encoding passes through the whole dense register array, most often
+	// to keep a short list of it.
+	w.distinct, _ = a.distinct.AppendBinary(w.distinct[:0])
+	aw.Distinct = bytes.Clone(w.distinct)
 	for slot, n := range a.slots {
 		if n > 0 {
 			aw.Slots = append(aw.Slots, schemas.SlotCount{Slot: uint16(slot), Events: uint64(n)})

@@ -1,7 +1,9 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"errors"
+	"math/bits"
 
 	"github.com/axiomhq/hyperloglog"
 )
@@ -91,11 +93,34 @@ func (c *Cardinality) Merge(other *Cardinality) error {
 
 const hllMagic = "KHHL"
 
-// MarshalBinary encodes the estimate (version 1): the library's own encoding
-// framed by this package's magic, version and CRC-32C.
+// An estimate is encoded in one of two versions, framed alike:
+//
+//   - version 1: the library's own encoding (its dense registers, or its
+//     sparse form);
+//   - version 2, for a dense estimate of precision hllListMinP or more
+//     whose non-zero registers are few (a window with few keys): the
+//     precision (1 byte), the number of non-zero registers (uvarint), and
+//     per non-zero register, in order, its index minus the previous one's
+//     plus one (uvarint; the first: its index + 1) and its value (1 byte).
+//
+// Both decode to the same dense registers, so estimates and merges do
+// not depend on the version. Version 1 is what a reader built before
+// version 2 existed can read: a writer of version 2 needs every reader
+// of its encodings upgraded first.
+const (
+	hllVersionLibrary = 1
+	hllVersionList    = 2
+	// hllListMinP is the least precision listed: below it the dense form
+	// is at most 512 bytes, which a list saves too little of to matter.
+	hllListMinP = 10
+)
+
+// MarshalBinary encodes the estimate (see hllVersionList for the two
+// versions), framed by this package's magic, version and CRC-32C.
 func (c *Cardinality) MarshalBinary() ([]byte, error) { return c.AppendBinary(nil) }
 
-// AppendBinary appends the MarshalBinary encoding to dst.
+// AppendBinary appends the MarshalBinary encoding to dst: version 2 when
+// it is the shorter, else version 1.
 func (c *Cardinality) AppendBinary(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst = appendHeader(dst, hllMagic)
@@ -103,13 +128,64 @@ func (c *Cardinality) AppendBinary(dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst[:start], err
 	}
+	// The library's dense encoding: version, p, bias, 0 (dense), the
+	// register count (4 bytes), one byte per register.
+	lib := dst[start+len(hllMagic)+1:]
+	if c.p >= hllListMinP && len(lib) > 8 && lib[3] == 0 {
+		regs := lib[8:]
+		nz := nonZero(regs)
+		// A register takes at most 4 bytes listed (3 of index gap below
+		// 2^21 registers, 1 of value).
+		if 2+binary.MaxVarintLen32+4*nz < len(lib) {
+			// Listed after the library's encoding, then moved over it.
+			end := len(dst)
+			dst = append(dst, hllMagic...)
+			dst = append(dst, hllVersionList, c.p)
+			dst = binary.AppendUvarint(dst, uint64(nz))
+			prev := -1
+			for w := 0; w < len(regs); w += 8 {
+				if binary.LittleEndian.Uint64(regs[w:]) == 0 {
+					continue // most words of a list's registers
+				}
+				for i, r := range regs[w : w+8] {
+					if r != 0 {
+						dst = binary.AppendUvarint(dst, uint64(w+i-prev))
+						dst = append(dst, r)
+						prev = w + i
+					}
+				}
+			}
+			dst = dst[:start+copy(dst[start:], dst[end:])]
+		}
+	}
 	return appendCRC(dst, start), nil
 }
 
-// UnmarshalBinary replaces c with the estimate encoded in data. Corrupt input
-// returns an error wrapping ErrCorrupt and leaves c unchanged.
+// nonZero counts the non-zero bytes of regs, whose length is a multiple
+// of 8 (2^p, p ≥ 4), a word at a time.
+func nonZero(regs []byte) int {
+	n := 0
+	for w := 0; w < len(regs); w += 8 {
+		if x := binary.LittleEndian.Uint64(regs[w:]); x != 0 {
+			// A byte is non-zero when any of its bits is: fold them into
+			// its top bit.
+			x |= x >> 4
+			x |= x >> 2
+			x |= x >> 1
+			n += bits.OnesCount64(x & 0x0101010101010101)
+		}
+	}
+	return n
+}
+
+// UnmarshalBinary replaces c with the estimate encoded in data, of either
+// version. Corrupt input returns an error wrapping ErrCorrupt and leaves c
+// unchanged.
 func (c *Cardinality) UnmarshalBinary(data []byte) error {
 	r := newReader(data, "cardinality")
+	if r.err == nil && r.remaining() >= len(hllMagic)+2 && string(r.buf[:len(hllMagic)]) == hllMagic && r.buf[len(hllMagic)] == hllVersionList {
+		return c.unmarshalList(r)
+	}
 	r.header(hllMagic, "cardinality")
 	if r.err != nil {
 		return r.err
@@ -124,6 +200,55 @@ func (c *Cardinality) UnmarshalBinary(data []byte) error {
 	}
 	// The library validated the header, whose second byte is p.
 	c.hll, c.p = h, body[1]
+	return nil
+}
+
+// unmarshalList decodes version 2 from r, at its magic: it rebuilds the
+// library's dense encoding of the listed registers, which the library
+// then validates as it validates version 1's.
+func (c *Cardinality) unmarshalList(r *reader) error {
+	r.off += len(hllMagic) + 1
+	p := r.byte("precision")
+	if r.err == nil && (p < hllListMinP || p > 18) {
+		r.fail("cardinality: listed precision %d, want %d..18", p, hllListMinP)
+	}
+	nz := r.uvarint("registers")
+	if r.err != nil {
+		return r.err
+	}
+	m := uint64(1) << p
+	// Every listed register takes 2 bytes at least: a count past what is
+	// left is corrupt, checked before anything is sized from it.
+	if nz > m || 2*nz > uint64(r.remaining()) {
+		return corruptf("cardinality: %d registers listed, %d bytes left of %d registers", nz, r.remaining(), m)
+	}
+	lib := make([]byte, 8+m)
+	lib[0], lib[1] = 2, p // the library's version 2, dense, no bias
+	binary.BigEndian.PutUint32(lib[4:8], uint32(m))
+	i := int64(-1)
+	for range nz {
+		gap := r.uvarint("register gap")
+		v := r.byte("register")
+		if r.err != nil {
+			return r.err
+		}
+		if gap == 0 || gap > m {
+			return corruptf("cardinality: register gap %d after %d of %d", gap, i, m)
+		}
+		i += int64(gap)
+		if i >= int64(m) || v == 0 {
+			return corruptf("cardinality: listed register %d = %d of %d", i, v, m)
+		}
+		lib[8+i] = v
+	}
+	if err := r.finish("cardinality"); err != nil {
+		return err
+	}
+	h := new(hyperloglog.Sketch)
+	if err := h.UnmarshalBinary(lib); err != nil {
+		return corruptf("cardinality: %v", err)
+	}
+	c.hll, c.p = h, p
 	return nil
 }
 

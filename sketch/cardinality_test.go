@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 
@@ -68,4 +69,85 @@ func TestCardinalityDenseDoesNotAllocate(t *testing.T) {
 		c.Add(keys[i%len(keys)])
 		i++
 	}))
+}
+
+// Estimates of few keys are encoded as a list of their registers, much
+// shorter than the dense registers and decoding to the same ones: the
+// same estimate, and merges that give what merging the originals gives.
+// Encodings of version 1 (the library's) still decode.
+func TestCardinalityListedRegisters(t *testing.T) {
+	for _, n := range []uint64{0, 1, 250, 3000, 20_000} {
+		a, err := NewCardinality(CardinalityConfig{})
+		require.NoError(t, err)
+		for i := range n {
+			a.Add(keyOf(i))
+		}
+		enc, err := a.MarshalBinary()
+		require.NoError(t, err)
+		if n <= 3000 {
+			require.Equal(t, byte(hllVersionList), enc[4], "%d keys", n)
+			require.Less(t, len(enc), 4*int(n)+16, "%d keys", n)
+		} else {
+			require.Equal(t, byte(hllVersionLibrary), enc[4], "%d keys", n)
+		}
+		var d Cardinality
+		require.NoError(t, d.UnmarshalBinary(enc))
+		require.Equal(t, a.Estimate(), d.Estimate(), "%d keys", n)
+		lib, err := a.hll.MarshalBinary()
+		require.NoError(t, err)
+		dl, err := d.hll.MarshalBinary()
+		require.NoError(t, err)
+		require.Equal(t, lib, dl, "%d keys: registers", n)
+
+		// Version 1 of the same estimate, as written before lists.
+		v1 := appendCRC(append(appendHeader(nil, hllMagic), lib...), 0)
+		var e Cardinality
+		require.NoError(t, e.UnmarshalBinary(v1))
+		require.Equal(t, a.Estimate(), e.Estimate())
+
+		b, _ := NewCardinality(CardinalityConfig{})
+		for i := range uint64(500) {
+			b.Add(keyOf(1_000_000 + i))
+		}
+		require.NoError(t, d.Merge(b))
+		require.NoError(t, a.Merge(b))
+		require.Equal(t, a.Estimate(), d.Estimate())
+
+		for k := range len(enc) {
+			require.ErrorIs(t, d.UnmarshalBinary(enc[:k]), ErrCorrupt, "%d keys, cut at %d", n, k)
+		}
+		// Appended to a buffer, after what it holds.
+		got, err := a.AppendBinary([]byte("prefix"))
+		require.NoError(t, err)
+		want, _ := a.MarshalBinary()
+		require.Equal(t, append([]byte("prefix"), want...), got)
+	}
+}
+
+// A list that names a register twice, out of range, out of order or
+// with a zero value is refused, not decoded to something else.
+func TestCardinalityListCorrupt(t *testing.T) {
+	list := func(p byte, entries ...uint64) []byte {
+		b := append([]byte(hllMagic), hllVersionList, p)
+		b = binary.AppendUvarint(b, uint64(len(entries)/2))
+		for i := 0; i < len(entries); i += 2 {
+			b = binary.AppendUvarint(b, entries[i])
+			b = append(b, byte(entries[i+1]))
+		}
+		return appendCRC(b, 0)
+	}
+	var c Cardinality
+	require.NoError(t, c.UnmarshalBinary(list(14, 1, 3, 5, 2)))
+	require.Equal(t, uint64(2), c.Estimate())
+	for name, b := range map[string][]byte{
+		"gap 0":            list(14, 1, 3, 0, 2),
+		"past the end":     list(14, 1<<14+1, 1),
+		"value 0":          list(14, 1, 0),
+		"value too large":  list(14, 1, 60),
+		"precision 4":      list(4, 1, 1),
+		"precision 19":     list(19, 1, 1),
+		"count past bytes": appendCRC(binary.AppendUvarint(append([]byte(hllMagic), hllVersionList, 14), 100), 0),
+	} {
+		require.ErrorIs(t, c.UnmarshalBinary(b), ErrCorrupt, name)
+	}
 }

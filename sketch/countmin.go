@@ -100,6 +100,34 @@ type CountMin struct {
 	width    uint32
 	counters []uint64 // row r occupies counters[r*width : (r+1)*width]
 	total    uint64
+	// Once the sketch was Reset, adds counts the updates since, up to
+	// resetLog + 1, and added holds the (seeded) hashes of the first
+	// resetLog of them: while they are all there, Reset clears only their
+	// counters. A sketch reset slot after slot or window after window
+	// then costs its few updates to reset, not its whole array. A sketch
+	// never reset (so never reused) has no log.
+	adds  int
+	added *[resetLog]uint64
+}
+
+// resetLog is how many updates since the last Reset a sketch remembers
+// to clear them one by one; past it, Reset clears every counter.
+const resetLog = 128
+
+// ResetLogBytes is what a CountMin holds besides its counters (Bytes)
+// once it was Reset: the log of its updates since.
+const ResetLogBytes = resetLog * 8
+
+// note remembers an update of the key hashed (seeded) to h for Reset.
+func (s *CountMin) note(h uint64) {
+	if l := s.added; l != nil {
+		if n := s.adds; n < resetLog {
+			l[n] = h
+			s.adds = n + 1
+		} else if n == resetLog {
+			s.adds = n + 1 // and no store at every update past it
+		}
+	}
 }
 
 // NewCountMin builds an empty sketch. It returns an error wrapping
@@ -158,6 +186,7 @@ func (s *CountMin) add(h, n uint64) {
 		return
 	}
 	s.total = satAdd(s.total, n)
+	s.note(h)
 	h1, h2 := rowStep(h)
 	w := s.width
 	c := s.counters
@@ -187,6 +216,7 @@ func (s *CountMin) addUnseeded(h, n uint64) uint64 {
 	i0, i1, i2, i3 := s.cells4(h)
 	c := s.counters
 	s.total = satAdd(s.total, n)
+	s.note(h)
 	if !s.cfg.Conservative {
 		c[i0], c[i1], c[i2], c[i3] = satAdd(c[i0], n), satAdd(c[i1], n), satAdd(c[i2], n), satAdd(c[i3], n)
 		return min(c[i0], c[i1], c[i2], c[i3])
@@ -212,6 +242,7 @@ func (s *CountMin) addHash(h, n uint64) uint64 {
 		return satAdd(est, n)
 	}
 	s.total = satAdd(s.total, n)
+	s.note(h)
 	h1, h2 := rowStep(h)
 	w := s.width
 	c := s.counters
@@ -250,6 +281,7 @@ func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
 			return est, false
 		}
 		s.total = satAdd(s.total, n)
+		s.note(h)
 		c[i0] = max(c[i0], target)
 		c[i1] = max(c[i1], target)
 		c[i2] = max(c[i2], target)
@@ -269,6 +301,7 @@ func (s *CountMin) addUnder(h, n, limit uint64) (est uint64, added bool) {
 		return est, false
 	}
 	s.total = satAdd(s.total, n)
+	s.note(h)
 	for base := uint32(0); int(base) < len(c); base += w {
 		i := base + reduce(h1, w)
 		if c[i] < target {
@@ -305,10 +338,25 @@ func (s *CountMin) estimateHash(h uint64) uint64 {
 	return est
 }
 
-// Reset zeroes every counter, keeping the allocation.
+// Reset zeroes every counter, keeping the allocation. After few updates
+// it clears only the counters they raised.
 func (s *CountMin) Reset() {
-	clear(s.counters)
-	s.total = 0
+	if s.added == nil {
+		clear(s.counters)
+		s.added = new([resetLog]uint64)
+	} else if s.adds > resetLog {
+		clear(s.counters)
+	} else {
+		c, w := s.counters, s.width
+		for _, h := range s.added[:s.adds] {
+			h1, h2 := rowStep(h)
+			for base := uint32(0); int(base) < len(c); base += w {
+				c[base+reduce(h1, w)] = 0
+				h1 += h2
+			}
+		}
+	}
+	s.total, s.adds = 0, 0
 }
 
 func (s *CountMin) sameLayout(o *CountMin) bool {
@@ -337,6 +385,9 @@ func (s *CountMin) Merge(other *CountMin) error {
 	for i, v := range other.counters {
 		s.counters[i] = satAdd(s.counters[i], v)
 	}
+	if s.added != nil {
+		s.adds = resetLog + 1 // other's updates are not in s.added
+	}
 	s.total = satAdd(s.total, other.total)
 	s.cfg.Conservative = s.cfg.Conservative || other.cfg.Conservative
 	return nil
@@ -346,6 +397,7 @@ func (s *CountMin) Merge(other *CountMin) error {
 func (s *CountMin) Clone() *CountMin {
 	c := *s
 	c.counters = append([]uint64(nil), s.counters...)
+	c.added, c.adds = nil, 0 // its next Reset clears every counter
 	return &c
 }
 

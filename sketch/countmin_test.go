@@ -317,3 +317,47 @@ func TestCountMinFourRowsMatchLoops(t *testing.T) {
 		}
 	}
 }
+
+// Reset leaves a sketch as a new one, whether it clears the counters its
+// few updates raised one by one or the whole array, through every way of
+// updating it (plain and conservative, four rows and others, AddHash,
+// AddN, merges and decoded sketches).
+func TestCountMinResetClearsEverything(t *testing.T) {
+	for _, cfg := range []CountMinConfig{
+		{Width: 64}, {Width: 64, Conservative: true}, {Depth: 3, Width: 64},
+		{Depth: 3, Width: 64, Conservative: true}, {Width: 64, Seed: 9},
+	} {
+		for _, n := range []int{0, 1, resetLog - 1, resetLog, resetLog + 1, 10 * resetLog} {
+			s, err := NewCountMin(cfg)
+			require.NoError(t, err)
+			fresh := s.Clone()
+			r := rand.New(rand.NewPCG(uint64(n), 3))
+			for i := range n {
+				switch i % 3 {
+				case 0:
+					s.AddHash(r.Uint64(), 1+r.Uint64N(5))
+				case 1:
+					s.AddN(string(rune('a'+r.IntN(26))), 2)
+				default:
+					s.Add("k")
+				}
+			}
+			s.Reset()
+			require.Equal(t, fresh.counters, s.counters, "%+v after %d updates", cfg, n)
+			require.Zero(t, s.Total())
+
+			// A sketch whose counters came from a merge or a decoder.
+			o := fresh.Clone()
+			o.AddHash(r.Uint64(), 7)
+			s.AddHash(r.Uint64(), 1)
+			require.NoError(t, s.Merge(o))
+			s.Reset()
+			require.Equal(t, fresh.counters, s.counters, "%+v merged", cfg)
+			blob, err := o.MarshalBinary()
+			require.NoError(t, err)
+			require.NoError(t, s.UnmarshalBinary(blob))
+			s.Reset()
+			require.Equal(t, fresh.counters, s.counters, "%+v decoded", cfg)
+		}
+	}
+}

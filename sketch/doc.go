@@ -6,9 +6,12 @@
 //
 // It owns the data structures, their error bounds, sizing helpers, and a
 // versioned binary encoding for each (MarshalBinary / AppendBinary /
-// UnmarshalBinary: magic, version 1, body, CRC-32C; corrupt input is an
+// UnmarshalBinary: magic, version, body, CRC-32C; corrupt input is an
 // error wrapping ErrCorrupt, never a panic) so that window summaries can
-// travel through Kafka to the merger and into archives. Merges of structures
+// travel through Kafka to the merger and into archives. Every encoding is
+// version 1, except a Cardinality's of few keys: version 2 lists its
+// non-zero registers (hundreds of bytes for a quiet window, not 2^p), and
+// decoders read both. Merges of structures
 // built differently fail with a *MismatchError (errors.Is
 // ErrDimensionMismatch).
 //

@@ -109,11 +109,13 @@ func FuzzUnmarshalTopK(f *testing.F) {
 func FuzzUnmarshalCardinality(f *testing.F) {
 	c, _ := NewCardinality(CardinalityConfig{Precision: 4})
 	s, _ := NewCardinality(CardinalityConfig{Precision: 6, Sparse: true})
+	l, _ := NewCardinality(CardinalityConfig{Precision: hllListMinP}) // listed registers
 	for i := range 20 {
 		c.Add(keyOf(uint64(i)))
 		s.Add(keyOf(uint64(i)))
+		l.Add(keyOf(uint64(i)))
 	}
-	fuzzSeeds(f, mustMarshal(c.MarshalBinary()), mustMarshal(s.MarshalBinary()))
+	fuzzSeeds(f, mustMarshal(c.MarshalBinary()), mustMarshal(s.MarshalBinary()), mustMarshal(l.MarshalBinary()))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, withCRC(data)} {
 			var c Cardinality
