@@ -29,24 +29,24 @@ func TestCrashRestartSameReports(t *testing.T) {
 
 			ref := newRunEnv(t, seeds, events)
 			p := start(t, nil, append(args, ref.flags()...)...)
-			require.Equal(t, 0, p.waitExit(5*time.Minute))
+			require.Equal(t, 0, p.WaitExit())
 			want, _ := reports(t, seeds, ref.reports)
 			require.Len(t, want, 200, "a cluster and an app report per window")
 
 			crash := newRunEnv(t, seeds, events)
 			p = start(t, nil, append(args, crash.flags()...)...)
-			for len(p.stdout.match(regexpOf(`"scope":"cluster"`))) < 20 {
-				p.waitOut(`"scope":"cluster"`, time.Minute)
+			for len(p.Stdout.Match(regexpOf(`"scope":"cluster"`))) < 20 {
+				p.WaitStdout(`"scope":"cluster"`)
 				time.Sleep(10 * time.Millisecond)
 			}
 			select {
-			case <-p.done:
+			case <-p.Done():
 				t.Fatal("the run ended before the kill; the test needs more input to crash mid-stream")
 			default:
 			}
-			p.kill()
+			p.Kill()
 			p = start(t, nil, append(args, crash.flags()...)...)
-			require.Equal(t, 0, p.waitExit(5*time.Minute))
+			require.Equal(t, 0, p.WaitExit())
 			got, records := reports(t, seeds, crash.reports)
 			require.Equal(t, want, got, "the same reports, byte for byte")
 			t.Logf("%d report records for %d reports: %d published again after the crash", records, len(got), records-len(got))
@@ -87,25 +87,25 @@ func TestSecondInstanceJoins(t *testing.T) {
 
 			two := newRunEnv(t, seeds, events)
 			a := start(t, nil, append(live, two.flags()...)...)
-			a.waitErr(`msg="partitions assigned"`, time.Minute)
+			a.WaitStderr(`msg="partitions assigned"`)
 			b2 := start(t, nil, append(live, two.flags()...)...)
-			b2.waitErr(`msg="partitions assigned" partitions="map\[\S+:\[\d`, time.Minute)
+			b2.WaitStderr(`msg="partitions assigned" partitions="map\[\S+:\[\d`)
 			// More input once both share the partitions.
 			produceEvents(t, seeds, events, 50_000, base+100_000, 1, 10, 5000)
 			// Windows 0..148 close (149 waits for a later event): 298 reports.
-			eventually(t, "every closed window reported", func() bool {
+			testenv.Eventually(t, "every closed window reported", func() bool {
 				got, _ := reports(t, seeds, two.reports)
 				return len(got) == 298
 			})
-			require.Equal(t, 0, b2.stop(time.Minute))
-			require.Equal(t, 0, a.stop(time.Minute))
-			require.NotEmpty(t, a.stderr.match(regexpOf(`msg="partitions released" partitions="map\[\S+:\[\d( \d)?\]\]" lost=false`)),
+			require.Equal(t, 0, b2.Stop())
+			require.Equal(t, 0, a.Stop())
+			require.NotEmpty(t, a.Stderr.Match(regexpOf(`msg="partitions released" partitions="map\[\S+:\[\d( \d)?\]\]" lost=false`)),
 				"the first instance gave partitions up in the rebalance")
 			got, _ := reports(t, seeds, two.reports)
 
 			ref := newRunEnv(t, seeds, events)
 			p := start(t, nil, append([]string{"run", "--exit-at-end", rules, "--merge.max_pending_windows=1000"}, ref.flags()...)...)
-			require.Equal(t, 0, p.waitExit(5*time.Minute))
+			require.Equal(t, 0, p.WaitExit())
 			want, _ := reports(t, seeds, ref.reports)
 			require.Len(t, want, 300)
 			last := base + 149_000
@@ -113,17 +113,5 @@ func TestSecondInstanceJoins(t *testing.T) {
 			delete(want, schemas.WindowReportID(schemas.ScopeApp, "app", last))
 			require.Equal(t, want, got, "the same reports, byte for byte")
 		})
-	}
-}
-
-// eventually retries cond every 100ms for up to two minutes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

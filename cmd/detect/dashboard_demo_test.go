@@ -36,10 +36,10 @@ func TestDashboardOfDemo(t *testing.T) {
 		"--hot=key=smoke:hot,start=0s,for=10m,share=40%",
 		"--hot=key="+hostile+",start=0s,for=10m,share=30%")
 	kafka := regexp.MustCompile(`^keyheat demo: Kafka on (127\.0\.0\.1:\d+)`).
-		FindStringSubmatch(p.waitOut(`^keyheat demo: Kafka on `, time.Minute))
+		FindStringSubmatch(p.WaitStdout(`^keyheat demo: Kafka on `))
 	require.Len(t, kafka, 2, "the header names the demo's broker")
 	dash := regexp.MustCompile(`^Dashboard: (http://127\.0\.0\.1:\d+/) \(token for promote and demote, this run only: ([0-9a-f]{32})\)`).
-		FindStringSubmatch(p.waitOut(`^Dashboard: `, time.Minute))
+		FindStringSubmatch(p.WaitStdout(`^Dashboard: `))
 	require.Len(t, dash, 3, "the dashboard line names its URL and token")
 	base, token := dash[1], dash[2]
 
@@ -69,7 +69,7 @@ func TestDashboardOfDemo(t *testing.T) {
 	b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
 	b.waitFor("the form closed", `document.getElementById('modal').hidden`)
 	b.waitFor("product:7 as manual", demoHasRowWhere("shop", "product:7", `r.source === 'manual'`))
-	eventually(t, "product:7 listed by the API as manual", func() bool { return listed(t, base, "shop", "product:7") == "manual" })
+	testenv.Eventually(t, "product:7 listed by the API as manual", func() bool { return listed(t, base, "shop", "product:7") == "manual" })
 
 	// 4. 10,000 detector entries written straight to the demo's registry.
 	const n = 10_000
@@ -113,7 +113,7 @@ func TestDashboardOfDemo(t *testing.T) {
 	t.Logf("screenshot: %s (%d bytes)", path, len(png))
 
 	// 6. A clean stop.
-	require.Equal(t, 0, p.stop(time.Minute), "a stop by SIGTERM is a clean exit")
+	require.Equal(t, 0, p.Stop(), "a stop by SIGTERM is a clean exit")
 	code, _ := apiCall(t, http.MethodGet, base+"api/hotkeys", "", nil)
 	require.Zero(t, code, "the dashboard's server is gone")
 }

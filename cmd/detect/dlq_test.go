@@ -26,9 +26,9 @@ func TestRunBackfillOfOldLogs(t *testing.T) {
 			const n = 3000
 			produceEvents(t, seeds, e.events, n, base, 1, 0, 100) // 3 s of event time, produced now
 			p := start(t, nil, append([]string{"run", "--exit-at-end", "--print=json"}, e.flags("--events.max_skew=168h")...)...)
-			require.Equal(t, 0, p.waitExit(2*time.Minute))
+			require.Equal(t, 0, p.WaitExit())
 			var events uint64
-			for _, line := range strings.Split(p.stdout.String(), "\n") {
+			for _, line := range strings.Split(p.Stdout.String(), "\n") {
 				if strings.Contains(line, `"scope":"cluster"`) {
 					rep, err := schemas.DecodeWindowReport([]byte(line))
 					require.NoError(t, err)
@@ -37,7 +37,7 @@ func TestRunBackfillOfOldLogs(t *testing.T) {
 				}
 			}
 			require.EqualValues(t, n, events, "every old event reported")
-			p.waitErr(fmt.Sprintf(`level=INFO msg="records read" records=%d events=%d skipped=0 dlq=0 dlq_topic=%s$`, n, n, e.dlq), time.Second)
+			p.WaitStderr(fmt.Sprintf(`level=INFO msg="records read" records=%d events=%d skipped=0 dlq=0 dlq_topic=%s$`, n, n, e.dlq))
 		})
 	}
 }
@@ -63,11 +63,11 @@ func TestRunAllDeadLettered(t *testing.T) {
 			cl.Close()
 
 			p := start(t, nil, append([]string{"run", "--exit-at-end"}, e.flags("--events.max_key_bytes=64")...)...)
-			require.Equal(t, 1, p.waitExit(2*time.Minute), "nothing was detected: exit 1")
-			p.waitErr(`level=INFO msg="records read" records=50 events=0 skipped=0 dlq=50 dlq_share=100.0% dlq_reasons.key_too_long=50 dlq_topic=`+e.dlq+`$`, time.Second)
-			p.waitErr(`level=WARN msg="most of what was read went to the DLQ" dlq_topic=`+e.dlq+` read=50 dlq=50 dlq_share=100.0% reason=key_too_long reason_dlq=50 fix="raise events.max_key_bytes`, time.Second)
-			p.waitErr(`^detect: none of the 50 records read gave an event, so nothing was detected: 50 went to the DLQ `+e.dlq+
-				` \(key_too_long 50\); raise events.max_key_bytes.*Group `+e.group+` has committed past them: run again with another detect.group, or reset its offsets$`, time.Second)
+			require.Equal(t, 1, p.WaitExit(), "nothing was detected: exit 1")
+			p.WaitStderr(`level=INFO msg="records read" records=50 events=0 skipped=0 dlq=50 dlq_share=100.0% dlq_reasons.key_too_long=50 dlq_topic=` + e.dlq + `$`)
+			p.WaitStderr(`level=WARN msg="most of what was read went to the DLQ" dlq_topic=` + e.dlq + ` read=50 dlq=50 dlq_share=100.0% reason=key_too_long reason_dlq=50 fix="raise events.max_key_bytes`)
+			p.WaitStderr(`^detect: none of the 50 records read gave an event, so nothing was detected: 50 went to the DLQ ` + e.dlq +
+				` \(key_too_long 50\); raise events.max_key_bytes.*Group ` + e.group + ` has committed past them: run again with another detect.group, or reset its offsets$`)
 			require.Len(t, readTopic(t, seeds, e.dlq), 50)
 		})
 	}

@@ -87,16 +87,16 @@ func TestMergerFailoverUnkeyed(t *testing.T) {
 			}
 
 			a := start(t, nil, args...)
-			a.waitErr(`msg="elected merger"`, time.Minute)
-			a.waitErr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`, time.Minute)
+			a.WaitStderr(`msg="elected merger"`)
+			a.WaitStderr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`)
 			b2 := start(t, nil, args...)
-			b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`, time.Minute)
+			b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`)
 
 			// /hot from second 5 on, still hot at second 40: longer than
 			// the warm-up span (2 × 1 s + 10 s cool-down + 5 s suppression).
 			produceNginx(t, seeds, events, base, 0, 40, 5, 50)
 			var hotID string
-			eventually(t, "the key's hot on the registry", func() bool {
+			testenv.Eventually(t, "the key's hot on the registry", func() bool {
 				hot, _, _, _ := registry()
 				for id := range hot {
 					hotID = id
@@ -106,14 +106,14 @@ func TestMergerFailoverUnkeyed(t *testing.T) {
 			// The killed merger has committed the windows topic after the
 			// hot (a commit every 100 ms, the hot acknowledged): without
 			// the episode hold its commit passes the onset.
-			eventually(t, "the merger's commit", func() bool {
+			testenv.Eventually(t, "the merger's commit", func() bool {
 				return len(committedOffsets(t, seeds, env.mergeGroup, env.windows)) > 0
 			})
 			time.Sleep(time.Second) // more commits; not a pass/fail deadline
-			a.kill()
+			a.Kill()
 
-			b2.waitErr(`msg="elected merger"`, 2*time.Minute)
-			b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[`, 2*time.Minute)
+			b2.WaitStderr(`msg="elected merger"`)
+			b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[`)
 			hot, cooled, last, gone := registry()
 			require.Len(t, hot, 1, "one hot: %v", hot)
 			require.Empty(t, cooled)
@@ -123,7 +123,7 @@ func TestMergerFailoverUnkeyed(t *testing.T) {
 			// Seconds 40-60: hot until 50, then background only; cooled
 			// 10 s after it fell below.
 			produceNginx(t, seeds, events, base, 40, 62, 5, 50)
-			eventually(t, "the key's cooled and tombstone on the registry", func() bool {
+			testenv.Eventually(t, "the key's cooled and tombstone on the registry", func() bool {
 				_, cooled, _, gone := registry()
 				return len(cooled) > 0 && gone
 			})
@@ -133,7 +133,7 @@ func TestMergerFailoverUnkeyed(t *testing.T) {
 			require.Equal(t, schemas.HotKeyCooled, last.Type, "the registry's last event for the key is its cooled")
 			require.True(t, gone, "then the key's tombstone: compaction drops it")
 			require.Greater(t, last.OnsetMs, base.Add(50*time.Second).UnixMilli(), "cooled after the burst ended")
-			b2.stop(time.Minute)
+			b2.Stop()
 		})
 	}
 }

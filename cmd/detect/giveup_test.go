@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"testing"
@@ -33,10 +32,10 @@ func TestKilledInstanceGivenUp(t *testing.T) {
 			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 
 			a := start(t, nil, args...)
-			a.waitErr(`msg="elected merger"`, time.Minute)
-			a.waitErr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`, time.Minute)
+			a.WaitStderr(`msg="elected merger"`)
+			a.WaitStderr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`)
 			b2 := start(t, nil, args...)
-			line := b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`, time.Minute)
+			line := b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`)
 			lost := regexp.MustCompile(`:\[(\d)\]\]`).FindStringSubmatch(line)[1]
 			gone := events + "/" + lost
 
@@ -53,16 +52,16 @@ func TestKilledInstanceGivenUp(t *testing.T) {
 				}
 				return out
 			}
-			eventually(t, "windows 0-8 reported", func() bool { return len(clusterReports()) == 9 })
+			testenv.Eventually(t, "windows 0-8 reported", func() bool { return len(clusterReports()) == 9 })
 			for w, r := range clusterReports() {
 				require.False(t, r.Partial, "window %d", w)
 			}
 
-			b2.kill()
+			b2.Kill()
 			// Windows 10–19: only the partition left is read.
 			produceEvents(t, seeds, events, 2000, base+10_000, 5, 0, 50)
 			var partial *schemas.WindowReport
-			eventually(t, "a window reported without the killed instance's partition", func() bool {
+			testenv.Eventually(t, "a window reported without the killed instance's partition", func() bool {
 				for _, r := range clusterReports() {
 					if r.Partial {
 						partial = r
@@ -74,9 +73,9 @@ func TestKilledInstanceGivenUp(t *testing.T) {
 
 			// The group gives the partition to the instance left, which
 			// reads it again from its commit.
-			a.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[`+lost+`\]\]`, 2*time.Minute)
+			a.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[` + lost + `\]\]`)
 			produceEvents(t, seeds, events, 2000, base+20_000, 5, 0, 50)
-			eventually(t, "windows 20-28 reported", func() bool {
+			testenv.Eventually(t, "windows 20-28 reported", func() bool {
 				rs := clusterReports()
 				for w := base + 20_000; w < base+29_000; w += 1000 {
 					if rs[w] == nil {
@@ -90,8 +89,8 @@ func TestKilledInstanceGivenUp(t *testing.T) {
 					require.False(t, r.Partial, "window %d, after the partition was taken over", w)
 				}
 			}
-			a.waitErr(`msg="partition window summary dropped: its window was already reported without this partition; its events are in no report"`, time.Minute)
-			require.Equal(t, 0, a.stop(time.Minute))
+			a.WaitStderr(`msg="partition window summary dropped: its window was already reported without this partition; its events are in no report"`)
+			require.Equal(t, 0, a.Stop())
 		})
 	}
 }
@@ -110,20 +109,17 @@ func TestRestartedPartitionResendsAreDuplicates(t *testing.T) {
 			env := newRunEnv(t, seeds, events)
 			args := append([]string{"run", "--pipeline.idle_timeout=1h"}, env.flags()...)
 			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			metrics := ln.Addr().String()
-			require.NoError(t, ln.Close())
+			metrics := testenv.FreeAddr(t)
 
 			a := start(t, nil, append([]string{"run", "--metrics.addr=" + metrics}, args[1:]...)...)
-			a.waitErr(`msg="elected merger"`, time.Minute)
-			a.waitErr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`, time.Minute)
+			a.WaitStderr(`msg="elected merger"`)
+			a.WaitStderr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`)
 			// The first b never commits, so its successor reads its
 			// partition from the start and sends every window again: how
 			// soon a commit follows a summary is up to the machine, and the
 			// resends must happen whatever it is.
 			b2 := start(t, nil, append(args, "--detect.commit_interval=1h")...)
-			b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`, time.Minute)
+			b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`)
 
 			clusterReports := func() map[int64]*schemas.WindowReport {
 				out := map[int64]*schemas.WindowReport{}
@@ -137,12 +133,12 @@ func TestRestartedPartitionResendsAreDuplicates(t *testing.T) {
 				return out
 			}
 			produceEvents(t, seeds, events, 2000, base, 5, 0, 50)
-			eventually(t, "windows 0-8 reported", func() bool { return len(clusterReports()) == 9 })
-			b2.kill()
+			testenv.Eventually(t, "windows 0-8 reported", func() bool { return len(clusterReports()) == 9 })
+			b2.Kill()
 			b2 = start(t, nil, args...)
-			b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`, 2*time.Minute)
+			b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`)
 			produceEvents(t, seeds, events, 2000, base+10_000, 5, 0, 50)
-			eventually(t, "windows 0-18 reported", func() bool { return len(clusterReports()) == 19 })
+			testenv.Eventually(t, "windows 0-18 reported", func() bool { return len(clusterReports()) == 19 })
 			for w, r := range clusterReports() {
 				require.False(t, r.Partial, "window %d", w)
 			}
@@ -158,9 +154,9 @@ func TestRestartedPartitionResendsAreDuplicates(t *testing.T) {
 			require.Contains(t, m, "keyheat_merge_late_events_total 0", "nothing was lost")
 			require.Regexp(t, `keyheat_merge_summaries_total\{result="duplicate"\} [1-9]`, m,
 				"the restarted partition sent reported windows again")
-			require.Empty(t, a.stderr.match(regexpOf(`in no report`)), "no warning of a loss that did not happen")
-			require.Equal(t, 0, b2.stop(time.Minute))
-			require.Equal(t, 0, a.stop(time.Minute))
+			require.Empty(t, a.Stderr.Match(regexpOf(`in no report`)), "no warning of a loss that did not happen")
+			require.Equal(t, 0, b2.Stop())
+			require.Equal(t, 0, a.Stop())
 		})
 	}
 }

@@ -46,8 +46,8 @@ func TestSummaryCountsDeadLetters(t *testing.T) {
 			defer f.Close()
 
 			p := startIngest(t, f, append([]string{"stdin", "--ingest.json.time=time"}, tp.flags()...)...)
-			require.Equal(t, 0, p.wait(t), "every line is on Kafka, dead letters included")
-			out := p.stderr.String()
+			require.Equal(t, 0, p.WaitExit(), "every line is on Kafka, dead letters included")
+			out := p.Stderr.String()
 			require.Contains(t, out, `msg="stopped; every line read was delivered" lines=121 delivered=121 undelivered=0 events=20 `+
 				`dlq=101 dlq_share=83.5% dlq_reasons.parse=1 dlq_reasons.time_skew=100 skipped=0 `)
 			require.Contains(t, out, `level=WARN msg="most of what was read went to the DLQ" dlq_topic=`+tp.dlq+

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,38 +16,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "keyheat-ingest-test-bin")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		_ = os.RemoveAll(dir)
+		if err := testenv.RemoveBinaries(); err != nil {
+			_, _ = os.Stderr.WriteString(err.Error() + "\n")
+		}
 		os.Exit(code)
 	}))
-}
-
-// fakeBroker is a listener that counts connections and answers none: a
-// command that connects to it has touched Kafka.
-func fakeBroker(t *testing.T) (addr string, conns *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	conns = &atomic.Int64{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); <-done })
-	return ln.Addr().String(), conns
 }
 
 // TestConfigErrorsBeforeKafka: whatever is wrong in the configuration, or
@@ -76,7 +48,7 @@ func TestConfigErrorsBeforeKafka(t *testing.T) {
 		{"binary keys", []string{"stdin", "--events.allow_binary_keys"}, "events.allow_binary_keys: needs events.codec: binary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr, conns := fakeBroker(t)
+			addr, conns := testenv.CountingListener(t)
 			root := newRoot(nil)
 			root.SetArgs(append(tc.args, "--kafka.brokers="+addr, "--log.level=error"))
 			root.SetOut(&bytes.Buffer{})

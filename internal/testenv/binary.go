@@ -1,0 +1,106 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// binaries are the commands this test binary built, by package.
+var binaries struct {
+	sync.Mutex
+	dir   string
+	built map[string]*build
+}
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Binary returns the path of the command of package pkg, built once per
+// test binary: the first call builds it with `go build` (with -race when
+// the test binary runs with the race detector), later calls, from any
+// test, return the same file. pkg is what go build takes: an import path
+// ("github.com/keyheat/keyheat/cmd/detect") or a folder relative to the
+// test's own ("."). A build error fails the test with the compiler's
+// output.
+//
+// The binaries live in one temporary folder per test binary; a package
+// that builds any calls [RemoveBinaries] from its TestMain.
+func Binary(t testing.TB, pkg string) string {
+	t.Helper()
+	binaries.Lock()
+	if binaries.built == nil {
+		binaries.built = map[string]*build{}
+	}
+	b := binaries.built[pkg]
+	if b == nil {
+		b = &build{}
+		binaries.built[pkg] = b
+	}
+	n := len(binaries.built)
+	binaries.Unlock()
+	b.once.Do(func() { b.path, b.err = goBuild(pkg, n) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// goBuild builds pkg into a subfolder of the binaries' folder of its own
+// (the n-th package), under the package's last path element: a command
+// that names itself after os.Args[0] says what it says when run by hand.
+func goBuild(pkg string, n int) (string, error) {
+	binaries.Lock()
+	if binaries.dir == "" {
+		dir, err := os.MkdirTemp("", "keyheat-test-bin-")
+		if err != nil {
+			binaries.Unlock()
+			return "", fmt.Errorf("a folder for the test binaries: %w", err)
+		}
+		binaries.dir = dir
+	}
+	dir := binaries.dir
+	binaries.Unlock()
+	base := filepath.Base(pkg)
+	if abs, err := filepath.Abs(pkg); err == nil && strings.HasPrefix(pkg, ".") {
+		base = filepath.Base(abs)
+	}
+	sub := filepath.Join(dir, strconv.Itoa(n))
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		return "", fmt.Errorf("a folder for the binary of %s: %w", pkg, err)
+	}
+	out := filepath.Join(sub, base)
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	b, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return out, nil
+}
+
+// RemoveBinaries removes what [Binary] built. A TestMain calls it after
+// m.Run; a later Binary call builds again.
+func RemoveBinaries() error {
+	binaries.Lock()
+	defer binaries.Unlock()
+	if binaries.dir == "" {
+		return nil
+	}
+	err := os.RemoveAll(binaries.dir)
+	binaries.dir, binaries.built = "", nil
+	if err != nil {
+		return fmt.Errorf("remove the test binaries: %w", err)
+	}
+	return nil
+}
