@@ -88,24 +88,10 @@ func clientStats(client string, time time.Time, keys ...schemas.ClientStatsKey) 
 // waitClients waits until c has read n records.
 func waitClients(t *testing.T, c *controlplane.Clients, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for c.Stats().Records < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("read %d records of %d after %v", c.Stats().Records, n, hangGuard)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func eventuallyTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s after %v", what, hangGuard)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.EventuallyExplained(t, fmt.Sprintf("%d records read", n), 0, func() (bool, string) {
+		got := c.Stats().Records
+		return got >= n, fmt.Sprintf("read %d records of %d", got, n)
+	})
 }
 
 func TestClientsConfigValidate(t *testing.T) {
@@ -316,7 +302,7 @@ func TestClientsRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { require.NoError(t, b2.Close(ctx)) }()
 			clk.real()
-			eventuallyTrue(t, "web-a stale and web-b live", func() bool {
+			testenv.Eventually(t, "web-a stale and web-b live", func() bool {
 				k := clients.Key("shop", hot)
 				return k.Clients == 1 && k.Hits == kB.Hits && clients.Totals().Clients == 1
 			})
@@ -368,7 +354,7 @@ func TestClientsSkipsBadRecords(t *testing.T) {
 			now := time.Now()
 			clk.set(now)
 			promReg := prometheus.NewRegistry()
-			var logs syncBuffer
+			var logs testenv.SyncBuffer
 			clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) {
 				c.Registerer = promReg
 				c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -556,7 +542,7 @@ func TestClientsLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 
-	c2, err := controlplane.NewClients(controlplane.ClientsConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	c2, err := controlplane.NewClients(controlplane.ClientsConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	c2.Close()
 	require.ErrorIs(t, c2.WaitReady(ctx), controlplane.ErrClientsClosed)

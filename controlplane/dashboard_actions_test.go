@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -71,7 +72,7 @@ func TestDashboardPromoteDemote(t *testing.T) {
 		require.Equal(t, k.shown, eval[string](b, `document.getElementById('f-key-shown').textContent`))
 		b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
 		b.waitFor("the form closed", `document.getElementById('modal').hidden`)
-		eventually(t, "the promote in the registry", func() bool {
+		testenv.Eventually(t, "the promote in the registry", func() bool {
 			e, ok := s.f.Get(app, k.key)
 			return ok && e.Source == hotkeys.SourceManual
 		})
@@ -90,7 +91,7 @@ func TestDashboardPromoteDemote(t *testing.T) {
 		b.fillForm(map[string]string{"f-ttl": "2m", "f-reason": "done"})
 		b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
 		b.waitFor("the form closed", `document.getElementById('modal').hidden`)
-		eventually(t, "the demote in the registry", func() bool { return !s.f.IsHot(app, k.key) })
+		testenv.Eventually(t, "the demote in the registry", func() bool { return !s.f.IsHot(app, k.key) })
 		b.waitFor("the key gone from the page", `!`+hasRow(app, k.shown, ""))
 	}
 
@@ -103,7 +104,7 @@ func TestDashboardPromoteDemote(t *testing.T) {
 	// covers the page, and a click meant for "Promote a key…" lands on it
 	// and closes the form instead (CI lost the next form that way).
 	b.waitFor("the form closed", `document.getElementById('modal').hidden`)
-	eventually(t, "the typed-in promote", func() bool {
+	testenv.Eventually(t, "the typed-in promote", func() bool {
 		e, ok := s.f.Get("auth", "user:7 ü")
 		return ok && e.Mitigation == hotkeys.MitigationCoalesce
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -80,7 +81,7 @@ func TestDashboardHostileKeys(t *testing.T) {
 	// say so in the errors the tests watch.
 	require.True(t, eval[bool](b, `(() => { try { document.createElement('div').innerHTML = '<b>x</b>'; return false; } catch (e) { return e instanceof TypeError; } })()`),
 		"Trusted Types are enforced")
-	eventually(t, "the violation reported", func() bool { return len(b.reported()) == 1 })
+	testenv.Eventually(t, "the violation reported", func() bool { return len(b.reported()) == 1 })
 	require.Contains(t, b.reported()[0], "TrustedHTML")
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/controlplane"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -178,7 +179,7 @@ func TestDashboardRealistic(t *testing.T) {
 	s.api.promote("cart", "cart:user-flash", controlplane.PromoteRequest{Mitigation: "coalesce", TTL: "45s", By: "ana"})
 	s.api.promote("session", "sess:\xde\xad\xbe\xef", controlplane.PromoteRequest{Mitigation: "local_cache", TTL: "2h", By: "oncall"})
 	// Not a barrier: its keys would show on the page.
-	eventually(t, "the follower has the registry", func() bool {
+	testenv.Eventually(t, "the follower has the registry", func() bool {
 		for _, k := range fl.keys {
 			if !s.f.IsHot(k.App, k.Key) {
 				return false

@@ -433,13 +433,7 @@ func testStdinOutage(t *testing.T, b *testenv.Broker) {
 // waitLines waits until n lines are on the events topic.
 func waitLines(t *testing.T, tp topicsFor, n int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(tp.lineNumbers(t)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %d lines on the topic", n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, fmt.Sprintf("%d lines on the topic", n), func() bool { return len(tp.lineNumbers(t)) >= n })
 }
 
 // testTailOutage: a tail told to stop while the broker is away exits 1,
