@@ -4,30 +4,16 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := testenv.RemoveBinaries(); err != nil {
-		_, _ = os.Stderr.WriteString(err.Error() + "\n")
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			_, _ = os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestConfigErrorsBeforeKafka: whatever is wrong in the configuration is
 // reported before detect connects to a broker.

@@ -4,25 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if err := testenv.RemoveBinaries(); err != nil {
-			_, _ = os.Stderr.WriteString(err.Error() + "\n")
-		}
-		os.Exit(code)
-	}))
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestConfigErrorsBeforeKafka: whatever is wrong in the configuration, or
 // in what a subcommand builds from it, is reported before ingest connects

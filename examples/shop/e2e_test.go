@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,26 +19,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/keyheat/keyheat/hotkeys"
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := testenv.RemoveBinaries(); err != nil {
-		_, _ = os.Stderr.WriteString(err.Error() + "\n")
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			_, _ = os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The hot product the load plants, and the Redis key of its record.
 const (

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // binaries are the commands this test binary built, by package.
@@ -103,4 +105,16 @@ func RemoveBinaries() error {
 		return fmt.Errorf("remove the test binaries: %w", err)
 	}
 	return nil
+}
+
+// Main is a TestMain for a package whose tests run binaries: it runs the
+// tests, removes what [Binary] built, and when they passed fails the run
+// if a goroutine is left behind (goleak).
+func Main(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if err := RemoveBinaries(); err != nil {
+			_, _ = fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(code)
+	}))
 }
