@@ -21,7 +21,7 @@ import (
 // the DLQ with its reason, the source and the raw line, while the good
 // ones reach the events topic keyed by access key.
 func TestStdinDLQ(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		// A SET of user:3 padded with its value to exactly 256 bytes.
 		pre := `1742220131.8 [0 127.0.0.1:1] "set" "user:3" "`

@@ -298,7 +298,7 @@ func requireEachLineOnce(t *testing.T, k *kafkaEnv, path string, n int) {
 // the whole file before it truncates, and until the tailer saw the
 // truncation before it writes on.
 func TestTailExactlyOnce(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 4)
 		dir := t.TempDir()
 		path := filepath.Join(dir, "access.log")
@@ -443,7 +443,7 @@ func (dw *delayedWriter) wait() int { return <-dw.done }
 // lines across writes, loses nothing and tears nothing: every line
 // exactly once, no dead letter.
 func TestTailRotationDelayedReopen(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 4)
 		path := filepath.Join(t.TempDir(), "access.log")
 		opts := fastTail(t, k)
@@ -471,7 +471,7 @@ func TestTailRotationDelayedReopen(t *testing.T) {
 // order before the live file, by identity, and a rotated file that was
 // deleted before ingest read it is reported with the bytes never read.
 func TestTailRotatedWhileDown(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -542,7 +542,7 @@ func TestTailRotatedWhileDown(t *testing.T) {
 // truncation are read from the copy, found by its content among the
 // rotated names; nothing is lost or repeated.
 func TestTailCopyTruncate(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -571,7 +571,7 @@ func TestTailCopyTruncate(t *testing.T) {
 // the identity whose saved position its copy still answers to, or the
 // next start takes the copy for a file it never read.
 func TestTailCopyTruncateRestarts(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -621,7 +621,7 @@ func copyTruncate(t *testing.T, path string) {
 // TestTailCopyTruncateLive is TestTailCopyTruncate with the tailer
 // running: the truncation is seen while it follows the file.
 func TestTailCopyTruncateLive(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -652,7 +652,7 @@ func TestTailCopyTruncateLive(t *testing.T) {
 // has data; the rest is sent then: as an event when it parses, as a dead
 // letter saying it was left unfinished when it does not.
 func TestTailUnterminatedLastLine(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		opts := fastTail(t, k)
@@ -832,7 +832,7 @@ func TestNewTailerKeepsCallersPaths(t *testing.T) {
 // its start, whether it fits the read buffer or not; a line of exactly
 // MaxLineBytes is an event.
 func TestTailLineLimit(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		const limit = 64
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
@@ -971,7 +971,7 @@ func TestTailCompressedRotated(t *testing.T) {
 // first, which stops with an error saying so instead of fighting over the
 // positions; the second delivers every line once.
 func TestTailFencedBySameID(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)

@@ -19,13 +19,6 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// brokers runs fn against kfake and against the real broker, as sub-tests
-// named kfake and real_kafka.
-func brokers(t *testing.T, fn func(t *testing.T, seeds []string)) {
-	t.Run("kfake", func(t *testing.T) { fn(t, testenv.KFake(t)) })
-	t.Run("real_kafka", func(t *testing.T) { fn(t, testenv.KafkaSeeds(t)) })
-}
-
 // rawLine is line i of a raw topic: a JSON access line, except every 17th
 // which is garbage for the DLQ.
 func rawLine(i int) string {
@@ -165,7 +158,7 @@ func requireCommittedAtEnd(t *testing.T, seeds []string, raw, group string) {
 // record is on the events topic or the DLQ exactly once, and the group's
 // offsets end at the raw topic's end.
 func TestTopicSource(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 3)
 		raw := testenv.NewTopic(t, seeds, 4)
 		group := testenv.UniqueName(t, "g")
@@ -192,7 +185,7 @@ func TestTopicSource(t *testing.T) {
 // the first flushes and commits what it hands over, so the second resumes
 // exactly there and no record is re-published.
 func TestTopicRebalance(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 3)
 		raw := testenv.NewTopic(t, seeds, 4)
 		group := testenv.UniqueName(t, "g")
