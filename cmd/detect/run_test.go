@@ -19,14 +19,6 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-var brokers = []struct {
-	name  string
-	seeds func(t *testing.T) []string
-}{
-	{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
-	{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
-}
-
 // runEnv is one test's topics and groups, as detect flags.
 type runEnv struct {
 	seeds                                            []string
@@ -175,41 +167,38 @@ func reports(t testing.TB, seeds []string, topic string) (map[string]string, int
 // hot-key event and report as JSON lines as it produces them, and exits
 // 0; the reports count every event.
 func TestRunExitAtEnd(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			seeds := b.seeds(t)
-			e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			const n = 20_000
-			produceEvents(t, seeds, e.events, n, base, 1, 4, 1000) // 20 s, "hot" at 250 events/s
-			p := start(t, nil, append([]string{"run", "--exit-at-end", "--print=json",
-				`--pipeline.rules=[{name: t, key: "*", window: 1s, rate: 200}]`}, e.flags()...)...)
-			require.Equal(t, 0, p.WaitExit(), "an exit-at-end run ends by itself")
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		const n = 20_000
+		produceEvents(t, seeds, e.events, n, base, 1, 4, 1000) // 20 s, "hot" at 250 events/s
+		p := start(t, nil, append([]string{"run", "--exit-at-end", "--print=json",
+			`--pipeline.rules=[{name: t, key: "*", window: 1s, rate: 200}]`}, e.flags()...)...)
+		require.Equal(t, 0, p.WaitExit(), "an exit-at-end run ends by itself")
 
-			var events uint64
-			var hot []string
-			windows := map[int64]bool{}
-			for _, line := range strings.Split(p.Stdout.String(), "\n") {
-				switch {
-				case strings.Contains(line, `"scope":"cluster"`):
-					rep, err := schemas.DecodeWindowReport([]byte(line))
-					require.NoError(t, err)
-					require.False(t, windows[rep.StartMs], "window %d reported twice", rep.StartMs)
-					windows[rep.StartMs] = true
-					events += rep.Events
-				case strings.Contains(line, `"type":"hot"`):
-					h, err := schemas.DecodeHotKeyEvent([]byte(line))
-					require.NoError(t, err)
-					hot = append(hot, h.Key)
-				}
+		var events uint64
+		var hot []string
+		windows := map[int64]bool{}
+		for _, line := range strings.Split(p.Stdout.String(), "\n") {
+			switch {
+			case strings.Contains(line, `"scope":"cluster"`):
+				rep, err := schemas.DecodeWindowReport([]byte(line))
+				require.NoError(t, err)
+				require.False(t, windows[rep.StartMs], "window %d reported twice", rep.StartMs)
+				windows[rep.StartMs] = true
+				events += rep.Events
+			case strings.Contains(line, `"type":"hot"`):
+				h, err := schemas.DecodeHotKeyEvent([]byte(line))
+				require.NoError(t, err)
+				hot = append(hot, h.Key)
 			}
-			require.EqualValues(t, n, events, "every event in one report")
-			require.Len(t, windows, 20)
-			require.Equal(t, []string{"hot"}, slices.Compact(hot), "only the planted key is hot: %v", hot)
-			recs, _ := reports(t, seeds, e.reports)
-			require.Len(t, recs, 40, "a cluster and an app report per window, on the reports topic too")
-		})
-	}
+		}
+		require.EqualValues(t, n, events, "every event in one report")
+		require.Len(t, windows, 20)
+		require.Equal(t, []string{"hot"}, slices.Compact(hot), "only the planted key is hot: %v", hot)
+		recs, _ := reports(t, seeds, e.reports)
+		require.Len(t, recs, 40, "a cluster and an app report per window, on the reports topic too")
+	})
 }
 
 // TestRulesReload: rules change while detect runs when the config file
