@@ -38,6 +38,17 @@ type build struct {
 // that builds any calls [RemoveBinaries] from its TestMain.
 func Binary(t testing.TB, pkg string) string {
 	t.Helper()
+	path, err := BuildBinary(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// BuildBinary is [Binary] for a caller without a test at hand, such as a
+// goroutine that builds while the test starts its services: it returns
+// the build's error instead of failing a test.
+func BuildBinary(pkg string) (string, error) {
 	binaries.Lock()
 	if binaries.built == nil {
 		binaries.built = map[string]*build{}
@@ -50,10 +61,7 @@ func Binary(t testing.TB, pkg string) string {
 	n := len(binaries.built)
 	binaries.Unlock()
 	b.once.Do(func() { b.path, b.err = goBuild(pkg, n) })
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
+	return b.path, b.err
 }
 
 // goBuild builds pkg into a subfolder of the binaries' folder of its own
