@@ -39,17 +39,7 @@ func TestKilledInstanceGivenUp(t *testing.T) {
 
 		// Windows 0–9 on both partitions, reported complete.
 		produceEvents(t, seeds, events, 2000, base, 5, 0, 50)
-		clusterReports := func() map[int64]*schemas.WindowReport {
-			out := map[int64]*schemas.WindowReport{}
-			for _, r := range readTopic(t, seeds, env.reports) {
-				x, err := schemas.DecodeWindowReport(r.Value)
-				require.NoError(t, err)
-				if x.Scope == schemas.ScopeCluster {
-					out[x.StartMs] = x
-				}
-			}
-			return out
-		}
+		clusterReports := func() map[int64]*schemas.WindowReport { return clusterReportsOn(t, seeds, env.reports) }
 		testenv.Eventually(t, "windows 0-8 reported", func() bool { return len(clusterReports()) == 9 })
 		for w, r := range clusterReports() {
 			require.False(t, r.Partial, "window %d", w)
@@ -116,17 +106,7 @@ func TestRestartedPartitionResendsAreDuplicates(t *testing.T) {
 		b2 := start(t, nil, append(args, "--detect.commit_interval=1h")...)
 		b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`)
 
-		clusterReports := func() map[int64]*schemas.WindowReport {
-			out := map[int64]*schemas.WindowReport{}
-			for _, r := range readTopic(t, seeds, env.reports) {
-				x, err := schemas.DecodeWindowReport(r.Value)
-				require.NoError(t, err)
-				if x.Scope == schemas.ScopeCluster {
-					out[x.StartMs] = x
-				}
-			}
-			return out
-		}
+		clusterReports := func() map[int64]*schemas.WindowReport { return clusterReportsOn(t, seeds, env.reports) }
 		produceEvents(t, seeds, events, 2000, base, 5, 0, 50)
 		testenv.Eventually(t, "windows 0-8 reported", func() bool { return len(clusterReports()) == 9 })
 		b2.Kill()
@@ -153,4 +133,18 @@ func TestRestartedPartitionResendsAreDuplicates(t *testing.T) {
 		require.Equal(t, 0, b2.Stop())
 		require.Equal(t, 0, a.Stop())
 	})
+}
+
+// clusterReportsOn reads the cluster reports on topic, by window start.
+func clusterReportsOn(t *testing.T, seeds []string, topic string) map[int64]*schemas.WindowReport {
+	t.Helper()
+	out := map[int64]*schemas.WindowReport{}
+	for _, r := range readTopic(t, seeds, topic) {
+		x, err := schemas.DecodeWindowReport(r.Value)
+		require.NoError(t, err)
+		if x.Scope == schemas.ScopeCluster {
+			out[x.StartMs] = x
+		}
+	}
+	return out
 }
