@@ -401,6 +401,9 @@ func TestFollowerFollowsDetector(t *testing.T) {
 	// A tombstone or cooled record of a key not in the set changes nothing.
 	r.produce(&kgo.Record{Key: schemas.HotKeyRecordKey("shop", "never")}, det{typ: schemas.HotKeyCooled, app: "shop", key: "never2"}.record())
 	c.barrier(r)
+	// The counts are stored after the batch's changes are queued: the
+	// barrier's callback can run before they are.
+	testenv.Eventually(t, "the barrier's batch counted", func() bool { return f.Stats().Entries == 1 })
 	st := f.Stats()
 	require.Equal(t, 1, st.Entries, "the barrier key only")
 	require.Zero(t, st.DecodeErrors)
