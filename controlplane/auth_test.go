@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/keyheat/keyheat/controlplane"
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 func TestAuth(t *testing.T) {
@@ -96,31 +96,13 @@ func rawRequest(t *testing.T, base, method, path string, body []byte, authorizat
 	return reply{code: resp.StatusCode, header: resp.Header, body: b.Bytes()}
 }
 
-// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestLogsCarryNoSecrets runs every kind of request against a server
 // logging at debug level, then looks for the token and the raw key in
 // what it logged.
 func TestLogsCarryNoSecrets(t *testing.T) {
 	r := newRegistry(t, 1)
 	f := r.follower()
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a := r.server(f, controlplane.Config{Token: token, ProtectReads: true, Logger: log})
 	const key = "customer:secret-key-7f3a"

@@ -88,24 +88,10 @@ func clientStats(client string, time time.Time, keys ...schemas.ClientStatsKey) 
 // waitClients waits until c has read n records.
 func waitClients(t *testing.T, c *controlplane.Clients, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for c.Stats().Records < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("read %d records of %d after %v", c.Stats().Records, n, hangGuard)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func eventuallyTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s after %v", what, hangGuard)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.EventuallyExplained(t, fmt.Sprintf("%d records read", n), 0, func() (bool, string) {
+		got := c.Stats().Records
+		return got >= n, fmt.Sprintf("read %d records of %d", got, n)
+	})
 }
 
 func TestClientsConfigValidate(t *testing.T) {
@@ -224,105 +210,96 @@ func splitKeyStats(ss hotkeys.SplitStats, key string) hotkeys.SplitKeyStats {
 // from their published records is what their caches and splitters count,
 // and a client that stops publishing drops out while the other stays.
 func TestClientsRoundTrip(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		seeds func(t *testing.T) []string
-	}{
-		{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
-		{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			seeds := tc.seeds(t)
-			topic := statsTopic(t, seeds, 3)
-			rdb, prefix := testenv.RedisClient(t)
-			hot, split := prefix+"product:42", prefix+"views:product:42"
-			require.NoError(t, rdb.Set(t.Context(), hot, "the hot value", 0).Err())
-			reg := &hotkeys.StaticRegistry{}
-			reg.Set(hotkeys.Entry{App: "shop", Key: hot, Mitigation: hotkeys.MitigationLocalCache})
-			reg.Set(hotkeys.Entry{App: "shop", Key: split, Mitigation: hotkeys.MitigationSplit, SplitFactor: 4})
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		topic := statsTopic(t, seeds, 3)
+		rdb, prefix := testenv.RedisClient(t)
+		hot, split := prefix+"product:42", prefix+"views:product:42"
+		require.NoError(t, rdb.Set(t.Context(), hot, "the hot value", 0).Err())
+		reg := &hotkeys.StaticRegistry{}
+		reg.Set(hotkeys.Entry{App: "shop", Key: hot, Mitigation: hotkeys.MitigationLocalCache})
+		reg.Set(hotkeys.Entry{App: "shop", Key: split, Mitigation: hotkeys.MitigationSplit, SplitFactor: 4})
 
-			// Until the clock is released, every record counts as read
-			// at t0 and so as fresh, however slow the machine.
-			clk := &testClock{}
-			clk.set(time.Now())
-			promReg := prometheus.NewRegistry()
-			clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) {
-				c.Staleness = 2 * time.Second
-				c.Registerer = promReg
-			})
-
-			a := newStatsApp(t, seeds, topic, "web-a", rdb, reg)
-			b := newStatsApp(t, seeds, topic, "web-b", rdb, reg)
-			var wg sync.WaitGroup
-			wg.Go(func() { a.serve(t, rdb, hot, split, 400) })
-			wg.Go(func() { b.serve(t, rdb, hot, split, 300) })
-			wg.Wait()
-
-			ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
-			defer cancel()
-			require.NoError(t, a.pub.Close(ctx))
-			require.NoError(t, b.pub.Close(ctx))
-			pa, pb := a.pub.Stats(), b.pub.Stats()
-			require.Zero(t, pa.Failed+pb.Failed+pa.EncodeErrors+pb.EncodeErrors)
-			waitClients(t, clients, pa.Published+pb.Published)
-			require.NoError(t, clients.WaitReady(ctx))
-
-			csA, csB := a.cache.Stats(), b.cache.Stats()
-			ssA, ssB := a.split.Stats(), b.split.Stats()
-			kA, kB := keyStats(csA, hot), keyStats(csB, hot)
-			require.NotZero(t, kA.Hits, "the hot key was served from the cache")
-			require.NotZero(t, kA.Loads, "and loaded from Redis")
-			got := clients.Key("shop", hot)
-			require.Equal(t, 2, got.Clients)
-			require.Equal(t, kA.Hits+kB.Hits, got.Hits)
-			require.Equal(t, kA.Misses+kB.Misses, got.Misses)
-			require.Equal(t, kA.Loads+kB.Loads, got.Loads)
-			require.Equal(t, kA.Coalesced+kB.Coalesced, got.Coalesced)
-			require.InDelta(t, float64(got.Hits)/float64(got.Hits+got.Misses), got.HitRatio, 1e-12)
-			require.InDelta(t, float64(got.Loads+got.Coalesced)/float64(got.Loads), got.CollapseRatio, 1e-12)
-			require.Zero(t, got.SplitClients)
-
-			sA, sB := splitKeyStats(ssA, split), splitKeyStats(ssB, split)
-			gotSplit := clients.Key("shop", split)
-			require.Equal(t, controlplane.ClientKeyStats{Clients: 2, SplitClients: 2, SplitShards: 4,
-				SplitWrites: sA.Writes + sB.Writes, SplitReads: sA.Reads + sB.Reads}, gotSplit)
-			require.EqualValues(t, 70, gotSplit.SplitWrites, "40 + 30 increments")
-
-			tot := clients.Totals()
-			require.Equal(t, 2, tot.Clients)
-			require.Equal(t, 2, tot.CacheClients)
-			require.Equal(t, csA.Hits+csB.Hits, tot.Hits)
-			require.Equal(t, csA.Misses+csB.Misses, tot.Misses)
-			require.Equal(t, csA.Loads+csB.Loads, tot.Loads)
-			require.Equal(t, csA.Coalesced+csB.Coalesced, tot.Coalesced)
-			require.Equal(t, csA.ColdLoads+csB.ColdLoads, tot.ColdLoads)
-			require.Equal(t, 2, tot.SplitClients)
-			require.EqualValues(t, 2, tot.SplitKeys)
-			require.Zero(t, tot.FollowerClients)
-			require.Zero(t, clients.Key("shop", prefix+"cold"), "a key no client lists")
-			require.Zero(t, clients.Key("other", hot), "the same key of another app")
-
-			st := clients.Stats()
-			require.Equal(t, controlplane.ClientsStats{Records: st.Records, Applied: st.Records, Held: 2, Live: 2, Bytes: st.Bytes, Ready: true}, st)
-			require.EqualValues(t, 2, metricValue(t, promReg, "keyheat_api_client_stats_clients_live"))
-			require.EqualValues(t, st.Records, metricValue(t, promReg, "keyheat_api_client_stats_records_total", "applied"))
-
-			// web-b starts publishing again; web-a stays stopped and goes
-			// stale once its last record is 2 s old by the real clock.
-			b2, err := hotkeys.NewStatsPublisher(hotkeys.StatsPublisherConfig{
-				ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: topic, Client: "web-b",
-				Interval: 10 * time.Millisecond, Cache: b.cache, Splitter: b.split,
-			})
-			require.NoError(t, err)
-			defer func() { require.NoError(t, b2.Close(ctx)) }()
-			clk.real()
-			eventuallyTrue(t, "web-a stale and web-b live", func() bool {
-				k := clients.Key("shop", hot)
-				return k.Clients == 1 && k.Hits == kB.Hits && clients.Totals().Clients == 1
-			})
-			require.Equal(t, kB.Loads, clients.Key("shop", hot).Loads, "web-b's counts alone")
+		// Until the clock is released, every record counts as read
+		// at t0 and so as fresh, however slow the machine.
+		clk := &testClock{}
+		clk.set(time.Now())
+		promReg := prometheus.NewRegistry()
+		clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) {
+			c.Staleness = 2 * time.Second
+			c.Registerer = promReg
 		})
-	}
+
+		a := newStatsApp(t, seeds, topic, "web-a", rdb, reg)
+		b := newStatsApp(t, seeds, topic, "web-b", rdb, reg)
+		var wg sync.WaitGroup
+		wg.Go(func() { a.serve(t, rdb, hot, split, 400) })
+		wg.Go(func() { b.serve(t, rdb, hot, split, 300) })
+		wg.Wait()
+
+		ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+		defer cancel()
+		require.NoError(t, a.pub.Close(ctx))
+		require.NoError(t, b.pub.Close(ctx))
+		pa, pb := a.pub.Stats(), b.pub.Stats()
+		require.Zero(t, pa.Failed+pb.Failed+pa.EncodeErrors+pb.EncodeErrors)
+		waitClients(t, clients, pa.Published+pb.Published)
+		require.NoError(t, clients.WaitReady(ctx))
+
+		csA, csB := a.cache.Stats(), b.cache.Stats()
+		ssA, ssB := a.split.Stats(), b.split.Stats()
+		kA, kB := keyStats(csA, hot), keyStats(csB, hot)
+		require.NotZero(t, kA.Hits, "the hot key was served from the cache")
+		require.NotZero(t, kA.Loads, "and loaded from Redis")
+		got := clients.Key("shop", hot)
+		require.Equal(t, 2, got.Clients)
+		require.Equal(t, kA.Hits+kB.Hits, got.Hits)
+		require.Equal(t, kA.Misses+kB.Misses, got.Misses)
+		require.Equal(t, kA.Loads+kB.Loads, got.Loads)
+		require.Equal(t, kA.Coalesced+kB.Coalesced, got.Coalesced)
+		require.InDelta(t, float64(got.Hits)/float64(got.Hits+got.Misses), got.HitRatio, 1e-12)
+		require.InDelta(t, float64(got.Loads+got.Coalesced)/float64(got.Loads), got.CollapseRatio, 1e-12)
+		require.Zero(t, got.SplitClients)
+
+		sA, sB := splitKeyStats(ssA, split), splitKeyStats(ssB, split)
+		gotSplit := clients.Key("shop", split)
+		require.Equal(t, controlplane.ClientKeyStats{Clients: 2, SplitClients: 2, SplitShards: 4,
+			SplitWrites: sA.Writes + sB.Writes, SplitReads: sA.Reads + sB.Reads}, gotSplit)
+		require.EqualValues(t, 70, gotSplit.SplitWrites, "40 + 30 increments")
+
+		tot := clients.Totals()
+		require.Equal(t, 2, tot.Clients)
+		require.Equal(t, 2, tot.CacheClients)
+		require.Equal(t, csA.Hits+csB.Hits, tot.Hits)
+		require.Equal(t, csA.Misses+csB.Misses, tot.Misses)
+		require.Equal(t, csA.Loads+csB.Loads, tot.Loads)
+		require.Equal(t, csA.Coalesced+csB.Coalesced, tot.Coalesced)
+		require.Equal(t, csA.ColdLoads+csB.ColdLoads, tot.ColdLoads)
+		require.Equal(t, 2, tot.SplitClients)
+		require.EqualValues(t, 2, tot.SplitKeys)
+		require.Zero(t, tot.FollowerClients)
+		require.Zero(t, clients.Key("shop", prefix+"cold"), "a key no client lists")
+		require.Zero(t, clients.Key("other", hot), "the same key of another app")
+
+		st := clients.Stats()
+		require.Equal(t, controlplane.ClientsStats{Records: st.Records, Applied: st.Records, Held: 2, Live: 2, Bytes: st.Bytes, Ready: true}, st)
+		require.EqualValues(t, 2, metricValue(t, promReg, "keyheat_api_client_stats_clients_live"))
+		require.EqualValues(t, st.Records, metricValue(t, promReg, "keyheat_api_client_stats_records_total", "applied"))
+
+		// web-b starts publishing again; web-a stays stopped and goes
+		// stale once its last record is 2 s old by the real clock.
+		b2, err := hotkeys.NewStatsPublisher(hotkeys.StatsPublisherConfig{
+			ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Topic: topic, Client: "web-b",
+			Interval: 10 * time.Millisecond, Cache: b.cache, Splitter: b.split,
+		})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, b2.Close(ctx)) }()
+		clk.real()
+		testenv.Eventually(t, "web-a stale and web-b live", func() bool {
+			k := clients.Key("shop", hot)
+			return k.Clients == 1 && k.Hits == kB.Hits && clients.Totals().Clients == 1
+		})
+		require.Equal(t, kB.Loads, clients.Key("shop", hot).Loads, "web-b's counts alone")
+	})
 }
 
 // metricValue returns the value of the metric named name with the given
@@ -354,73 +331,64 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels ...str
 // client are skipped and counted, and the records after them are read;
 // on kfake and the real broker.
 func TestClientsSkipsBadRecords(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		seeds func(t *testing.T) []string
-	}{
-		{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
-		{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			seeds := tc.seeds(t)
-			topic := statsTopic(t, seeds, 3)
-			clk := &testClock{}
-			now := time.Now()
-			clk.set(now)
-			promReg := prometheus.NewRegistry()
-			var logs syncBuffer
-			clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) {
-				c.Registerer = promReg
-				c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-			})
-			prod := statsProducer(t, seeds, topic)
-
-			good := clientStats("good", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 5, Misses: 1, Loads: 1})
-			huge := clientStats("huge", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1})
-			hugeVal, err := huge.AppendJSON(nil)
-			require.NoError(t, err)
-			hugeVal = append(hugeVal[:len(hugeVal)-1], `,"pad":"`+strings.Repeat("x", schemas.MaxClientStatsBytes)+`"}`...)
-			flood := clientStats("flood", now)
-			for i := range 5000 {
-				flood.Keys = append(flood.Keys, schemas.ClientStatsKey{App: "shop", Key: fmt.Sprint(i), Hits: 1})
-			}
-			floodVal, err := json.Marshal(flood)
-			require.NoError(t, err)
-			require.Less(t, len(floodVal), schemas.MaxClientStatsBytes, "within the size limit, over the key limit")
-			dup := clientStats("dup", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1}, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1})
-			dupVal, err := json.Marshal(dup)
-			require.NoError(t, err)
-			v2 := clientStats("v2", now)
-			v2.Version = 2
-			v2Val, err := json.Marshal(v2)
-			require.NoError(t, err)
-			wrongKey := statsRecord(t, clientStats("someone", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 100}))
-			wrongKey.Key = []byte("someone-else")
-
-			bad := []*kgo.Record{
-				{Key: []byte("garbage"), Value: []byte("not json at all")},
-				{Key: []byte("empty"), Value: []byte{}},
-				{Key: []byte("huge"), Value: hugeVal},
-				{Key: []byte("flood"), Value: floodVal},
-				{Key: []byte("dup"), Value: dupVal},
-				{Key: []byte("v2"), Value: v2Val},
-				wrongKey,
-			}
-			for _, r := range append(bad, statsRecord(t, good)) {
-				produceSync(t, prod, r)
-			}
-			waitClients(t, clients, uint64(len(bad))+1)
-			st := clients.Stats()
-			require.EqualValues(t, len(bad), st.Malformed)
-			require.EqualValues(t, 1, st.Applied)
-			require.Equal(t, 1, st.Held)
-			require.LessOrEqual(t, st.Bytes, int64(1024), "only the good record is held")
-			require.Equal(t, controlplane.ClientKeyStats{Clients: 1, Hits: 5, Misses: 1, HitRatio: 5.0 / 6, Loads: 1, CollapseRatio: 1}, clients.Key("shop", "k"))
-			require.EqualValues(t, len(bad), metricValue(t, promReg, "keyheat_api_client_stats_records_total", "malformed"))
-			require.Contains(t, logs.String(), "client stats: record skipped")
-			require.NotContains(t, logs.String(), "someone", "logs carry no record content")
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		topic := statsTopic(t, seeds, 3)
+		clk := &testClock{}
+		now := time.Now()
+		clk.set(now)
+		promReg := prometheus.NewRegistry()
+		var logs testenv.SyncBuffer
+		clients := newTestClients(t, seeds, topic, clk, func(c *controlplane.ClientsConfig) {
+			c.Registerer = promReg
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		})
-	}
+		prod := statsProducer(t, seeds, topic)
+
+		good := clientStats("good", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 5, Misses: 1, Loads: 1})
+		huge := clientStats("huge", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1})
+		hugeVal, err := huge.AppendJSON(nil)
+		require.NoError(t, err)
+		hugeVal = append(hugeVal[:len(hugeVal)-1], `,"pad":"`+strings.Repeat("x", schemas.MaxClientStatsBytes)+`"}`...)
+		flood := clientStats("flood", now)
+		for i := range 5000 {
+			flood.Keys = append(flood.Keys, schemas.ClientStatsKey{App: "shop", Key: fmt.Sprint(i), Hits: 1})
+		}
+		floodVal, err := json.Marshal(flood)
+		require.NoError(t, err)
+		require.Less(t, len(floodVal), schemas.MaxClientStatsBytes, "within the size limit, over the key limit")
+		dup := clientStats("dup", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1}, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 1})
+		dupVal, err := json.Marshal(dup)
+		require.NoError(t, err)
+		v2 := clientStats("v2", now)
+		v2.Version = 2
+		v2Val, err := json.Marshal(v2)
+		require.NoError(t, err)
+		wrongKey := statsRecord(t, clientStats("someone", now, schemas.ClientStatsKey{App: "shop", Key: "k", Hits: 100}))
+		wrongKey.Key = []byte("someone-else")
+
+		bad := []*kgo.Record{
+			{Key: []byte("garbage"), Value: []byte("not json at all")},
+			{Key: []byte("empty"), Value: []byte{}},
+			{Key: []byte("huge"), Value: hugeVal},
+			{Key: []byte("flood"), Value: floodVal},
+			{Key: []byte("dup"), Value: dupVal},
+			{Key: []byte("v2"), Value: v2Val},
+			wrongKey,
+		}
+		for _, r := range append(bad, statsRecord(t, good)) {
+			produceSync(t, prod, r)
+		}
+		waitClients(t, clients, uint64(len(bad))+1)
+		st := clients.Stats()
+		require.EqualValues(t, len(bad), st.Malformed)
+		require.EqualValues(t, 1, st.Applied)
+		require.Equal(t, 1, st.Held)
+		require.LessOrEqual(t, st.Bytes, int64(1024), "only the good record is held")
+		require.Equal(t, controlplane.ClientKeyStats{Clients: 1, Hits: 5, Misses: 1, HitRatio: 5.0 / 6, Loads: 1, CollapseRatio: 1}, clients.Key("shop", "k"))
+		require.EqualValues(t, len(bad), metricValue(t, promReg, "keyheat_api_client_stats_records_total", "malformed"))
+		require.Contains(t, logs.String(), "client stats: record skipped")
+		require.NotContains(t, logs.String(), "someone", "logs carry no record content")
+	})
 }
 
 // TestClientsStaleness: a client counts until its latest record is older
@@ -556,7 +524,7 @@ func TestClientsLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 
-	c2, err := controlplane.NewClients(controlplane.ClientsConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	c2, err := controlplane.NewClients(controlplane.ClientsConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	c2.Close()
 	require.ErrorIs(t, c2.WaitReady(ctx), controlplane.ErrClientsClosed)

@@ -43,7 +43,7 @@ func testPromoteAcross(t *testing.T, r *registry) {
 	require.Equal(t, r.topic, pub.Topic)
 	require.GreaterOrEqual(t, pub.Offset, int64(0))
 
-	eventually(t, "the application's follower sees the promote", func() bool { return app.IsHot("shop", "product:42") })
+	testenv.Eventually(t, "the application's follower sees the promote", func() bool { return app.IsHot("shop", "product:42") })
 	e, _ := app.Get("shop", "product:42")
 	require.Equal(t, hotkeys.SourceManual, e.Source)
 	require.Equal(t, hotkeys.MitigationSplit, e.Mitigation)
@@ -52,7 +52,7 @@ func testPromoteAcross(t *testing.T, r *registry) {
 	require.True(t, e.Expires.Equal(pub.Expires), "follower %v, API %v", e.Expires, pub.Expires)
 
 	var h controlplane.HotKey
-	eventually(t, "B lists the promote", func() bool {
+	testenv.Eventually(t, "B lists the promote", func() bool {
 		var ok bool
 		h, ok = b.listed("shop", "product:42")
 		return ok
@@ -72,7 +72,7 @@ func testPromoteAcross(t *testing.T, r *registry) {
 	// A key the detector found hot, demoted on B, is gone everywhere, and
 	// the detector's refreshes do not bring it back while the demote lasts.
 	r.produce(detector(schemas.HotKeyHot, "shop", "product:7", 5000))
-	eventually(t, "A lists the detector's key", func() bool {
+	testenv.Eventually(t, "A lists the detector's key", func() bool {
 		h, ok := a.listed("shop", "product:7")
 		return ok && h.Source == hotkeys.SourceDetector && h.Rate == 5000 && h.TTL == "" && h.Expires == nil
 	})
@@ -95,9 +95,9 @@ func testPromoteAcross(t *testing.T, r *registry) {
 // any of apis.
 func gone(t *testing.T, key string, f *hotkeys.Follower, apis ...*api) {
 	t.Helper()
-	eventually(t, "the key leaves the application's set", func() bool { return !f.IsHot("shop", key) })
+	testenv.Eventually(t, "the key leaves the application's set", func() bool { return !f.IsHot("shop", key) })
 	for _, a := range apis {
-		eventually(t, "the key leaves the list", func() bool {
+		testenv.Eventually(t, "the key leaves the list", func() bool {
 			_, ok := a.listed("shop", key)
 			return !ok
 		})
@@ -122,12 +122,12 @@ func TestPromoteOutlivesCooled(t *testing.T) {
 		require.Less(t, attempt, 6, "the machine never got to check within a TTL of %v", ttl/2)
 		key := "product:" + string(rune('a'+attempt))
 		r.produce(detector(schemas.HotKeyHot, "shop", key, 5000))
-		eventually(t, "the detector's entry", func() bool {
+		testenv.Eventually(t, "the detector's entry", func() bool {
 			e, ok := app.Get("shop", key)
 			return ok && e.Source == hotkeys.SourceDetector
 		})
 		pub := a.promote("shop", key, controlplane.PromoteRequest{Mitigation: "coalesce", TTL: ttl.String()})
-		eventually(t, "the promote", func() bool {
+		testenv.Eventually(t, "the promote", func() bool {
 			e, ok := app.Get("shop", key)
 			return ok && e.Source == hotkeys.SourceManual
 		})
@@ -198,9 +198,9 @@ func TestKeysRoundTrip(t *testing.T) {
 				require.Equal(t, 201, rep.code, "%s promote: %s", form, rep.body)
 				pub := decode[controlplane.Published](t, rep.body)
 				require.Equal(t, key, keyOf(t, controlplane.HotKey{Key: pub.Key, KeyB64: pub.KeyB64}))
-				eventually(t, "the application sees the key", func() bool { return app.IsHot(appName, key) })
+				testenv.Eventually(t, "the application sees the key", func() bool { return app.IsHot(appName, key) })
 				var h controlplane.HotKey
-				eventually(t, "B lists the key", func() bool {
+				testenv.Eventually(t, "B lists the key", func() bool {
 					var ok bool
 					h, ok = b.listed(appName, key)
 					return ok
@@ -214,8 +214,8 @@ func TestKeysRoundTrip(t *testing.T) {
 				}
 				rep = b.do("DELETE", demotePath+url.Values{"app": {appName}, "ttl": {"10m"}}.Encode(), nil)
 				require.Equal(t, 200, rep.code, "%s demote: %s", form, rep.body)
-				eventually(t, "the key leaves the application's set", func() bool { return !app.IsHot(appName, key) })
-				eventually(t, "the key leaves A's list", func() bool {
+				testenv.Eventually(t, "the key leaves the application's set", func() bool { return !app.IsHot(appName, key) })
+				testenv.Eventually(t, "the key leaves A's list", func() bool {
 					_, ok := a.listed(appName, key)
 					return !ok
 				})

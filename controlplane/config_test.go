@@ -11,16 +11,17 @@ import (
 
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 func TestConfigValidate(t *testing.T) {
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(closedAddr(t)))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.FreeAddr(t)))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	txn, err := kgo.NewClient(kgo.SeedBrokers(closedAddr(t)), kgo.TransactionalID("tx"))
+	txn, err := kgo.NewClient(kgo.SeedBrokers(testenv.FreeAddr(t)), kgo.TransactionalID("tx"))
 	require.NoError(t, err)
 	t.Cleanup(txn.Close)
 	ok := func() controlplane.Config { return controlplane.Config{Follower: f, Producer: cl} }

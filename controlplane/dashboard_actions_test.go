@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -14,15 +15,15 @@ import (
 // replacing what they held.
 func (b *tab) fillForm(vals map[string]string) {
 	b.t.Helper()
-	b.waitFor("the form", `!document.getElementById('modal').hidden`)
+	b.WaitFor("the form", `!document.getElementById('modal').hidden`)
 	for id, v := range vals {
 		switch id {
 		case "f-mit", "f-split":
-			b.run(chromedp.SetValue(chromedp.ID(id), v))
+			b.Run(chromedp.SetValue(chromedp.ID(id), v))
 			eval[chromedp.Void](b, `document.getElementById('`+id+`').dispatchEvent(new Event('change'))`)
 		default:
 			eval[chromedp.Void](b, `document.getElementById('`+id+`').value = ''`)
-			b.run(chromedp.SendKeys(chromedp.ID(id), v))
+			b.Run(chromedp.SendKeys(chromedp.ID(id), v))
 		}
 	}
 }
@@ -50,11 +51,11 @@ func TestDashboardPromoteDemote(t *testing.T) {
 	// A wrong token: the form shows the API's answer and stays open.
 	b.clickRow(app, keys[0].shown, "promote")
 	b.fillForm(map[string]string{"f-token": "wrong-token", "f-reason": "test"})
-	b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
-	b.waitFor("the API's error", `document.getElementById('act-error').textContent === '401: invalid bearer token'`)
+	b.Run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
+	b.WaitFor("the API's error", `document.getElementById('act-error').textContent === '401: invalid bearer token'`)
 	require.False(t, eval[bool](b, `document.getElementById('modal').hidden`))
 	require.False(t, eval[bool](b, `document.getElementById('row-token').hidden`), "the token is asked again")
-	b.run(chromedp.Click(chromedp.ID("act-cancel"), chromedp.NodeVisible))
+	b.Run(chromedp.Click(chromedp.ID("act-cancel"), chromedp.NodeVisible))
 	e, ok := s.f.Get(app, keys[0].key)
 	require.True(t, ok)
 	require.Equal(t, hotkeys.SourceDetector, e.Source)
@@ -69,9 +70,9 @@ func TestDashboardPromoteDemote(t *testing.T) {
 		}
 		b.fillForm(form)
 		require.Equal(t, k.shown, eval[string](b, `document.getElementById('f-key-shown').textContent`))
-		b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
-		b.waitFor("the form closed", `document.getElementById('modal').hidden`)
-		eventually(t, "the promote in the registry", func() bool {
+		b.Run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
+		b.WaitFor("the form closed", `document.getElementById('modal').hidden`)
+		testenv.Eventually(t, "the promote in the registry", func() bool {
 			e, ok := s.f.Get(app, k.key)
 			return ok && e.Source == hotkeys.SourceManual
 		})
@@ -79,7 +80,7 @@ func TestDashboardPromoteDemote(t *testing.T) {
 		require.Equal(t, hotkeys.MitigationSplit, e.Mitigation, k.shown)
 		require.Equal(t, 8, e.SplitFactor, k.shown)
 		require.Equal(t, "5m0s", e.TTL.String(), k.shown)
-		b.waitFor("the promote on the page", hasRow(app, k.shown, `r.source === 'manual' && r.mitigation === 'split ×8'`))
+		b.WaitFor("the promote on the page", hasRow(app, k.shown, `r.source === 'manual' && r.mitigation === 'split ×8'`))
 	}
 	require.Equal(t, "token set for this tab", eval[string](b, `document.getElementById('token-state').textContent`))
 	require.Equal(t, token, eval[string](b, `sessionStorage.getItem('keyheat.token')`))
@@ -88,30 +89,30 @@ func TestDashboardPromoteDemote(t *testing.T) {
 	for _, k := range keys {
 		b.clickRow(app, k.shown, "demote")
 		b.fillForm(map[string]string{"f-ttl": "2m", "f-reason": "done"})
-		b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
-		b.waitFor("the form closed", `document.getElementById('modal').hidden`)
-		eventually(t, "the demote in the registry", func() bool { return !s.f.IsHot(app, k.key) })
-		b.waitFor("the key gone from the page", `!`+hasRow(app, k.shown, ""))
+		b.Run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
+		b.WaitFor("the form closed", `document.getElementById('modal').hidden`)
+		testenv.Eventually(t, "the demote in the registry", func() bool { return !s.f.IsHot(app, k.key) })
+		b.WaitFor("the key gone from the page", `!`+hasRow(app, k.shown, ""))
 	}
 
 	// Promote a key the registry does not hold, typed in.
-	b.run(chromedp.Click(chromedp.ID("promote-new"), chromedp.NodeVisible))
+	b.Run(chromedp.Click(chromedp.ID("promote-new"), chromedp.NodeVisible))
 	b.fillForm(map[string]string{"f-key": "user:7 ü", "f-app-in": "auth", "f-mit": "coalesce", "f-ttl": "1m"})
-	b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
+	b.Run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
 	// The form closes when the page has the API's answer, which can come
 	// after the follower below sees the record: until then its backdrop
 	// covers the page, and a click meant for "Promote a key…" lands on it
 	// and closes the form instead (CI lost the next form that way).
-	b.waitFor("the form closed", `document.getElementById('modal').hidden`)
-	eventually(t, "the typed-in promote", func() bool {
+	b.WaitFor("the form closed", `document.getElementById('modal').hidden`)
+	testenv.Eventually(t, "the typed-in promote", func() bool {
 		e, ok := s.f.Get("auth", "user:7 ü")
 		return ok && e.Mitigation == hotkeys.MitigationCoalesce
 	})
 	// A request the API refuses: its reason shows.
-	b.run(chromedp.Click(chromedp.ID("promote-new"), chromedp.NodeVisible))
+	b.Run(chromedp.Click(chromedp.ID("promote-new"), chromedp.NodeVisible))
 	b.fillForm(map[string]string{"f-key": "k", "f-app-in": "auth", "f-ttl": "forever"})
-	b.run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
-	b.waitFor("the API's error", `document.getElementById('act-error').textContent.startsWith('400: ')`)
+	b.Run(chromedp.Click(chromedp.ID("act-submit"), chromedp.NodeVisible))
+	b.WaitFor("the API's error", `document.getElementById('act-error').textContent.startsWith('400: ')`)
 	require.Contains(t, eval[string](b, `document.getElementById('act-error').textContent`), "ttl")
-	b.noProblems()
+	b.NoProblems()
 }

@@ -6,18 +6,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/hotkeys"
-	"github.com/keyheat/keyheat/internal/testenv"
+	"github.com/keyheat/keyheat/internal/testenv/browser"
 )
 
 // site is what an operator's process serves: the API at /api/, the
@@ -75,127 +73,46 @@ func newSiteWith(t testing.TB, cfg controlplane.DashboardConfig) *site {
 	return &site{reg: reg, f: f, hist: hist, api: &api{t: t, srv: srv, base: hs.URL, token: token}, url: hs.URL + "/", down: down, lists: lists}
 }
 
-// tab is a page in a headless Chromium of the test's own. It records the
-// JavaScript dialogs the page opens (and dismisses them, so that the page
-// goes on) and the errors it reports: uncaught exceptions, console errors
-// and the browser's own (a Content-Security-Policy violation is one).
+// tab is a page in a headless Chromium of the test's own (see package
+// browser), with what the dashboard's tests do on it.
 type tab struct {
-	t   testing.TB
-	ctx context.Context
-
-	mu       sync.Mutex
-	dialogs  []string
-	problems []string
+	*browser.Tab
+	t testing.TB
 }
 
-// newTab starts a browser with one tab of width × height pixels.
+// newTab starts a browser with one tab of width × height pixels. A wait
+// that gives up says what the page's status line said.
 func newTab(t testing.TB, width, height int) *tab {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(testenv.Chrome(t)), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(width, height))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		acancel()
-		wg.Wait()
-	})
-	// The first Run starts the browser; it must have no deadline, which
-	// would end the browser with it.
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))), "start chromium")
-	tb := &tab{t: t, ctx: ctx}
-	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
-	console := chromedp.Console(ctx)
-	wg.Go(func() {
-		for ev, err := range dialogs {
-			if err != nil {
-				return
-			}
-			tb.mu.Lock()
-			tb.dialogs = append(tb.dialogs, fmt.Sprintf("%s: %q", ev.Type, ev.Message))
-			tb.mu.Unlock()
-			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{})
-		}
-	})
-	wg.Go(func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			// The browser logs every answer that is not 2xx as a network
-			// error: the page reads routes that answer 404 until they
-			// exist, on purpose.
-			if m.Source == "network" {
-				continue
-			}
-			if m.IsException() || m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning {
-				tb.mu.Lock()
-				tb.problems = append(tb.problems, m.String())
-				tb.mu.Unlock()
-			}
-		}
-	})
-	return tb
-}
-
-// run runs actions, bounded by the hang guard only.
-func (b *tab) run(steps ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
-	defer cancel()
-	require.NoError(b.t, chromedp.Do(ctx, steps...))
+	return &tab{Tab: browser.New(t, width, height,
+		browser.Describe(func(b *browser.Tab) string { return "status line: " + statusLine(b) })), t: t}
 }
 
 // open navigates to url and waits for the page's first read of the
 // registry.
 func (b *tab) open(url string) {
 	b.t.Helper()
-	b.run(chromedp.Navigate(url))
-	b.waitFor("the first read of the registry", `performance.getEntriesByName('keyheat:first-data').length > 0`)
+	b.Run(chromedp.Navigate(url))
+	b.WaitFor("the first read of the registry", `performance.getEntriesByName('keyheat:first-data').length > 0`)
 }
 
 // eval evaluates a JavaScript expression in the page.
 func eval[T any](b *tab, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	require.NoError(b.t, err, "evaluate %s", expr)
-	return v
+	return browser.Eval[T](b.Tab, expr)
 }
 
-// waitFor waits until the JavaScript expression is true in the page.
-func (b *tab) waitFor(what, expr string) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
-	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)))
-	if err != nil {
-		b.t.Fatalf("gave up waiting (hang guard) for %s (%s): %v; status line: %s", what, expr, err, b.status())
-	}
-}
+// status is the page's status line.
+func (b *tab) status() string { return statusLine(b.Tab) }
 
-func (b *tab) status() string {
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+func statusLine(b *browser.Tab) string {
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Second)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('status-text').textContent`))
 	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
 	}
 	return s
-}
-
-// noProblems fails the test if the page opened a dialog or reported an
-// error.
-func (b *tab) noProblems() {
-	b.t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	require.Empty(b.t, b.dialogs, "the page opened JavaScript dialogs")
-	require.Empty(b.t, b.problems, "the page reported errors")
 }
 
 // jsString is s as a JavaScript string literal.
@@ -259,9 +176,9 @@ func (b *tab) clickRow(app, shown, button string) {
 		}
 		if !eval[bool](b, `document.getElementById('modal').hidden`) {
 			// The form of another row: close it as a person would.
-			b.run(chromedp.Click(chromedp.ID("act-cancel"), chromedp.NodeVisible))
+			b.Run(chromedp.Click(chromedp.ID("act-cancel"), chromedp.NodeVisible))
 		}
-		b.waitFor("row "+app+" "+shown, hasRow(app, shown, ""))
+		b.WaitFor("row "+app+" "+shown, hasRow(app, shown, ""))
 		found := eval[bool](b, fmt.Sprintf(`(() => {
 			document.querySelectorAll('#target').forEach(n => n.removeAttribute('id'));
 			const r = [...document.querySelectorAll('#hk-scroll .hk-row:not([hidden])')].find(r =>
@@ -273,25 +190,14 @@ func (b *tab) clickRow(app, shown, button string) {
 		if !found {
 			continue // re-sorted between the wait and the search
 		}
-		b.run(chromedp.Click(chromedp.CSS("#target"), chromedp.NodeVisible))
+		b.Run(chromedp.Click(chromedp.CSS("#target"), chromedp.NodeVisible))
 		// The form opens in the click's own task; a wait here only spares a
 		// second click while a starved browser catches up.
-		ctx, cancel := context.WithTimeout(b.ctx, time.Duration(attempt)*time.Second)
-		_, _ = chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`!document.getElementById('modal').hidden`,
-			chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(0)))
+		ctx, cancel := context.WithTimeout(b.Context(), time.Duration(attempt)*time.Second)
+		_ = b.Poll(ctx, `!document.getElementById('modal').hidden`)
 		cancel()
 	}
 	b.t.Fatalf("the %s form for %s %q did not open in 20 clicks; status line: %s", button, app, shown, b.status())
-}
-
-// screenshot is a PNG of the tab's viewport.
-func (b *tab) screenshot() []byte {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, hangGuard)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	require.NoError(b.t, err)
-	return png
 }
 
 // filterKeys types text into the page's key filter, replacing what it held.
@@ -300,14 +206,7 @@ func (b *tab) filterKeys(text string) {
 	// chromedp.Clear resets the value attribute, not what was typed.
 	eval[chromedp.Void](b, `(() => { const f = document.getElementById('f-text'); f.value = ''; f.dispatchEvent(new Event('input')); })()`)
 	if text != "" {
-		b.run(chromedp.SendKeys(chromedp.ID("f-text"), text))
+		b.Run(chromedp.SendKeys(chromedp.ID("f-text"), text))
 	}
-	b.waitFor("the filter "+text, `document.getElementById('f-text').value === `+jsString(text))
-}
-
-// reported is what the page reported so far: its errors and warnings.
-func (b *tab) reported() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.problems...)
+	b.WaitFor("the filter "+text, `document.getElementById('f-text').value === `+jsString(text))
 }

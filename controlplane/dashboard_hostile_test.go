@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -51,10 +52,10 @@ func TestDashboardHostileKeys(t *testing.T) {
 	b := newTab(t, 1400, 900)
 	b.open(s.url)
 	for _, k := range keys {
-		b.waitFor("the key "+k.shown, hasRow(app, k.shown, ""))
+		b.WaitFor("the key "+k.shown, hasRow(app, k.shown, ""))
 	}
-	b.waitFor("the report", `document.querySelectorAll('#top-list li').length === `+jsonInt(len(keys)))
-	b.waitFor("the alerts", `document.querySelectorAll('#alert-list li').length === `+jsonInt(len(keys)))
+	b.WaitFor("the report", `document.querySelectorAll('#top-list li').length === `+jsonInt(len(keys)))
+	b.WaitFor("the alerts", `document.querySelectorAll('#alert-list li').length === `+jsonInt(len(keys)))
 	var want []string
 	for _, k := range keys {
 		want = append(want, app+k.shown)
@@ -67,21 +68,21 @@ func TestDashboardHostileKeys(t *testing.T) {
 	// The form shows the key as text too.
 	b.clickRow(app, keys[0].shown, "promote")
 	require.Equal(t, keys[0].shown, eval[string](b, `document.getElementById('f-key-shown').textContent`))
-	b.run(chromedp.Click(chromedp.ID("act-cancel"), chromedp.NodeVisible))
+	b.Run(chromedp.Click(chromedp.ID("act-cancel"), chromedp.NodeVisible))
 
 	// No element came from a key: the page's one img is its logo, its one
 	// script app.js.
 	require.Equal(t, 1, eval[int](b, `document.querySelectorAll('img').length`))
 	require.Equal(t, 1, eval[int](b, `document.querySelectorAll('script').length`))
 	require.Empty(t, eval[[]string](b, `[...document.querySelectorAll('iframe, i, b:not(.counts b):not(.summary b):not(.chip b), [onerror], [onload], [src^="javascript"], svg:not(.spark):not(.strip)')].map(n => n.outerHTML.slice(0, 200))`))
-	b.noProblems()
+	b.NoProblems()
 
 	// And the browser would refuse to parse a string as HTML anyway, and
 	// say so in the errors the tests watch.
 	require.True(t, eval[bool](b, `(() => { try { document.createElement('div').innerHTML = '<b>x</b>'; return false; } catch (e) { return e instanceof TypeError; } })()`),
 		"Trusted Types are enforced")
-	eventually(t, "the violation reported", func() bool { return len(b.reported()) == 1 })
-	require.Contains(t, b.reported()[0], "TrustedHTML")
+	testenv.Eventually(t, "the violation reported", func() bool { return len(b.Problems()) == 1 })
+	require.Contains(t, b.Problems()[0], "TrustedHTML")
 }
 
 func jsonInt(n int) string {

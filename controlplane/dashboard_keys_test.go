@@ -37,7 +37,7 @@ func TestDashboardDistinctKeysShownDistinct(t *testing.T) {
 		names = append(names, keyOf(t, h))
 	}
 	require.Len(t, listed, 8, "the API lists every key (and the barrier's): %q", names)
-	b.waitFor("every key", `document.querySelectorAll('#hk-scroll .hk-row:not([hidden])').length === `+jsonInt(len(listed)))
+	b.WaitFor("every key", `document.querySelectorAll('#hk-scroll .hk-row:not([hidden])').length === `+jsonInt(len(listed)))
 	shown := eval[[]string](b, `[...document.querySelectorAll('#hk-scroll .hk-row:not([hidden])')].filter(r => r.querySelector('.app').textContent === 'shop').map(r => r.querySelector('.key').textContent)`)
 	require.Len(t, shown, 4)
 	seen := map[string]int{}

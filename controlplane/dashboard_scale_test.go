@@ -26,7 +26,7 @@ func TestDashboardTenThousandKeys(t *testing.T) {
 	b := newTab(t, 1400, 900)
 	b.open(s.url)
 	// The keys and the barrier's, counted as the page writes numbers.
-	b.waitFor("10,000 keys", fmt.Sprintf(`document.getElementById('counts').textContent.includes(new Intl.NumberFormat('en').format(%d) + ' detector')`,
+	b.WaitFor("10,000 keys", fmt.Sprintf(`document.getElementById('counts').textContent.includes(new Intl.NumberFormat('en').format(%d) + ' detector')`,
 		n+int(s.reg.partitions)))
 	type mark struct {
 		StartTime float64 `json:"startTime"`
@@ -41,7 +41,7 @@ func TestDashboardTenThousandKeys(t *testing.T) {
 		fcp, first.StartTime, first.Entries, first.ReadMs, first.RenderMs)
 	// A later read with all of them: the page's own measure of its last
 	// apply and render.
-	b.waitFor("a later read of all the keys", fmt.Sprintf(`(() => { const m = performance.getEntriesByName('keyheat:render')[0];
+	b.WaitFor("a later read of all the keys", fmt.Sprintf(`(() => { const m = performance.getEntriesByName('keyheat:render')[0];
 		return m.detail.entries >= %d && m.startTime > %f; })()`, n, first.StartTime))
 	render := eval[mark](b, `(() => { const m = performance.getEntriesByName('keyheat:render')[0];
 		return {startTime: m.duration, ...m.detail}; })()`)
@@ -52,14 +52,14 @@ func TestDashboardTenThousandKeys(t *testing.T) {
 	require.Equal(t, n*24+int(s.reg.partitions)*24, eval[int](b, `document.getElementById('hk-spacer').offsetHeight`), "the scroll height covers every row")
 
 	// Sorted by key, the last is k09999.
-	b.run(chromedp.Click(chromedp.CSS(`.thead [data-sort="key"]`), chromedp.NodeVisible))
-	b.waitFor("sorted by key", `document.querySelector('.thead [data-sort="key"]').dataset.dir === 'asc'`)
+	b.Run(chromedp.Click(chromedp.CSS(`.thead [data-sort="key"]`), chromedp.NodeVisible))
+	b.WaitFor("sorted by key", `document.querySelector('.thead [data-sort="key"]').dataset.dir === 'asc'`)
 	eval[chromedp.Void](b, `(() => { const s = document.getElementById('hk-scroll'); s.scrollTop = s.scrollHeight; })()`)
-	b.waitFor("the last key", hasRow("bulk", fmt.Sprintf("k%05d", n-1), ""))
+	b.WaitFor("the last key", hasRow("bulk", fmt.Sprintf("k%05d", n-1), ""))
 	require.Less(t, eval[int](b, rowsInDOM), 200, "still virtualised at the bottom")
 	// And half way down, the keys around the middle.
 	eval[chromedp.Void](b, `(() => { const s = document.getElementById('hk-scroll'); s.scrollTop = s.scrollHeight / 2; })()`)
-	b.waitFor("a key in the middle", `!`+hasRow("bulk", fmt.Sprintf("k%05d", n-1), "")+` && `+rowsJS+`.some(r => r.key === 'k04990')`)
+	b.WaitFor("a key in the middle", `!`+hasRow("bulk", fmt.Sprintf("k%05d", n-1), "")+` && `+rowsJS+`.some(r => r.key === 'k04990')`)
 	require.Less(t, eval[int](b, rowsInDOM), 200)
-	b.noProblems()
+	b.NoProblems()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/controlplane"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -178,7 +179,7 @@ func TestDashboardRealistic(t *testing.T) {
 	s.api.promote("cart", "cart:user-flash", controlplane.PromoteRequest{Mitigation: "coalesce", TTL: "45s", By: "ana"})
 	s.api.promote("session", "sess:\xde\xad\xbe\xef", controlplane.PromoteRequest{Mitigation: "local_cache", TTL: "2h", By: "oncall"})
 	// Not a barrier: its keys would show on the page.
-	eventually(t, "the follower has the registry", func() bool {
+	testenv.Eventually(t, "the follower has the registry", func() bool {
 		for _, k := range fl.keys {
 			if !s.f.IsHot(k.App, k.Key) {
 				return false
@@ -210,7 +211,7 @@ func TestDashboardRealistic(t *testing.T) {
 		}
 		s.reg.produce(recs...)
 		_ = round
-		b.waitFor("the new rate of the heaviest key", fmt.Sprintf(`(() => {
+		b.WaitFor("the new rate of the heaviest key", fmt.Sprintf(`(() => {
 			const r = %s.find(r => r.app === %s && r.key === %s);
 			if (!r) return false;
 			const want = Number(%s), got = r.rate;
@@ -219,7 +220,7 @@ func TestDashboardRealistic(t *testing.T) {
 		})()`, rowsJS, jsString(heavy.App), jsString(heavy.Key), shown))
 	}
 
-	b.waitFor("the report", `!document.getElementById('report-body').hidden`)
+	b.WaitFor("the report", `!document.getElementById('report-body').hidden`)
 	require.Equal(t, 10, eval[int](b, `document.querySelectorAll('#top-list li').length`), "the top 10 keys")
 	require.Equal(t, heavy.App+heavy.Key, eval[string](b, `document.querySelector('#top-list li .lbl').textContent`))
 	require.Equal(t, 12, eval[int](b, `document.querySelectorAll('#part-list li').length`))
@@ -233,17 +234,17 @@ func TestDashboardRealistic(t *testing.T) {
 	// The manual entries have no rate: they are last, past the rows in
 	// the DOM, until a filter shows them.
 	b.filterKeys("sess:")
-	b.waitFor("the binary key, escaped", hasRow("session", `sess:\xde\xad\xbe\xef`, `r.source === 'manual'`))
+	b.WaitFor("the binary key, escaped", hasRow("session", `sess:\xde\xad\xbe\xef`, `r.source === 'manual'`))
 	b.filterKeys("product:1")
-	b.waitFor("a split promote", hasRow("shop", "product:1", `r.mitigation === 'split ×16'`))
+	b.WaitFor("a split promote", hasRow("shop", "product:1", `r.mitigation === 'split ×16'`))
 	b.filterKeys("")
 
 	if path := os.Getenv(EnvScreenshot); path != "" {
 		// The status line's clock and the countdowns move; nothing else
 		// does between two reads.
-		png := b.screenshot()
+		png := b.Screenshot()
 		require.NoError(t, os.WriteFile(path, png, 0o644))
 		t.Logf("screenshot: %s (%d bytes)", path, len(png))
 	}
-	b.noProblems()
+	b.NoProblems()
 }

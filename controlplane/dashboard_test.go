@@ -144,9 +144,9 @@ func TestDashboardShowsRegistry(t *testing.T) {
 
 	b := newTab(t, 1400, 900)
 	b.open(s.url)
-	b.waitFor("the detector's key", hasRow("shop", "product:42", `r.source === 'detector' && r.mitigation === 'local_cache' && r.rate === '1.2K'`))
-	b.waitFor("the promoted key", hasRow("cart", "cart:7", `r.source === 'manual' && r.mitigation === 'coalesce'`))
-	b.waitFor("the status line", `document.getElementById('status').dataset.state === 'live'`)
+	b.WaitFor("the detector's key", hasRow("shop", "product:42", `r.source === 'detector' && r.mitigation === 'local_cache' && r.rate === '1.2K'`))
+	b.WaitFor("the promoted key", hasRow("cart", "cart:7", `r.source === 'manual' && r.mitigation === 'coalesce'`))
+	b.WaitFor("the status line", `document.getElementById('status').dataset.state === 'live'`)
 	require.Contains(t, b.status(), "API reachable")
 	require.Equal(t, "no reports yet", eval[string](b, `document.getElementById('report-empty').textContent`))
 	require.False(t, eval[bool](b, `document.getElementById('report-empty').hidden`))
@@ -155,9 +155,9 @@ func TestDashboardShowsRegistry(t *testing.T) {
 	// The page polls: a key turning hot, and one cooling, show without a
 	// reload.
 	s.reg.produce(detector(schemas.HotKeyHot, "search", "q:shoes", 50))
-	b.waitFor("a key that turned hot while the page was open", hasRow("search", "q:shoes", ""))
+	b.WaitFor("a key that turned hot while the page was open", hasRow("search", "q:shoes", ""))
 	s.reg.produce(detector(schemas.HotKeyCooled, "shop", "product:42", 1))
-	b.waitFor("the cooled key gone", `!`+hasRow("shop", "product:42", ""))
+	b.WaitFor("the cooled key gone", `!`+hasRow("shop", "product:42", ""))
 	// The counts cover the whole registry (the barriers' keys too).
 	var det, man int
 	for _, h := range s.api.all(url.Values{}) {
@@ -168,14 +168,14 @@ func TestDashboardShowsRegistry(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, man)
-	b.waitFor("the counts", fmt.Sprintf(`document.getElementById('counts').textContent.startsWith('%d keys  %d detector  1 manual')`, det+man, det))
+	b.WaitFor("the counts", fmt.Sprintf(`document.getElementById('counts').textContent.startsWith('%d keys  %d detector  1 manual')`, det+man, det))
 
 	// The app filter narrows the table to one app.
-	b.run(chromedp.SetValue(chromedp.ID("f-app"), "cart"))
+	b.Run(chromedp.SetValue(chromedp.ID("f-app"), "cart"))
 	eval[chromedp.Void](b, `document.getElementById('f-app').dispatchEvent(new Event('change'))`)
-	b.waitFor("the filter", rowsJS+`.length === 1 && `+hasRow("cart", "cart:7", ""))
+	b.WaitFor("the filter", rowsJS+`.length === 1 && `+hasRow("cart", "cart:7", ""))
 
-	b.noProblems()
+	b.NoProblems()
 }
 
 // TestDashboardUnreachable: the status line says when the API stops
@@ -186,15 +186,15 @@ func TestDashboardUnreachable(t *testing.T) {
 	s.reg.barrier(s.f)
 	b := newTab(t, 1200, 800)
 	b.open(s.url)
-	b.waitFor("live", `document.getElementById('status').dataset.state === 'live'`)
+	b.WaitFor("live", `document.getElementById('status').dataset.state === 'live'`)
 	s.down.Store(true)
-	b.waitFor("down", `document.getElementById('status').dataset.state === 'down'`)
+	b.WaitFor("down", `document.getElementById('status').dataset.state === 'down'`)
 	require.Contains(t, b.status(), "unreachable")
 	require.Contains(t, b.status(), "last update")
-	b.waitFor("the table kept", hasRow("shop", "product:1", ""))
+	b.WaitFor("the table kept", hasRow("shop", "product:1", ""))
 	s.down.Store(false)
-	b.waitFor("live again", `document.getElementById('status').dataset.state === 'live'`)
-	b.noProblems()
+	b.WaitFor("live again", `document.getElementById('status').dataset.state === 'live'`)
+	b.NoProblems()
 }
 
 // TestDashboardPausesWhenHidden: a hidden tab stops reading the API and
@@ -210,7 +210,7 @@ func TestDashboardPausesWhenHidden(t *testing.T) {
 		})()`, hidden))
 	}
 	setHidden(true)
-	b.waitFor("paused", `document.getElementById('status').dataset.state === 'paused'`)
+	b.WaitFor("paused", `document.getElementById('status').dataset.state === 'paused'`)
 	require.Contains(t, b.status(), "paused while the tab is hidden")
 	// A read already under way when the tab hid may still end; none starts.
 	before := s.lists.Load()
@@ -218,9 +218,9 @@ func TestDashboardPausesWhenHidden(t *testing.T) {
 	s.reg.barrier(s.f)
 	require.LessOrEqual(t, s.lists.Load()-before, int64(1), "reads while hidden")
 	setHidden(false)
-	b.waitFor("the key that turned hot meanwhile", hasRow("shop", "while-hidden", ""))
-	b.waitFor("live", `document.getElementById('status').dataset.state === 'live'`)
-	b.noProblems()
+	b.WaitFor("the key that turned hot meanwhile", hasRow("shop", "while-hidden", ""))
+	b.WaitFor("live", `document.getElementById('status').dataset.state === 'live'`)
+	b.NoProblems()
 }
 
 // A process serves the dashboard at / beside the API and /metrics.

@@ -54,7 +54,7 @@ func TestFeed(t *testing.T) {
 	go func() { done <- f.Run(ctx) }()
 	t.Cleanup(func() { cancel(); f.Close(); <-done })
 
-	eventually(t, "the backlog read", func() bool {
+	testenv.Eventually(t, "the backlog read", func() bool {
 		r, ok := h.Latest(schemas.ScopeCluster, "")
 		return ok && r.StartMs == baseMs+29*1000 && len(h.Alerts("", 10)) == 1
 	})
@@ -71,7 +71,7 @@ func TestFeed(t *testing.T) {
 		&kgo.Record{Topic: hot, Key: schemas.HotKeyRecordKey("shop", "gone")},
 		&kgo.Record{Topic: hot, Key: schemas.HotKeyRecordKey("shop", "junk"), Value: []byte("\x00not json")},
 		&kgo.Record{Topic: reports, Key: []byte("junk"), Value: []byte("{")})
-	eventually(t, "the new records read", func() bool {
+	testenv.Eventually(t, "the new records read", func() bool {
 		return testutil.ToFloat64(f.RecordsCounter("reports", "invalid")) == 1 &&
 			testutil.ToFloat64(f.RecordsCounter("hotkeys", "invalid")) == 1
 	})
@@ -101,7 +101,7 @@ func TestFeed(t *testing.T) {
 // (detect runs it without a context of its own).
 func TestFeedCloseWhileListing(t *testing.T) {
 	h := newHistory(t, controlplane.HistoryConfig{})
-	f, err := controlplane.NewFeed(controlplane.FeedConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))},
+	f, err := controlplane.NewFeed(controlplane.FeedConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))},
 		Reports: "reports", Hotkeys: "hotkeys", History: h})
 	require.NoError(t, err)
 	done := make(chan error, 1)

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -91,7 +90,7 @@ func (r *registry) barrier(fs ...*hotkeys.Follower) {
 	require.NoError(r.t, r.byPart.ProduceSync(ctx, recs...).FirstErr())
 	for _, f := range fs {
 		for _, k := range keys {
-			eventually(r.t, "barrier key "+k, func() bool { return f.IsHot(barrierApp, k) })
+			testenv.Eventually(r.t, "barrier key "+k, func() bool { return f.IsHot(barrierApp, k) })
 		}
 	}
 }
@@ -279,18 +278,6 @@ func decode[T any](t testing.TB, b []byte) T {
 	return v
 }
 
-// eventually waits until cond holds.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting (hang guard) for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // detector is a detector record of key of app, of type typ.
 func detector(typ, app, key string, rate float64) *kgo.Record {
 	now := time.Now().UnixMilli()
@@ -320,23 +307,13 @@ func bulkHot(app, key string, rate float64) *kgo.Record {
 	return &kgo.Record{Key: schemas.HotKeyRecordKey(app, key), Value: v}
 }
 
-// closedAddr is an address nothing listens on: connections are refused.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // unreachableProducer is a Kafka client whose broker refuses connections:
 // nothing it produces is ever acknowledged.
 func unreachableProducer(t testing.TB) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(closedAddr(t)))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.FreeAddr(t)))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl

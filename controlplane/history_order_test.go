@@ -45,7 +45,7 @@ func TestAlertsNewestFirstAfterRestart(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- f.Run(runCtx) }()
 	t.Cleanup(func() { stop(); f.Close(); <-done })
-	eventually(t, "the backlog read", func() bool { return len(h.Alerts("", 100)) == 10 })
+	testenv.Eventually(t, "the backlog read", func() bool { return len(h.Alerts("", 100)) == 10 })
 
 	a := historyServer(t, h, nil, nil)
 	page := decode[controlplane.AlertPage](t, a.get("/api/alerts?limit=3", http.StatusOK).body)
@@ -113,7 +113,7 @@ func TestReportsNoGapAfterFeedBacklog(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- f.Run(runCtx) }()
 	t.Cleanup(func() { stop(); f.Close(); <-done })
-	eventually(t, "the backlog read", func() bool {
+	testenv.Eventually(t, "the backlog read", func() bool {
 		rs, _ := h.Reports(schemas.ScopeApp, "shop", 0, 1<<62, 100)
 		cart, _ := h.Reports(schemas.ScopeApp, "cart", 0, 1<<62, 100)
 		return len(rs) == 8+4 && len(cart) == 4
@@ -137,6 +137,6 @@ func TestReportsNoGapAfterFeedBacklog(t *testing.T) {
 	// a cut partition: partition 0's first read is window 12, partition
 	// 1's window 5.
 	check()
-	eventually(t, "memory complete from a known time", func() bool { check(); return page.HistoryFromMs != 0 })
+	testenv.Eventually(t, "memory complete from a known time", func() bool { check(); return page.HistoryFromMs != 0 })
 	require.Equal(t, int64(baseMs+12000), page.HistoryFromMs)
 }

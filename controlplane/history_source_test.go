@@ -15,6 +15,7 @@ import (
 
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -46,7 +47,7 @@ func TestAlertsSourceAnswerReused(t *testing.T) {
 	h.AddAlert(hotEvent(schemas.HotKeyHot, "shop", "new", baseMs+1000))
 	var nowNs atomic.Int64
 	nowNs.Store(time.UnixMilli(baseMs + 2000).UnixNano())
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	srv, err := controlplane.NewWithClock(controlplane.Config{Follower: f, Producer: unreachableProducer(t), History: h,

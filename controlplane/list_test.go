@@ -15,6 +15,7 @@ import (
 
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -32,7 +33,7 @@ func TestListQuery(t *testing.T) {
 	r.produce(recs...)
 	a.promote("shop", "k000m", controlplane.PromoteRequest{Mitigation: "local_cache", TTL: "1h", LocalTTL: "2s"})
 	r.barrier(f)
-	eventually(t, "the promote", func() bool { return f.IsHot("shop", "k000m") })
+	testenv.Eventually(t, "the promote", func() bool { return f.IsHot("shop", "k000m") })
 
 	t.Run("default limit", func(t *testing.T) {
 		p := a.list(url.Values{"app": {"shop"}})
@@ -122,7 +123,7 @@ func TestListExpiresIn(t *testing.T) {
 	f := r.follower()
 	a := r.server(f, controlplane.Config{Token: token})
 	pub := a.promote("shop", "k", controlplane.PromoteRequest{Mitigation: "coalesce", TTL: "10m"})
-	eventually(t, "the promote", func() bool { return f.IsHot("shop", "k") })
+	testenv.Eventually(t, "the promote", func() bool { return f.IsHot("shop", "k") })
 	for _, tc := range []struct {
 		at   time.Time
 		want string
@@ -144,7 +145,7 @@ func TestListExpiresIn(t *testing.T) {
 }
 
 func TestListNotReady(t *testing.T) {
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	a := serve(t, controlplane.Config{Follower: f, Producer: unreachableProducer(t)})
@@ -227,7 +228,7 @@ func TestPaginationUnderChanges(t *testing.T) {
 			break
 		}
 		q.Set("cursor", p.NextCursor)
-		eventually(t, "the writer's changes", func() bool { return applied.Load() > before })
+		testenv.Eventually(t, "the writer's changes", func() bool { return applied.Load() > before })
 	}
 	for k := range initial {
 		require.True(t, seen[k], "%s was there throughout and not listed", k)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/controlplane"
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // TestLogsRawKeys: with LogRawKeys, the line a promotion logs shows the
@@ -15,7 +16,7 @@ import (
 func TestLogsRawKeys(t *testing.T) {
 	r := newRegistry(t, 1)
 	f := r.follower()
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	a := r.server(f, controlplane.Config{Token: token, Logger: log, LogRawKeys: true})
 	const key = "customer:raw-key-51c0"

@@ -112,7 +112,7 @@ func (h *heldPromote) promoteUnacknowledged(t *testing.T, key, ttl string) {
 func (h *heldPromote) landAfter(t *testing.T, offset int64) {
 	t.Helper()
 	h.release()
-	eventually(t, "A's held promote is written", func() bool {
+	testenv.Eventually(t, "A's held promote is written", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		ends, err := h.adm.ListEndOffsets(ctx, h.r.topic)
@@ -157,7 +157,7 @@ func TestRetriedPromoteEndedByItsOriginal(t *testing.T) {
 	b := h.r.server(h.f, controlplane.Config{Token: token})
 	h.promoteUnacknowledged(t, "product:42", "10m")
 	retry := b.promote("shop", "product:42", controlplane.PromoteRequest{Mitigation: "local_cache", TTL: "10m"})
-	eventually(t, "the retry is applied", func() bool { return h.f.IsHot("shop", "product:42") })
+	testenv.Eventually(t, "the retry is applied", func() bool { return h.f.IsHot("shop", "product:42") })
 	h.landAfter(t, retry.Offset)
 
 	require.True(t, time.Now().Before(retry.Expires), "the retry's TTL ran out on its own; the check says nothing")

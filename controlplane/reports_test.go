@@ -15,6 +15,7 @@ import (
 
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -23,7 +24,7 @@ import (
 // Kafka.
 func historyServer(t *testing.T, h *controlplane.History, src controlplane.ReportSource, reg prometheus.Registerer) *api {
 	t.Helper()
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	cfg := controlplane.Config{Follower: f, Producer: unreachableProducer(t), History: h, Registerer: reg}
@@ -36,7 +37,7 @@ func historyServer(t *testing.T, h *controlplane.History, src controlplane.Repor
 // plainHistoryServer is a Server over h, not served over HTTP.
 func plainHistoryServer(t testing.TB, h *controlplane.History) *controlplane.Server {
 	t.Helper()
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	s, err := controlplane.New(controlplane.Config{Follower: f, Producer: unreachableProducer(t), History: h})
@@ -63,7 +64,7 @@ func TestHistoryRoutesWithoutHistory(t *testing.T) {
 }
 
 func TestReportSourceNeedsHistory(t *testing.T) {
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	_, err = controlplane.New(controlplane.Config{Follower: f, Producer: unreachableProducer(t),
@@ -180,7 +181,7 @@ func TestAlertsRoute(t *testing.T) {
 func TestHistoryRoutesProtected(t *testing.T) {
 	h := newHistory(t, controlplane.HistoryConfig{})
 	h.AddReport(windowReport(schemas.ScopeCluster, "", 0))
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	a := serve(t, controlplane.Config{Follower: f, Producer: unreachableProducer(t), History: h, Token: token, ProtectReads: true})

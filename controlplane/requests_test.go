@@ -14,6 +14,7 @@ import (
 
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // TestBadRequests: what a mutation refuses, with a JSON error saying why;
@@ -137,7 +138,7 @@ func TestNotAcknowledged(t *testing.T) {
 // TestMetricsBounded: requests naming 10,000 distinct keys add no series;
 // the labels hold route patterns, never a path.
 func TestMetricsBounded(t *testing.T) {
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	reg := prometheus.NewRegistry()

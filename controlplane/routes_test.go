@@ -14,13 +14,14 @@ import (
 
 	"github.com/keyheat/keyheat/controlplane"
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // plainServer is a server whose follower and producer reach no broker:
 // enough for what is answered before Kafka matters.
 func plainServer(t *testing.T) *controlplane.Server {
 	t.Helper()
-	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}})
+	f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}})
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	s, err := controlplane.New(controlplane.Config{Follower: f, Producer: unreachableProducer(t), Token: token})

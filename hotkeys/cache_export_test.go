@@ -197,15 +197,3 @@ func metricValue(t testing.TB, reg prometheus.Gatherer, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
-
-// waitFor polls cond until it holds; it fails the test after hangGuard.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s after %v", what, hangGuard)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

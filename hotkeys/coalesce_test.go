@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // stormGets starts n concurrent Gets of a hot key whose load blocks on
@@ -21,7 +23,7 @@ func stormGets(t *testing.T, c *Cache, n int, release chan struct{}, load func(c
 	for i := range n {
 		wg.Go(func() { vals[i], errs[i] = c.Get(t.Context(), "a", "k", load) })
 	}
-	waitFor(t, "every Get waiting for the load", func() bool { s := c.Stats(); return s.Loads+s.Coalesced == uint64(n) })
+	testenv.Eventually(t, "every Get waiting for the load", func() bool { s := c.Stats(); return s.Loads+s.Coalesced == uint64(n) })
 	close(release)
 	wg.Wait()
 	return vals, errs
@@ -129,7 +131,7 @@ func TestCoalesceMaxWaitServesStale(t *testing.T) {
 	require.EqualValues(t, 1, c.Stats().Timeouts)
 
 	close(release)
-	waitFor(t, "the blocked load stored", func() bool { return c.Stats().Keys[0].Cached })
+	testenv.Eventually(t, "the blocked load stored", func() bool { return c.Stats().Keys[0].Cached })
 	v, err = c.Get(t.Context(), "a", "k", s.load)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, version(t, v), "the new value once the load returned")
@@ -172,7 +174,7 @@ func TestCoalesceWaiterLeavesWithoutCancellingLoad(t *testing.T) {
 		}
 		other <- v
 	}()
-	waitFor(t, "the second Get waiting", func() bool { return c.Stats().Coalesced == 1 })
+	testenv.Eventually(t, "the second Get waiting", func() bool { return c.Stats().Coalesced == 1 })
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled, "the starter leaves with its ctx's error")
 	require.NoError(t, loadCtx.Err(), "the shared load is not cancelled by its starter")
@@ -238,7 +240,7 @@ func TestCoalesceLoadIgnoringCtxIsGivenUp(t *testing.T) {
 			first := goGet(t, c, "k", stuck)
 			<-entered
 			second := goGet(t, c, "k", stuck)
-			waitFor(t, "the second Get joining the stuck load", func() bool { return c.Stats().Coalesced == 1 })
+			testenv.Eventually(t, "the second Get joining the stuck load", func() bool { return c.Stats().Coalesced == 1 })
 
 			clk.advance(loadTimeout)
 			for _, ch := range []<-chan getResult{first, second} {
@@ -257,7 +259,7 @@ func TestCoalesceLoadIgnoringCtxIsGivenUp(t *testing.T) {
 
 			stops := clk.stops.Load()
 			close(release)
-			waitFor(t, "the stuck load to return and be handled", func() bool { return clk.stops.Load() > stops })
+			testenv.Eventually(t, "the stuck load to return and be handled", func() bool { return clk.stops.Load() > stops })
 			v, err = c.Get(t.Context(), "a", "k", s.load)
 			require.NoError(t, err)
 			require.EqualValues(t, 1, version(t, v), "the stuck load's late result was not kept")

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/keyheat/keyheat/hotkeys"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -88,7 +89,7 @@ func TestFollowerTopicRecreated(t *testing.T) {
 		r.produce(hotRecord("shop", "new-"+strconv.Itoa(i), 1))
 	}
 	r.produce(hotRecord("shop", "both", 7))
-	eventually(t, "the follower to hold the recreated topic's keys", func() bool {
+	testenv.Eventually(t, "the follower to hold the recreated topic's keys", func() bool {
 		st := f.Stats()
 		return st.Entries == 31 && !st.Resyncing && f.IsHot("shop", "new-29") && !f.IsHot("shop", "old-0")
 	})
@@ -122,7 +123,7 @@ func TestFollowerTopicRecreated(t *testing.T) {
 	require.GreaterOrEqual(t, st.FetchErrors, uint64(1))
 	require.Equal(t, float64(st.FetchErrors), gauge(t, reg, "keyheat_hotkeys_follower_fetch_errors_total"))
 	require.Equal(t, float64(st.Resyncs), gauge(t, reg, "keyheat_hotkeys_follower_resyncs_total"))
-	eventually(t, "the follower to say it fetches again", func() bool { return !f.Stats().Failing })
+	testenv.Eventually(t, "the follower to say it fetches again", func() bool { return !f.Stats().Failing })
 	require.Zero(t, gauge(t, reg, "keyheat_hotkeys_follower_failing"))
 
 	r.produce(&kgo.Record{Key: schemas.HotKeyRecordKey("shop", "new-0")})
@@ -141,7 +142,7 @@ func TestFollowerTopicDeleted(t *testing.T) {
 	waitReady(t, f)
 
 	r.deleteTopic()
-	eventually(t, "the follower to say it is failing", func() bool { return f.Stats().Failing })
+	testenv.Eventually(t, "the follower to say it is failing", func() bool { return f.Stats().Failing })
 	require.True(t, f.IsHot("shop", "old"), "a registry gone keeps the set")
 	require.True(t, f.Ready())
 
@@ -156,7 +157,7 @@ func TestFollowerTopicDeleted(t *testing.T) {
 
 	r.createTopic(1)
 	r.produce(hotRecord("shop", "new", 1))
-	eventually(t, "the follower to hold the new topic's key", func() bool {
+	testenv.Eventually(t, "the follower to hold the new topic's key", func() bool {
 		return f.IsHot("shop", "new") && !f.IsHot("shop", "old") && !f.Stats().Resyncing
 	})
 	require.Equal(t, 1, f.Stats().Entries)
@@ -180,7 +181,7 @@ func TestFollowerTopicRecreatedNoTopicIDs(t *testing.T) {
 	for i := range 5 {
 		r.produce(hotRecord("shop", "new-"+strconv.Itoa(i), 1))
 	}
-	eventually(t, "the follower to hold the recreated topic's keys", func() bool {
+	testenv.Eventually(t, "the follower to hold the recreated topic's keys", func() bool {
 		return f.Stats().Entries == 5 && f.IsHot("shop", "new-4") && !f.Stats().Resyncing
 	})
 	var keys []string

@@ -90,18 +90,6 @@ func waitReady(t *testing.T, f *hotkeys.Follower) {
 	require.NoError(t, f.WaitReady(ctx))
 }
 
-// eventually waits until cond holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting (hang guard) for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func keyHash(key string) string {
 	var b [8]byte
 	h := xxh3.HashString(key)
@@ -413,6 +401,9 @@ func TestFollowerFollowsDetector(t *testing.T) {
 	// A tombstone or cooled record of a key not in the set changes nothing.
 	r.produce(&kgo.Record{Key: schemas.HotKeyRecordKey("shop", "never")}, det{typ: schemas.HotKeyCooled, app: "shop", key: "never2"}.record())
 	c.barrier(r)
+	// The counts are stored after the batch's changes are queued: the
+	// barrier's callback can run before they are.
+	testenv.Eventually(t, "the barrier's batch counted", func() bool { return f.Stats().Entries == 1 })
 	st := f.Stats()
 	require.Equal(t, 1, st.Entries, "the barrier key only")
 	require.Zero(t, st.DecodeErrors)
@@ -562,7 +553,7 @@ func TestFollowerExpiryWallClock(t *testing.T) {
 	require.True(t, f.IsHot("shop", "k"))
 	// The counts are stored after the batch's changes are queued: a
 	// callback can run before they are.
-	eventually(t, "no demote counted", func() bool { return f.Stats().Demoted == 0 })
+	testenv.Eventually(t, "no demote counted", func() bool { return f.Stats().Demoted == 0 })
 	t.Logf("the demote hid k until its end: %v", hidden)
 	var seen []string
 	for len(c.ch) > 0 {
@@ -703,7 +694,7 @@ func TestFollowerSlowCallbacks(t *testing.T) {
 	for i := range n {
 		r.produce(hotRecord("shop", strconv.Itoa(i), 1))
 	}
-	eventually(t, "every key in the set while the callback blocks", func() bool { return f.Stats().Entries == n })
+	testenv.Eventually(t, "every key in the set while the callback blocks", func() bool { return f.Stats().Entries == n })
 	for i := range n {
 		require.True(t, f.IsHot("shop", strconv.Itoa(i)))
 	}
@@ -713,7 +704,7 @@ func TestFollowerSlowCallbacks(t *testing.T) {
 	require.GreaterOrEqual(t, dropped, uint64(n-5))
 	require.Equal(t, float64(dropped), gauge(t, reg, "keyheat_hotkeys_follower_onchange_dropped_total"))
 	close(release)
-	eventually(t, "the changes not dropped delivered", func() bool { return calls.Load() == int64(n)-int64(dropped) })
+	testenv.Eventually(t, "the changes not dropped delivered", func() bool { return calls.Load() == int64(n)-int64(dropped) })
 	require.Equal(t, dropped, f.Stats().OnChangeDropped)
 }
 
@@ -732,7 +723,7 @@ func TestFollowerMissingTopic(t *testing.T) {
 	_, err := kadm.NewClient(r.cl).CreateTopic(ctx, 2, 1, nil, r.topic)
 	require.NoError(t, err)
 	r.produce(hotRecord("shop", "k", 1))
-	eventually(t, "the key from the topic created later", func() bool { return f.IsHot("shop", "k") })
+	testenv.Eventually(t, "the key from the topic created later", func() bool { return f.IsHot("shop", "k") })
 }
 
 // TestFollowerClose: Close is idempotent, WaitReady says the follower was

@@ -43,7 +43,7 @@ func TestParseRecordKey(t *testing.T) {
 func TestInvalidateUnreadableRecordLogsNoKey(t *testing.T) {
 	noLeaks(t)
 	seeds, topic := kfakeTopic(t)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	c := newFollowingCache(t, seeds, topic, CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
@@ -53,7 +53,7 @@ func TestInvalidateUnreadableRecordLogsNoKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
 	defer cancel()
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(bad), Value: []byte(`{"v":1,"origin":"x"}`)}).FirstErr())
-	waitFor(t, "the record to be skipped", func() bool { return strings.Contains(logs.String(), "cannot read") })
+	testenv.Eventually(t, "the record to be skipped", func() bool { return strings.Contains(logs.String(), "cannot read") })
 	require.NotContains(t, logs.String(), "4111", "the log shows none of the record key's bytes")
 	require.Contains(t, logs.String(), fmt.Sprintf("record key of %d bytes", len(bad)))
 	require.Contains(t, logs.String(), "offset=0")
@@ -115,7 +115,7 @@ func TestInvalidateRacingFetchIsNotKept(t *testing.T) {
 			defer cancel()
 			require.NoError(t, writer.Invalidate(ctx, "a", "k"))
 			if tc.remote {
-				waitFor(t, "the invalidation to reach the other process", func() bool { return c.Stats().InvalidationsReceived == 1 })
+				testenv.Eventually(t, "the invalidation to reach the other process", func() bool { return c.Stats().InvalidationsReceived == 1 })
 			}
 
 			// The fetch is still blocked: a Get now starts its own load
@@ -153,7 +153,7 @@ func TestInvalidateReachesOtherProcesses(t *testing.T) {
 	}
 	s.write()
 	require.NoError(t, a.Invalidate(t.Context(), "a", "k"))
-	waitFor(t, "b to receive a's invalidation", func() bool { return b.Stats().InvalidationsReceived == 1 })
+	testenv.Eventually(t, "b to receive a's invalidation", func() bool { return b.Stats().InvalidationsReceived == 1 })
 	for _, c := range []*Cache{a, b} {
 		v, err := c.Get(t.Context(), "a", "k", s.load)
 		require.NoError(t, err)
@@ -164,7 +164,7 @@ func TestInvalidateReachesOtherProcesses(t *testing.T) {
 	// b's invalidation of the same key lands on the same partition after
 	// a's own: once a read b's, it has read (and skipped) its own.
 	require.NoError(t, b.Invalidate(t.Context(), "a", "k"))
-	waitFor(t, "a to receive b's invalidation", func() bool { return a.Stats().InvalidationsReceived > 0 })
+	testenv.Eventually(t, "a to receive b's invalidation", func() bool { return a.Stats().InvalidationsReceived > 0 })
 	require.EqualValues(t, 1, a.Stats().InvalidationsReceived, "a skipped its own invalidation")
 	require.EqualValues(t, 1, a.Stats().InvalidationsSent)
 	require.EqualValues(t, 1, b.Stats().InvalidationsSent)
@@ -285,7 +285,7 @@ func TestInvalidateConcurrentModel(t *testing.T) {
 	require.EqualValues(t, 401, last)
 	sa := a.Stats()
 	require.EqualValues(t, 800, sa.InvalidationsSent)
-	waitFor(t, "b to read every invalidation", func() bool { return b.Stats().InvalidationsReceived == sa.InvalidationsSent })
+	testenv.Eventually(t, "b to read every invalidation", func() bool { return b.Stats().InvalidationsReceived == sa.InvalidationsSent })
 	for _, c := range []*Cache{a, b} {
 		v, err := c.Get(ctx, "a", "k", load)
 		require.NoError(t, err)
@@ -301,7 +301,7 @@ func TestInvalidateConcurrentModel(t *testing.T) {
 func TestInvalidateTopicRecreated(t *testing.T) {
 	noLeaks(t)
 	seeds, topic := kfakeTopic(t)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	cfg := CacheConfig{Registry: hotRegistry("a", "k", MitigationLocalCache), SharedTTL: time.Hour}
 	cfgA := cfg
 	cfgA.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -330,7 +330,7 @@ func TestInvalidateTopicRecreated(t *testing.T) {
 
 	// While the topic is gone the cache cannot follow it again: it stays
 	// not following, and keeps nothing.
-	waitFor(t, "a to lose the topic", func() bool { st := a.Stats(); return st.FollowLosses > 0 && !st.Following })
+	testenv.Eventually(t, "a to lose the topic", func() bool { st := a.Stats(); return st.FollowLosses > 0 && !st.Following })
 	st := a.Stats()
 	require.NotZero(t, st.Purges, "a lost track of the topic: it dropped its values")
 	require.False(t, st.Keys[0].Cached)
@@ -350,8 +350,8 @@ func TestInvalidateTopicRecreated(t *testing.T) {
 	_, err = adm.CreateTopic(ctx, 3, 1, nil, topic)
 	require.NoError(t, err)
 	require.NoError(t, a.WaitFollowing(ctx))
-	waitFor(t, "b to lose the topic and follow it again", func() bool { st := b.Stats(); return st.FollowLosses > 0 && st.Following })
-	waitFor(t, "a to log that it follows again", func() bool { return strings.Contains(logs.String(), "follows invalidations again") })
+	testenv.Eventually(t, "b to lose the topic and follow it again", func() bool { st := b.Stats(); return st.FollowLosses > 0 && st.Following })
+	testenv.Eventually(t, "a to log that it follows again", func() bool { return strings.Contains(logs.String(), "follows invalidations again") })
 
 	// Both ways, each cache holding the key's value: the receiver must
 	// load the new version after the sender's write and invalidation.
@@ -361,7 +361,7 @@ func TestInvalidateTopicRecreated(t *testing.T) {
 		want := s.write()
 		received := dir.to.Stats().InvalidationsReceived
 		require.NoError(t, dir.from.Invalidate(ctx, "a", "k"), "the sender's producer works on the new topic")
-		waitFor(t, "the invalidation to arrive", func() bool { return dir.to.Stats().InvalidationsReceived > received })
+		testenv.Eventually(t, "the invalidation to arrive", func() bool { return dir.to.Stats().InvalidationsReceived > received })
 		v, err := dir.to.Get(t.Context(), "a", "k", s.load)
 		require.NoError(t, err)
 		require.Equal(t, want, version(t, v))

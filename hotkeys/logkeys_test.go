@@ -1,35 +1,16 @@
 package hotkeys
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCacheLogKeys: the cache's log line about a key names it by its
 // key_hash only, and by the key itself too with LogRawKeys.
@@ -37,7 +18,7 @@ func TestCacheLogKeys(t *testing.T) {
 	noLeaks(t)
 	const key = "user:alice@example.com"
 	for _, raw := range []bool{false, true} {
-		var buf lockedBuffer
+		var buf testenv.SyncBuffer
 		c := newTestCache(t, CacheConfig{Registry: hotRegistry("a", key, MitigationLocalCache), SharedTTL: time.Hour,
 			Logger: slog.New(slog.NewTextHandler(&buf, nil)), LogRawKeys: raw})
 		_, err := c.Get(t.Context(), "a", key, func(context.Context) ([]byte, error) { panic("boom") })

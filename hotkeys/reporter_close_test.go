@@ -40,7 +40,7 @@ func TestReporterSecondCloseKeepsToItsCtx(t *testing.T) {
 	defer cancel1()
 	first := make(chan error, 1)
 	go func() { first <- r.Close(ctx1) }()
-	waitFor(t, "the first Close to begin", func() bool {
+	testenv.Eventually(t, "the first Close to begin", func() bool {
 		select {
 		case <-r.quit:
 			return true

@@ -1,7 +1,6 @@
 package hotkeys
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -372,7 +371,7 @@ func TestReporterCloseSendsNoClientMetrics(t *testing.T) {
 	for i := range 10 {
 		r.Record("shop", reportedKey(i), "GET", 0)
 	}
-	waitFor(t, "the events sent", func() bool { return r.Stats().Sent == 10 })
+	testenv.Eventually(t, "the events sent", func() bool { return r.Stats().Sent == 10 })
 	closeReporter(t, r)
 	require.Zero(t, asked.Load(), "the client asked for a client-metrics subscription")
 }
@@ -489,7 +488,7 @@ func TestReporterCloseWhileRecording(t *testing.T) {
 func TestReporterProduceErrors(t *testing.T) {
 	verifyNoLeaks(t)
 	seeds := testenv.KFake(t)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	r := newTestReporter(t, seeds, testenv.UniqueName(t, "missing"), ReporterConfig{
 		FlushInterval: 5 * time.Millisecond,
 		Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
@@ -509,22 +508,4 @@ func TestReporterProduceErrors(t *testing.T) {
 	require.Equal(t, ReporterStats{Recorded: 21, Failed: 21}, r.Stats())
 	require.Contains(t, logs.String(), "hotkeys reporter: events not acknowledged by kafka")
 	require.Contains(t, logs.String(), "UNKNOWN_TOPIC_OR_PARTITION")
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -243,7 +242,7 @@ func TestStatsPublisherPublishesEveryInterval(t *testing.T) {
 		Client: "c", Interval: 5 * time.Millisecond, Cache: e.cache, Registerer: reg})
 	require.NoError(t, err)
 	e.get(t, "k1", 4)
-	waitFor(t, "three records published", func() bool { return p.Stats().Published >= 3 })
+	testenv.Eventually(t, "three records published", func() bool { return p.Stats().Published >= 3 })
 	require.EqualValues(t, float64(p.Stats().Published), metricValue(t, reg, "keyheat_hotkeys_stats_published_total"))
 	e.get(t, "k1", 6)
 	require.NoError(t, p.Close(t.Context()))
@@ -266,13 +265,13 @@ func TestStatsPublisherPublishesEveryInterval(t *testing.T) {
 func TestStatsPublisherUnreachable(t *testing.T) {
 	noLeaks(t)
 	e := newStatsEnv(t)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	p, err := NewStatsPublisher(StatsPublisherConfig{
-		ClientOpts: []kgo.Opt{kgo.SeedBrokers(closedAddr(t))}, Interval: time.Millisecond, Cache: e.cache,
+		ClientOpts: []kgo.Opt{kgo.SeedBrokers(testenv.FreeAddr(t))}, Interval: time.Millisecond, Cache: e.cache,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	require.NoError(t, err)
-	waitFor(t, "intervals skipped while the first record is unanswered", func() bool { return p.Stats().Skipped >= 5 })
+	testenv.Eventually(t, "intervals skipped while the first record is unanswered", func() bool { return p.Stats().Skipped >= 5 })
 	e.get(t, "k1", 3) // the application goes on
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
@@ -284,16 +283,6 @@ func TestStatsPublisherUnreachable(t *testing.T) {
 	require.GreaterOrEqual(t, st.Failed, uint64(2), "the first record and Close's at least")
 	require.Equal(t, err, p.Close(t.Context()), "a second Close returns the first one's result")
 	require.Contains(t, logs.String(), "records not published")
-}
-
-// closedAddr is an address nothing listens on: connections are refused.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // TestStatsPublisherFollowerAndReporter: a record carries the follower's

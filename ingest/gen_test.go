@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -98,7 +99,7 @@ func TestNewGenChecks(t *testing.T) {
 // and checks that the count it reports is the count on the topic, and
 // that the same seed plants the same number again.
 func TestGenPlantedCount(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 3)
 		cfg := GenConfig{Keys: 1000, S: 1.1, Rate: 1e6, Count: 20_000, Seed: 7,
 			Hot:   []HotKey{{Key: "product:42", Start: 5 * time.Millisecond, For: 10 * time.Millisecond, Share: 0.3}},

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // TestKafkaHealth drives KafkaHealth with a clock of the test's: one line
@@ -17,7 +19,7 @@ import (
 // after remindEvery, one line when it is back, the readiness answer and
 // the gauge following along.
 func TestKafkaHealth(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	reg := prometheus.NewRegistry()
 	h := NewKafkaHealth([]string{"b1:9092"}, slog.New(slog.NewTextHandler(&logs, nil)), reg)
 	now := time.Unix(1000, 0)

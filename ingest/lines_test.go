@@ -20,7 +20,7 @@ import (
 // after all of them; a line one of whose keys is invalid is dead-lettered
 // whole, once.
 func TestSendOneRecordPerKey(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 3)
 		parser, err := logparse.New(logparse.Config{Format: "redis"})
 		require.NoError(t, err)

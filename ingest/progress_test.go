@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -16,7 +17,7 @@ import (
 // source does not fill the log.
 func TestProgressOnlyWhenChanged(t *testing.T) {
 	s := NewStats(nil)
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	at := time.Now()
 	p := newProgressLine(s, nil, slog.New(slog.NewTextHandler(log, nil)), at)
 	beat := func() {

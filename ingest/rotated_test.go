@@ -240,7 +240,7 @@ func TestTailOldRotatedLogIsALog(t *testing.T) {
 	require.NoError(t, err)
 	pl, err := NewLineSender(LineSenderConfig{Parser: parser, Producer: prod, Limits: schemas.Limits{MaxSkew: 168 * time.Hour}})
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	tl, err := NewTailer(TailConfig{TailOptions: opts, Paths: []string{path}, FromStart: true, StopTimeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}, pl)
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 // the DLQ with its reason, the source and the raw line, while the good
 // ones reach the events topic keyed by access key.
 func TestStdinDLQ(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		// A SET of user:3 padded with its value to exactly 256 bytes.
 		pre := `1742220131.8 [0 127.0.0.1:1] "set" "user:3" "`
@@ -158,11 +158,11 @@ func TestStdinBrokerDownMidStream(t *testing.T) {
 		k := newKafkaEnv(t, b.Seeds(), 2)
 		s := startStdin(t, k, StdinConfig{})
 		s.write(t, 2000)
-		waitFor(t, "2000 lines delivered", func() bool { return s.pl.stats.Delivered.Load() == 2000 })
+		testenv.Eventually(t, "2000 lines delivered", func() bool { return s.pl.stats.Delivered.Load() == 2000 })
 		b.Stop(t)
 		s.write(t, 4000)
 		require.NoError(t, s.w.Close())
-		waitFor(t, "4000 lines read", func() bool { return s.pl.stats.Lines.Load() == 4000 })
+		testenv.Eventually(t, "4000 lines read", func() bool { return s.pl.stats.Lines.Load() == 4000 })
 		select {
 		case <-s.done:
 			t.Fatalf("ReadLines returned while Kafka was away: %v", s.err)
@@ -190,14 +190,14 @@ func TestStdinSpillOnStop(t *testing.T) {
 	outageBrokers(t, func(t *testing.T, b *testenv.Broker) {
 		k := newKafkaEnv(t, b.Seeds(), 2)
 		spill := filepath.Join(t.TempDir(), "stdin.spill")
-		var logs syncBuffer
+		var logs testenv.SyncBuffer
 		s := startStdin(t, k, StdinConfig{DeliveryOptions: DeliveryOptions{StopTimeout: 200 * time.Millisecond, SpillFile: spill},
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		s.write(t, 1000)
-		waitFor(t, "1000 lines delivered", func() bool { return s.pl.stats.Delivered.Load() == 1000 })
+		testenv.Eventually(t, "1000 lines delivered", func() bool { return s.pl.stats.Delivered.Load() == 1000 })
 		b.Stop(t)
 		s.write(t, 3000)
-		waitFor(t, "3000 lines read", func() bool { return s.pl.stats.Lines.Load() == 3000 })
+		testenv.Eventually(t, "3000 lines read", func() bool { return s.pl.stats.Lines.Load() == 3000 })
 		s.cancel() // SIGTERM
 		<-s.done
 		var ue *UndeliveredError
@@ -241,7 +241,7 @@ func TestStdinEndTimeout(t *testing.T) {
 	spill := filepath.Join(t.TempDir(), "stdin.spill")
 	s := startStdin(t, k, StdinConfig{DeliveryOptions: DeliveryOptions{EndTimeout: 300 * time.Millisecond, SpillFile: spill}})
 	s.write(t, 10)
-	waitFor(t, "10 lines delivered", func() bool { return s.pl.stats.Delivered.Load() == 10 })
+	testenv.Eventually(t, "10 lines delivered", func() bool { return s.pl.stats.Delivered.Load() == 10 })
 	b.Stop(t)
 	s.write(t, 25)
 	require.NoError(t, s.w.Close())

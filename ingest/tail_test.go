@@ -95,7 +95,7 @@ type tailRun struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed once Run returned err
 	err    error
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 }
 
 // fastTail are tail options for tests: a tail id of the test's own, and
@@ -111,7 +111,7 @@ func startTail(t *testing.T, k *kafkaEnv, opts TailOptions, paths []string, mods
 	prod := k.tailProducer(t, opts, schemas.Binary)
 	parser, err := logparse.NewJSON(logparse.JSONConfig{Key: "key", Bytes: "bytes"}, "test")
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cfg := TailConfig{TailOptions: opts, Paths: paths, FromStart: true, StopTimeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	for _, m := range mods {
@@ -151,18 +151,6 @@ func (r *tailRun) stop() error {
 	r.cancel()
 	<-r.done
 	return r.err
-}
-
-// waitFor polls cond; tests wait on state, never on time.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // runs are the runs startTail started, by tailer: waitCaughtUp stops
@@ -310,7 +298,7 @@ func requireEachLineOnce(t *testing.T, k *kafkaEnv, path string, n int) {
 // the whole file before it truncates, and until the tailer saw the
 // truncation before it writes on.
 func TestTailExactlyOnce(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 4)
 		dir := t.TempDir()
 		path := filepath.Join(dir, "access.log")
@@ -324,7 +312,7 @@ func TestTailExactlyOnce(t *testing.T) {
 		lw.rotate()
 		lw.reopen()
 		lw.write(30_000)
-		waitFor(t, "lines of the new file read", func() bool { return run.tl.pl.stats.Lines.Load() > 20_000 })
+		testenv.Eventually(t, "lines of the new file read", func() bool { return run.tl.pl.stats.Lines.Load() > 20_000 })
 		run.crash()
 
 		// While ingest is down the file rotates twice: the file between
@@ -342,7 +330,7 @@ func TestTailExactlyOnce(t *testing.T) {
 		waitCaughtUp(t, run.tl, path)
 		truncs := run.tl.pl.stats.Truncates.Load()
 		require.NoError(t, os.Truncate(path, 0))
-		waitFor(t, "the truncation seen", func() bool { return run.tl.pl.stats.Truncates.Load() > truncs })
+		testenv.Eventually(t, "the truncation seen", func() bool { return run.tl.pl.stats.Truncates.Load() > truncs })
 		lw.write(total)
 		waitCaughtUp(t, run.tl, path)
 		require.NoError(t, run.stop())
@@ -455,7 +443,7 @@ func (dw *delayedWriter) wait() int { return <-dw.done }
 // lines across writes, loses nothing and tears nothing: every line
 // exactly once, no dead letter.
 func TestTailRotationDelayedReopen(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 4)
 		path := filepath.Join(t.TempDir(), "access.log")
 		opts := fastTail(t, k)
@@ -467,7 +455,7 @@ func TestTailRotationDelayedReopen(t *testing.T) {
 		// rotated away before it.
 		dw := startDelayedWriter(t, path, 3000, 10, 200*time.Millisecond, 1)
 		run := startTail(t, k, opts, []string{path})
-		waitFor(t, "the first lines read", func() bool { return run.tl.pl.stats.Lines.Load() > 0 })
+		testenv.Eventually(t, "the first lines read", func() bool { return run.tl.pl.stats.Lines.Load() > 0 })
 		dw.start()
 		n := dw.wait()
 		waitCaughtUp(t, run.tl, path)
@@ -483,7 +471,7 @@ func TestTailRotationDelayedReopen(t *testing.T) {
 // order before the live file, by identity, and a rotated file that was
 // deleted before ingest read it is reported with the bytes never read.
 func TestTailRotatedWhileDown(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -515,7 +503,7 @@ func TestTailRotatedWhileDown(t *testing.T) {
 		_, _ = lw.w.WriteString(`{"key":"unfinished`)
 		require.NoError(t, lw.w.Flush())
 		run = startTail(t, k, opts, []string{path})
-		waitFor(t, "5500 lines committed", func() bool { return run.tl.pl.stats.Lines.Load() == 500 })
+		testenv.Eventually(t, "5500 lines committed", func() bool { return run.tl.pl.stats.Lines.Load() == 500 })
 		require.NoError(t, run.stop())
 		lw.rotate()
 		lw.reopen()
@@ -554,7 +542,7 @@ func TestTailRotatedWhileDown(t *testing.T) {
 // truncation are read from the copy, found by its content among the
 // rotated names; nothing is lost or repeated.
 func TestTailCopyTruncate(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -583,7 +571,7 @@ func TestTailCopyTruncate(t *testing.T) {
 // the identity whose saved position its copy still answers to, or the
 // next start takes the copy for a file it never read.
 func TestTailCopyTruncateRestarts(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -633,7 +621,7 @@ func copyTruncate(t *testing.T, path string) {
 // TestTailCopyTruncateLive is TestTailCopyTruncate with the tailer
 // running: the truncation is seen while it follows the file.
 func TestTailCopyTruncateLive(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -664,17 +652,17 @@ func TestTailCopyTruncateLive(t *testing.T) {
 // has data; the rest is sent then: as an event when it parses, as a dead
 // letter saying it was left unfinished when it does not.
 func TestTailUnterminatedLastLine(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		opts := fastTail(t, k)
 		run := startTail(t, k, opts, []string{path})
-		waitFor(t, "waiting for the file", func() bool { return strings.Contains(run.logs.String(), "waiting for it to appear") })
+		testenv.Eventually(t, "waiting for the file", func() bool { return strings.Contains(run.logs.String(), "waiting for it to appear") })
 		require.NoError(t, os.WriteFile(path, []byte(line(0)+strings.TrimSuffix(line(1), "\n")), 0o644))
-		waitFor(t, "line 0 committed", func() bool { return run.tl.pl.stats.Events.Load() == 1 })
+		testenv.Eventually(t, "line 0 committed", func() bool { return run.tl.pl.stats.Events.Load() == 1 })
 		require.NoError(t, os.Rename(path, path+".1"))
 		require.NoError(t, os.WriteFile(path, []byte(line(2)+`{"key":"torn`), 0o644))
-		waitFor(t, "line 1 sent at close", func() bool { return run.tl.pl.stats.Events.Load() == 3 })
+		testenv.Eventually(t, "line 1 sent at close", func() bool { return run.tl.pl.stats.Events.Load() == 3 })
 		require.NoError(t, os.Rename(path, path+".2"))
 		require.NoError(t, os.WriteFile(path, []byte(line(3)), 0o644))
 		waitCaughtUp(t, run.tl, path)
@@ -718,7 +706,7 @@ func TestTailStartLines(t *testing.T) {
 
 	other := filepath.Join(dir, "later.log")
 	run = startTail(t, k, opts, []string{path, other})
-	waitFor(t, "waiting for later.log", func() bool {
+	testenv.Eventually(t, "waiting for later.log", func() bool {
 		return strings.Contains(run.logs.String(), "later.log: waiting for it to appear (it will be read from its start)")
 	})
 	require.NoError(t, os.WriteFile(other, []byte(line(100)), 0o644))
@@ -844,7 +832,7 @@ func TestNewTailerKeepsCallersPaths(t *testing.T) {
 // its start, whether it fits the read buffer or not; a line of exactly
 // MaxLineBytes is an event.
 func TestTailLineLimit(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		const limit = 64
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
@@ -883,24 +871,6 @@ func TestTailLineLimit(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTailStopWhileKafkaDown: told to stop while Kafka is away, the tail
 // waits StopTimeout, then gives up on the open transaction: Run returns an
 // *UndeliveredError counting the lines read and not delivered, and saying
@@ -919,7 +889,7 @@ func TestTailStopWhileKafkaDown(t *testing.T) {
 		lw.write(3000)
 		// Reading pauses while a commit waits for Kafka: how many of the
 		// new lines are read by the stop varies.
-		waitFor(t, "new lines read", func() bool { return run.tl.Waiting() > 0 })
+		testenv.Eventually(t, "new lines read", func() bool { return run.tl.Waiting() > 0 })
 		err := run.stop()
 		var ue *UndeliveredError
 		require.ErrorAs(t, err, &ue)
@@ -1001,7 +971,7 @@ func TestTailCompressedRotated(t *testing.T) {
 // first, which stops with an error saying so instead of fighting over the
 // positions; the second delivers every line once.
 func TestTailFencedBySameID(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 2)
 		path := filepath.Join(t.TempDir(), "access.log")
 		lw := newLineWriter(t, path)
@@ -1034,7 +1004,7 @@ func TestTailShortFingerprintHidesNothing(t *testing.T) {
 	first := line(0)
 	require.NoError(t, os.WriteFile(path, []byte(first[:5]), 0o644))
 	run := startTail(t, k, fastTail(t, k), []string{path})
-	waitFor(t, "the partial line read", func() bool {
+	testenv.Eventually(t, "the partial line read", func() bool {
 		run.tl.gate.Lock()
 		defer run.tl.gate.Unlock()
 		return len(run.tl.watches) == 1 && len(run.tl.watches[0].files) == 1 && run.tl.watches[0].files[0].readPos == 5
@@ -1060,7 +1030,7 @@ func TestTailShortFingerprintHidesNothing(t *testing.T) {
 	// Both are taken in, in one scan or two; the first may already be
 	// read to its end and let go when the second is found, so the test
 	// asks the log rather than counting open files.
-	waitFor(t, "the rotated files taken in", func() bool {
+	testenv.Eventually(t, "the rotated files taken in", func() bool {
 		logs := run.logs.String()
 		return strings.Contains(logs, "access.log.2") && strings.Contains(logs, "access.log.1")
 	})

@@ -19,13 +19,6 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// brokers runs fn against kfake and against the real broker, as sub-tests
-// named kfake and real_kafka.
-func brokers(t *testing.T, fn func(t *testing.T, seeds []string)) {
-	t.Run("kfake", func(t *testing.T) { fn(t, testenv.KFake(t)) })
-	t.Run("real_kafka", func(t *testing.T) { fn(t, testenv.KafkaSeeds(t)) })
-}
-
 // rawLine is line i of a raw topic: a JSON access line, except every 17th
 // which is garbage for the DLQ.
 func rawLine(i int) string {
@@ -165,7 +158,7 @@ func requireCommittedAtEnd(t *testing.T, seeds []string, raw, group string) {
 // record is on the events topic or the DLQ exactly once, and the group's
 // offsets end at the raw topic's end.
 func TestTopicSource(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 3)
 		raw := testenv.NewTopic(t, seeds, 4)
 		group := testenv.UniqueName(t, "g")
@@ -173,14 +166,14 @@ func TestTopicSource(t *testing.T) {
 
 		produceRaw(t, seeds, raw, 0, first)
 		r := startTopic(t, k, raw, group)
-		waitFor(t, "first lines acknowledged", func() bool { return r.acked() == first })
+		testenv.Eventually(t, "first lines acknowledged", func() bool { return r.acked() == first })
 		r.stop(t)
 		require.EqualValues(t, first, r.pl.Stats().Lines.Load(), "nothing read twice")
 		requireCommittedAtEnd(t, seeds, raw, group)
 
 		produceRaw(t, seeds, raw, first, second)
 		r = startTopic(t, k, raw, group)
-		waitFor(t, "new lines acknowledged", func() bool { return r.acked() == second-first })
+		testenv.Eventually(t, "new lines acknowledged", func() bool { return r.acked() == second-first })
 		r.stop(t)
 		require.EqualValues(t, second-first, r.pl.Stats().Lines.Load(), "a restart resumes at the committed offsets")
 		requireCommittedAtEnd(t, seeds, raw, group)
@@ -192,14 +185,14 @@ func TestTopicSource(t *testing.T) {
 // the first flushes and commits what it hands over, so the second resumes
 // exactly there and no record is re-published.
 func TestTopicRebalance(t *testing.T) {
-	brokers(t, func(t *testing.T, seeds []string) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
 		k := newKafkaEnv(t, seeds, 3)
 		raw := testenv.NewTopic(t, seeds, 4)
 		group := testenv.UniqueName(t, "g")
 		n := 2000
 		produceRaw(t, seeds, raw, 0, n)
 		a := startTopic(t, k, raw, group)
-		waitFor(t, "first member reading", func() bool { return a.acked() > 0 })
+		testenv.Eventually(t, "first member reading", func() bool { return a.acked() > 0 })
 		b := startTopic(t, k, raw, group)
 		// Keep lines coming until the second member has published some: it
 		// then owns partitions the first one was revoked.
@@ -209,7 +202,7 @@ func TestTopicRebalance(t *testing.T) {
 			n += 100
 			time.Sleep(50 * time.Millisecond)
 		}
-		waitFor(t, "all lines acknowledged", func() bool { return a.acked()+b.acked() >= int64(n) })
+		testenv.Eventually(t, "all lines acknowledged", func() bool { return a.acked()+b.acked() >= int64(n) })
 		a.stop(t)
 		b.stop(t)
 		requireCommittedAtEnd(t, seeds, raw, group)
@@ -244,7 +237,7 @@ func TestTopicStopUndelivered(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()
-	waitFor(t, "300 records read", func() bool { return pl.stats.Lines.Load() == 300 })
+	testenv.Eventually(t, "300 records read", func() bool { return pl.stats.Lines.Load() == 300 })
 	cancel()
 	err = <-done
 	var ue *UndeliveredError

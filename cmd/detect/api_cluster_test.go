@@ -28,12 +28,12 @@ func TestAPITwoInstances(t *testing.T) {
 	const token = "two-instances-token"
 	var bases []string
 	for range 2 {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		start(t, []string{"KEYHEAT_API_TOKEN=" + token}, append([]string{"run", sinkRules, "--api.addr=" + addr}, e.flags()...)...)
 		bases = append(bases, "http://"+addr+"/")
 	}
 	for _, b := range bases {
-		eventually(t, "the API of "+b, func() bool {
+		testenv.Eventually(t, "the API of "+b, func() bool {
 			code, _ := apiCall(t, "GET", b+"api/hotkeys", "", nil)
 			return code == http.StatusOK
 		})
@@ -55,9 +55,9 @@ func TestAPITwoInstances(t *testing.T) {
 			map[string]any{"app": "shop", "mitigation": "local_cache", "ttl": "10m"})
 		require.Equal(t, http.StatusCreated, code, "%s", body)
 		acked := time.Since(t0)
-		eventually(t, "the client sees the promote", func() bool { return app.IsHot("shop", key) })
+		testenv.Eventually(t, "the client sees the promote", func() bool { return app.IsHot("shop", key) })
 		seen := time.Since(t0)
-		eventually(t, "the other instance lists it", func() bool { return listed(t, b, "shop", key) == "manual" })
+		testenv.Eventually(t, "the other instance lists it", func() bool { return listed(t, b, "shop", key) == "manual" })
 		t.Logf("key of %d bytes: acknowledged after %s, IsHot in a client after %s, listed by the other instance after %s",
 			len(key), acked.Round(time.Microsecond), seen.Round(time.Microsecond), time.Since(t0).Round(time.Microsecond))
 	}
@@ -74,7 +74,7 @@ func TestAPITwoInstances(t *testing.T) {
 	// A later promote through the same path shows the cooled was read.
 	code, body := apiCall(t, "POST", bases[0]+"api/hotkeys/marker/promote", token, map[string]any{"app": "shop", "mitigation": "split", "split_factor": 2, "ttl": "1m"})
 	require.Equal(t, http.StatusCreated, code, "%s", body)
-	eventually(t, "the marker", func() bool { return app.IsHot("shop", "marker") })
+	testenv.Eventually(t, "the marker", func() bool { return app.IsHot("shop", "marker") })
 	require.True(t, app.IsHot("shop", keys[0]), "a detector's cooled ended a manual promote")
 	for _, b := range bases {
 		require.Equal(t, "manual", listed(t, b, "shop", keys[0]), b)
@@ -84,9 +84,9 @@ func TestAPITwoInstances(t *testing.T) {
 	for i, key := range keys {
 		code, body := apiCall(t, "DELETE", bases[(i+1)%2]+"api/hotkeys?key_b64="+url.QueryEscape(b64(key))+"&app=shop&ttl=10m", token, nil)
 		require.Equal(t, http.StatusOK, code, "%s", body)
-		eventually(t, "the demote in the client", func() bool { return !app.IsHot("shop", key) })
+		testenv.Eventually(t, "the demote in the client", func() bool { return !app.IsHot("shop", key) })
 		for _, b := range bases {
-			eventually(t, "the demote on "+b, func() bool { return listed(t, b, "shop", key) == "" })
+			testenv.Eventually(t, "the demote on "+b, func() bool { return listed(t, b, "shop", key) == "" })
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // TestAPIKeyOfDotSegmentsReachesAPI: a key made of ".." segments, sent
@@ -20,7 +22,7 @@ func TestAPIKeyOfDotSegmentsReachesAPI(t *testing.T) {
 	own, _, token := apiHandlers(t)
 	srv := httptest.NewServer(own)
 	t.Cleanup(srv.Close)
-	eventually(t, "the registry read", func() bool {
+	testenv.Eventually(t, "the registry read", func() bool {
 		resp, err := http.Get(srv.URL + "/api/hotkeys")
 		if err != nil {
 			return false

@@ -49,7 +49,7 @@ func TestAPINonCanonicalPathNotRedirected(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(h)
 			t.Cleanup(srv.Close)
-			eventually(t, "the registry read", func() bool {
+			testenv.Eventually(t, "the registry read", func() bool {
 				resp, err := http.Get(srv.URL + "/api/hotkeys")
 				if err != nil {
 					return false

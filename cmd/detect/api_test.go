@@ -83,7 +83,7 @@ func TestAPIServed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			seeds := testenv.KFake(t)
 			e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 2))
-			apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
+			apiAddr, metricsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 			if shared {
 				metricsAddr = apiAddr
 			}
@@ -91,7 +91,7 @@ func TestAPIServed(t *testing.T) {
 			p := start(t, []string{"KEYHEAT_API_TOKEN=" + token},
 				append([]string{"run", sinkRules, "--api.addr=" + apiAddr, "--metrics.addr=" + metricsAddr}, e.flags()...)...)
 			base := "http://" + apiAddr + "/"
-			eventually(t, "the API answers", func() bool {
+			testenv.Eventually(t, "the API answers", func() bool {
 				code, _ := apiCall(t, "GET", base+"api/hotkeys", "", nil)
 				return code == http.StatusOK
 			})
@@ -104,14 +104,14 @@ func TestAPIServed(t *testing.T) {
 			// The detector's key: "hot" at 250/s over a 200/s rule.
 			start := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 			produceEvents(t, seeds, e.events, 3000, start, 1, 4, 100)
-			eventually(t, "the detector's hot key listed", func() bool { return listed(t, base, "app", "hot") == "detector" })
+			testenv.Eventually(t, "the detector's hot key listed", func() bool { return listed(t, base, "app", "hot") == "detector" })
 
 			// Reports, alerts and the key's windows, read back from Kafka.
-			eventually(t, "a cluster report", func() bool {
+			testenv.Eventually(t, "a cluster report", func() bool {
 				code, b := apiCall(t, "GET", base+"api/reports/latest", "", nil)
 				return code == http.StatusOK && strings.Contains(string(b), `"key":"hot"`)
 			})
-			eventually(t, "the alert", func() bool {
+			testenv.Eventually(t, "the alert", func() bool {
 				code, b := apiCall(t, "GET", base+"api/alerts?app=app", "", nil)
 				return code == http.StatusOK && strings.Contains(string(b), `"type":"hot"`)
 			})
@@ -122,7 +122,7 @@ func TestAPIServed(t *testing.T) {
 				Alerted bool
 			}
 			var b []byte
-			eventually(t, "the key's windows", func() bool {
+			testenv.Eventually(t, "the key's windows", func() bool {
 				var code int
 				code, b = apiCall(t, "GET", base+"api/hotkeys/hot/stats?app=app", "", nil)
 				require.Equal(t, http.StatusOK, code, "%s", b)
@@ -142,17 +142,17 @@ func TestAPIServed(t *testing.T) {
 			require.Equal(t, http.StatusUnauthorized, code, "%s", b)
 			code, b = apiCall(t, "POST", promote, token, req)
 			require.Equal(t, http.StatusCreated, code, "%s", b)
-			eventually(t, "the promoted key listed", func() bool { return listed(t, base, "app", key) == "manual" })
+			testenv.Eventually(t, "the promoted key listed", func() bool { return listed(t, base, "app", key) == "manual" })
 
 			// A demote of the detector's key hides it.
 			code, b = apiCall(t, "DELETE", base+"api/hotkeys/hot?app=app&ttl=10m", token, nil)
 			require.Equal(t, http.StatusOK, code, "%s", b)
-			eventually(t, "the demoted key gone", func() bool { return listed(t, base, "app", "hot") == "" })
+			testenv.Eventually(t, "the demoted key gone", func() bool { return listed(t, base, "app", "hot") == "" })
 
-			require.Equal(t, 0, p.stop(time.Minute))
-			require.NotContains(t, p.stderr.String(), token, "the token in a log line")
-			require.NotContains(t, p.stdout.String(), token)
-			require.True(t, strings.Contains(p.stderr.String(), "serving the operator API"), "the log says where the API is")
+			require.Equal(t, 0, p.Stop())
+			require.NotContains(t, p.Stderr.String(), token, "the token in a log line")
+			require.NotContains(t, p.Stdout.String(), token)
+			require.True(t, strings.Contains(p.Stderr.String(), "serving the operator API"), "the log says where the API is")
 		})
 	}
 }

@@ -41,8 +41,8 @@ func TestClickHouseTLSRun(t *testing.T) {
 	e := newRunEnv(t, seeds, events)
 	p := start(t, env, append(append([]string{"run", "--exit-at-end", sinkRules, "--clickhouse.enabled"}, e.flags()...),
 		chTLSFlags(s, db)...)...)
-	require.Equal(t, 0, p.waitExit(3*time.Minute), "a run over TLS ClickHouse ends by itself")
-	all := p.stdout.String() + "\n" + p.stderr.String()
+	require.Equal(t, 0, p.WaitExit(), "a run over TLS ClickHouse ends by itself")
+	all := p.Stdout.String() + "\n" + p.Stderr.String()
 	require.Contains(t, all, "level=DEBUG")
 	require.Contains(t, all, `msg="applied clickhouse migration"`, "the migrations ran over TLS")
 	require.NotContains(t, all, s.Password, "detect printed the ClickHouse password")
@@ -56,9 +56,9 @@ func TestClickHouseTLSRun(t *testing.T) {
 
 	q := start(t, env, append([]string{"query", "alerts", "--from=" + base.Add(-time.Hour).Format(time.RFC3339), "--json"},
 		chTLSFlags(s, db)...)...)
-	require.Equal(t, 0, q.waitExit(2*time.Minute))
-	require.Contains(t, q.stdout.String(), `"key":"`+plantedKey+`"`, "detect query reads over TLS")
-	require.NotContains(t, q.stdout.String()+q.stderr.String(), s.Password)
+	require.Equal(t, 0, q.WaitExit())
+	require.Contains(t, q.Stdout.String(), `"key":"`+plantedKey+`"`, "detect query reads over TLS")
+	require.NotContains(t, q.Stdout.String()+q.Stderr.String(), s.Password)
 }
 
 // TestClickHouseTLSRefused: settings the TLS server refuses end detect
@@ -68,7 +68,7 @@ func TestClickHouseTLSRun(t *testing.T) {
 func TestClickHouseTLSRefused(t *testing.T) {
 	s := testenv.PrivateClickHouseTLS(t, testenv.SecureClickHouseOptions{})
 	other := testenv.NewTestCerts(t, "other.keyheat.test")
-	broker, _ := fakeBroker(t)
+	broker, _ := testenv.CountingListener(t)
 	const wrong = "wrong-password-2b8e41"
 	for _, tc := range []struct {
 		name  string
@@ -87,12 +87,12 @@ func TestClickHouseTLSRefused(t *testing.T) {
 			env := []string{config.EnvName("log.level") + "=debug", config.EnvName("clickhouse.password") + "=" + tc.pw}
 			flags := chTLSFlags(s, "keyheat_refused", tc.extra...)
 			p := start(t, env, append([]string{"run", "--kafka.brokers=" + broker, "--clickhouse.enabled"}, flags...)...)
-			require.Equal(t, 1, p.waitExit(2*time.Minute))
-			require.NotEmpty(t, p.stderr.match(regexpOf(regexpQuote("detect: clickhouse: "+tc.want))), "stderr:\n%s", p.stderr)
+			require.Equal(t, 1, p.WaitExit())
+			require.NotEmpty(t, p.Stderr.Match(regexpOf(regexpQuote("detect: clickhouse: "+tc.want))), "stderr:\n%s", p.Stderr)
 			q := start(t, env, append([]string{"query", "alerts", "--since=1h"}, flags...)...)
-			require.Equal(t, 1, q.waitExit(2*time.Minute))
-			require.NotEmpty(t, q.stderr.match(regexpOf(regexpQuote("query: "+tc.want))), "stderr:\n%s", q.stderr)
-			for _, out := range []string{p.stdout.String(), p.stderr.String(), q.stdout.String(), q.stderr.String()} {
+			require.Equal(t, 1, q.WaitExit())
+			require.NotEmpty(t, q.Stderr.Match(regexpOf(regexpQuote("query: "+tc.want))), "stderr:\n%s", q.Stderr)
+			for _, out := range []string{p.Stdout.String(), p.Stderr.String(), q.Stdout.String(), q.Stderr.String()} {
 				require.NotContains(t, out, s.Password)
 				require.NotContains(t, out, wrong)
 			}

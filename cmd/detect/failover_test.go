@@ -56,84 +56,81 @@ func produceNginx(t *testing.T, seeds []string, topic string, base time.Time, fr
 // ID): a merger re-raising the key with a later onset would be a second
 // alert.
 func TestMergerFailoverUnkeyed(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			seeds := b.seeds(t)
-			events := testenv.NewTopic(t, seeds, 2)
-			env := newRunEnv(t, seeds, events)
-			args := append([]string{"run", "--pipeline.idle_timeout=1h", "--detect.format=combined", "--detect.app=web",
-				"--merge.max_pending_windows=1000"}, env.flags()...)
-			base := time.Now().Add(-time.Hour).Truncate(time.Second)
-			key := string(schemas.HotKeyRecordKey("web", "/hot"))
-			// last is the key's last event; gone, that a tombstone (which
-			// registryEvents checks follows a cooled) is its last record.
-			registry := func() (hot, cooled map[string]int, last *schemas.HotKeyEvent, gone bool) {
-				hot, cooled = map[string]int{}, map[string]int{}
-				recs := readTopic(t, seeds, env.hotkeys)
-				for _, r := range recs {
-					require.Equal(t, key, string(r.Key), "an alert for another key")
-				}
-				for _, h := range registryEvents(t, recs) {
-					require.Equal(t, int32(schemas.ClusterPartition), h.Partition, "a partition alerted by itself: %+v", h)
-					switch h.Type {
-					case schemas.HotKeyHot:
-						hot[h.ID]++
-					case schemas.HotKeyCooled:
-						cooled[h.ID]++
-					}
-					last = h
-				}
-				return hot, cooled, last, len(recs) > 0 && recs[len(recs)-1].Value == nil
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		events := testenv.NewTopic(t, seeds, 2)
+		env := newRunEnv(t, seeds, events)
+		args := append([]string{"run", "--pipeline.idle_timeout=1h", "--detect.format=combined", "--detect.app=web",
+			"--merge.max_pending_windows=1000"}, env.flags()...)
+		base := time.Now().Add(-time.Hour).Truncate(time.Second)
+		key := string(schemas.HotKeyRecordKey("web", "/hot"))
+		// last is the key's last event; gone, that a tombstone (which
+		// registryEvents checks follows a cooled) is its last record.
+		registry := func() (hot, cooled map[string]int, last *schemas.HotKeyEvent, gone bool) {
+			hot, cooled = map[string]int{}, map[string]int{}
+			recs := readTopic(t, seeds, env.hotkeys)
+			for _, r := range recs {
+				require.Equal(t, key, string(r.Key), "an alert for another key")
 			}
-
-			a := start(t, nil, args...)
-			a.waitErr(`msg="elected merger"`, time.Minute)
-			a.waitErr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`, time.Minute)
-			b2 := start(t, nil, args...)
-			b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`, time.Minute)
-
-			// /hot from second 5 on, still hot at second 40: longer than
-			// the warm-up span (2 × 1 s + 10 s cool-down + 5 s suppression).
-			produceNginx(t, seeds, events, base, 0, 40, 5, 50)
-			var hotID string
-			eventually(t, "the key's hot on the registry", func() bool {
-				hot, _, _, _ := registry()
-				for id := range hot {
-					hotID = id
+			for _, h := range registryEvents(t, recs) {
+				require.Equal(t, int32(schemas.ClusterPartition), h.Partition, "a partition alerted by itself: %+v", h)
+				switch h.Type {
+				case schemas.HotKeyHot:
+					hot[h.ID]++
+				case schemas.HotKeyCooled:
+					cooled[h.ID]++
 				}
-				return len(hot) > 0
-			})
-			// The killed merger has committed the windows topic after the
-			// hot (a commit every 100 ms, the hot acknowledged): without
-			// the episode hold its commit passes the onset.
-			eventually(t, "the merger's commit", func() bool {
-				return len(committedOffsets(t, seeds, env.mergeGroup, env.windows)) > 0
-			})
-			time.Sleep(time.Second) // more commits; not a pass/fail deadline
-			a.kill()
+				last = h
+			}
+			return hot, cooled, last, len(recs) > 0 && recs[len(recs)-1].Value == nil
+		}
 
-			b2.waitErr(`msg="elected merger"`, 2*time.Minute)
-			b2.waitErr(`msg="partitions assigned" partitions="?map\[\S+:\[`, 2*time.Minute)
-			hot, cooled, last, gone := registry()
-			require.Len(t, hot, 1, "one hot: %v", hot)
-			require.Empty(t, cooled)
-			require.False(t, gone)
-			require.Contains(t, []string{schemas.HotKeyHot, schemas.HotKeyUpdate}, last.Type, "the registry says hot while the key is hot")
+		a := start(t, nil, args...)
+		a.WaitStderr(`msg="elected merger"`)
+		a.WaitStderr(`msg="partitions assigned" partitions="map\[\S+:\[0 1\]\]"`)
+		b2 := start(t, nil, args...)
+		b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[\d\]\]`)
 
-			// Seconds 40-60: hot until 50, then background only; cooled
-			// 10 s after it fell below.
-			produceNginx(t, seeds, events, base, 40, 62, 5, 50)
-			eventually(t, "the key's cooled and tombstone on the registry", func() bool {
-				_, cooled, _, gone := registry()
-				return len(cooled) > 0 && gone
-			})
-			hot, cooled, last, gone = registry()
-			require.Equal(t, map[string]int{hotID: hot[hotID]}, hot, "every hot has the first merger's ID")
-			require.Len(t, cooled, 1, "one cooled ID: %v", cooled)
-			require.Equal(t, schemas.HotKeyCooled, last.Type, "the registry's last event for the key is its cooled")
-			require.True(t, gone, "then the key's tombstone: compaction drops it")
-			require.Greater(t, last.OnsetMs, base.Add(50*time.Second).UnixMilli(), "cooled after the burst ended")
-			b2.stop(time.Minute)
+		// /hot from second 5 on, still hot at second 40: longer than
+		// the warm-up span (2 × 1 s + 10 s cool-down + 5 s suppression).
+		produceNginx(t, seeds, events, base, 0, 40, 5, 50)
+		var hotID string
+		testenv.Eventually(t, "the key's hot on the registry", func() bool {
+			hot, _, _, _ := registry()
+			for id := range hot {
+				hotID = id
+			}
+			return len(hot) > 0
 		})
-	}
+		// The killed merger has committed the windows topic after the
+		// hot (a commit every 100 ms, the hot acknowledged): without
+		// the episode hold its commit passes the onset.
+		testenv.Eventually(t, "the merger's commit", func() bool {
+			return len(committedOffsets(t, seeds, env.mergeGroup, env.windows)) > 0
+		})
+		time.Sleep(time.Second) // more commits; not a pass/fail deadline
+		a.Kill()
+
+		b2.WaitStderr(`msg="elected merger"`)
+		b2.WaitStderr(`msg="partitions assigned" partitions="?map\[\S+:\[`)
+		hot, cooled, last, gone := registry()
+		require.Len(t, hot, 1, "one hot: %v", hot)
+		require.Empty(t, cooled)
+		require.False(t, gone)
+		require.Contains(t, []string{schemas.HotKeyHot, schemas.HotKeyUpdate}, last.Type, "the registry says hot while the key is hot")
+
+		// Seconds 40-60: hot until 50, then background only; cooled
+		// 10 s after it fell below.
+		produceNginx(t, seeds, events, base, 40, 62, 5, 50)
+		testenv.Eventually(t, "the key's cooled and tombstone on the registry", func() bool {
+			_, cooled, _, gone := registry()
+			return len(cooled) > 0 && gone
+		})
+		hot, cooled, last, gone = registry()
+		require.Equal(t, map[string]int{hotID: hot[hotID]}, hot, "every hot has the first merger's ID")
+		require.Len(t, cooled, 1, "one cooled ID: %v", cooled)
+		require.Equal(t, schemas.HotKeyCooled, last.Type, "the registry's last event for the key is its cooled")
+		require.True(t, gone, "then the key's tombstone: compaction drops it")
+		require.Greater(t, last.OnsetMs, base.Add(50*time.Second).UnixMilli(), "cooled after the burst ended")
+		b2.Stop()
+	})
 }

@@ -341,7 +341,7 @@ func TestBoardMetricsServed(t *testing.T) {
 	}
 	rules(200)
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "archive"), 0o700))
-	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	apiAddr, metricsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	args := append([]string{"run", "--config=" + cfgFile, "--api.addr=" + apiAddr, "--metrics.addr=" + metricsAddr,
 		"--archive.root=" + filepath.Join(dir, "archive"), "--archive.segment_age=200ms"},
 		chFlags(testenv.ClickHouseAddr(t), db)...)
@@ -372,7 +372,7 @@ func TestBoardMetricsServed(t *testing.T) {
 	})
 	ex("RENAME TABLE " + db + ".reports_away TO " + db + ".reports")
 	rules(300)
-	p.waitErr(`msg="rules reloaded"`, 2*time.Minute)
+	p.WaitStderr(`msg="rules reloaded"`)
 	produceEvents(t, seeds, e.events, 3000, startMs+6000, 1, 4, 100)
 
 	var missing []string
@@ -388,13 +388,13 @@ func TestBoardMetricsServed(t *testing.T) {
 		sort.Strings(missing)
 		return "metrics of the board not on /metrics (or served though in notServed):\n  " + strings.Join(missing, "\n  ")
 	})
-	require.Equal(t, 0, p.stop(2*time.Minute))
+	require.Equal(t, 0, p.Stop())
 }
 
 // waitSeries waits until cond holds of the metric names on p's /metrics
 // at addr (sample names: a histogram's _bucket, _sum and _count); why
 // says what failed if it never does.
-func waitSeries(t *testing.T, p *proc, addr, what string, cond func(names map[string]bool) bool, why ...func() string) {
+func waitSeries(t *testing.T, p *testenv.Process, addr, what string, cond func(names map[string]bool) bool, why ...func() string) {
 	t.Helper()
 	var err error
 	until(t, p, what, func() bool {
@@ -418,14 +418,14 @@ func waitSeries(t *testing.T, p *proc, addr, what string, cond func(names map[st
 
 // until waits until cond holds, failing as soon as p exits; why, when
 // given, adds to the failure what the test knows of it.
-func until(t *testing.T, p *proc, what string, cond func() bool, why ...func() string) {
+func until(t *testing.T, p *testenv.Process, what string, cond func() bool, why ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute) // a hang guard; the condition is what is waited on
 	for !cond() {
 		fail := ""
 		select {
-		case <-p.done:
-			fail = fmt.Sprintf("detect exited (%v) while waiting for %s", p.err, what)
+		case <-p.Done():
+			fail = fmt.Sprintf("detect exited (%v) while waiting for %s", p.Err(), what)
 		default:
 			if time.Now().After(deadline) {
 				fail = "timed out waiting for " + what

@@ -63,11 +63,11 @@ func TestLogKeys(t *testing.T) {
 			e := newRunEnv(t, seeds, events)
 			env := append([]string{config.EnvName("log.level") + "=debug"}, tc.env...)
 			p := start(t, env, append(append([]string{"run", "--exit-at-end", "--print=text", sinkRules}, e.flags()...), tc.flags...)...)
-			require.Equal(t, 0, p.waitExit(3*time.Minute))
-			logs := p.stderr.String()
+			require.Equal(t, 0, p.WaitExit())
+			logs := p.Stderr.String()
 			require.Contains(t, logs, "level=DEBUG", "the log is at debug")
-			require.Contains(t, p.stdout.String(), plantedKey, "--print shows the key: it is for a person, not a log")
-			published := p.stderr.match(regexpOf(`level=DEBUG msg="publishing a hot-key event" type=hot app=shop .*key_hash=` + hash))
+			require.Contains(t, p.Stdout.String(), plantedKey, "--print shows the key: it is for a person, not a log")
+			published := p.Stderr.Match(regexpOf(`level=DEBUG msg="publishing a hot-key event" type=hot app=shop .*key_hash=` + hash))
 			require.NotEmpty(t, published, "the planted key's hot is logged, by its key_hash:\n%s", logs)
 			if !tc.raw {
 				require.NotContains(t, logs, plantedKey, "a raw key in the log")
@@ -76,7 +76,7 @@ func TestLogKeys(t *testing.T) {
 				return
 			}
 			require.Contains(t, published[0], " key="+plantedKey+" key_hash="+hash+" ")
-			keyed := p.stderr.match(regexpOf(`level=INFO msg="events topic keyed by access key`))
+			keyed := p.Stderr.Match(regexpOf(`level=INFO msg="events topic keyed by access key`))
 			require.Len(t, keyed, 1, logs)
 			require.Regexp(t, `record_key=(\S+) record_key_hash=[0-9a-f]{16} access_key=(\S+) access_key_hash=[0-9a-f]{16}$`, keyed[0])
 			require.True(t, strings.Contains(keyed[0], "access_key=key:") || strings.Contains(keyed[0], "access_key="+plantedKey), keyed[0])

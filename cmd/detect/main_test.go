@@ -3,55 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			_, _ = os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// fakeBroker is a listener that counts connections and answers none: a
-// command that connects to it has touched Kafka.
-func fakeBroker(t *testing.T) (addr string, conns *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	conns = &atomic.Int64{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); <-done })
-	return ln.Addr().String(), conns
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestConfigErrorsBeforeKafka: whatever is wrong in the configuration is
 // reported before detect connects to a broker.
@@ -72,7 +34,7 @@ func TestConfigErrorsBeforeKafka(t *testing.T) {
 		{"clickhouse", []string{"run", "--clickhouse.enabled", "--clickhouse.batch_rows=0"}, "clickhouse.batch_rows:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr, conns := fakeBroker(t)
+			addr, conns := testenv.CountingListener(t)
 			root := newRoot(&bytes.Buffer{})
 			root.SetArgs(append(tc.args, "--kafka.brokers="+addr, "--log.level=error"))
 			root.SetOut(&bytes.Buffer{})
@@ -104,18 +66,18 @@ func TestHelpListsDetectKeys(t *testing.T) {
 // the key listed and a token that promotes, and stops cleanly on SIGTERM.
 func TestDemo(t *testing.T) {
 	p := start(t, nil, "demo", "--port=0", "--rate=4000", "--hot=key=smoke:hot,start=0s,for=10m,share=50%")
-	p.waitOut(`^keyheat demo: Kafka on 127\.0\.0\.1:\d+`, time.Minute)
+	p.WaitStdout(`^keyheat demo: Kafka on 127\.0\.0\.1:\d+`)
 	dash := regexp.MustCompile(`^Dashboard: (http://127\.0\.0\.1:\d+/) \(token for promote and demote, this run only: ([0-9a-f]{32})\)`).
-		FindStringSubmatch(p.waitOut(`^Dashboard: `, time.Minute))
+		FindStringSubmatch(p.WaitStdout(`^Dashboard: `))
 	require.Len(t, dash, 3, "the dashboard line names its URL and token")
-	line := p.waitOut(`HOT +shop "smoke:hot"`, time.Minute)
+	line := p.WaitStdout(`HOT +shop "smoke:hot"`)
 	require.Contains(t, line, "rule=default")
-	p.waitOut(`window events=\d+ .* top: shop/smoke:hot `, time.Minute)
-	eventually(t, "the hot key listed by the API", func() bool { return listed(t, dash[1], "shop", "smoke:hot") == "detector" })
+	p.WaitStdout(`window events=\d+ .* top: shop/smoke:hot `)
+	testenv.Eventually(t, "the hot key listed by the API", func() bool { return listed(t, dash[1], "shop", "smoke:hot") == "detector" })
 	code, b := apiCall(t, "POST", dash[1]+"api/hotkeys/product:7/promote", dash[2], map[string]any{"app": "shop", "mitigation": "local_cache", "ttl": "1m"})
 	require.Equal(t, http.StatusCreated, code, "%s", b)
-	require.Equal(t, 0, p.stop(30*time.Second), "a stop by SIGTERM is a clean exit")
-	require.Empty(t, p.stderr.match(regexp.MustCompile(`level=(ERROR|WARN)`)), "no warning or error in the log")
-	require.NotEmpty(t, p.stderr.match(regexp.MustCompile(`msg="partitions released".*lost=false`)), "the stop committed its partitions")
-	require.False(t, strings.Contains(p.stdout.String(), "\x1b["), "no terminal control codes when stdout is not a terminal")
+	require.Equal(t, 0, p.Stop(), "a stop by SIGTERM is a clean exit")
+	require.Empty(t, p.Stderr.Match(regexp.MustCompile(`level=(ERROR|WARN)`)), "no warning or error in the log")
+	require.NotEmpty(t, p.Stderr.Match(regexp.MustCompile(`msg="partitions released".*lost=false`)), "the stop committed its partitions")
+	require.False(t, strings.Contains(p.Stdout.String(), "\x1b["), "no terminal control codes when stdout is not a terminal")
 }

@@ -29,19 +29,19 @@ func TestRulesReloadEmptyFileKeepsRules(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "keyheat.yaml")
 			require.NoError(t, os.WriteFile(file, []byte("pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: 100}]\n"), 0o600))
 			p := start(t, nil, append([]string{"run", "--print=text", "--config=" + file}, e.flags()...)...)
-			p.waitErr(`msg="partitions assigned"`, time.Minute)
+			p.WaitStderr(`msg="partitions assigned"`)
 
 			require.NoError(t, os.WriteFile(file, []byte(tc.rewrite), 0o600)) // rewritten in place
-			p.waitErr(`msg="(rules reloaded|config file changed but refused)`, time.Minute)
+			p.WaitStderr(`msg="(rules reloaded|config file changed but refused)`)
 
 			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 			produceEvents(t, seeds, e.events, 300, base, 1, 1, 1) // "hot" 300 times in 0.3 s
 			produceEvents(t, seeds, e.events, 10, base+5000, 1, 0, 10)
-			p.waitOut(`REPORT cluster events=300 `, time.Minute)
-			require.Equal(t, 0, p.stop(time.Minute))
-			require.NotContains(t, p.stderr.String(), `msg="rules reloaded"`)
-			require.Len(t, p.stdout.match(regexpOf(`HOT +app "hot" .*rule=r `)), 1,
-				"the rewritten config file keeps the rules in force: the key is hot under rule r\nstderr:\n%s", p.stderr.String())
+			p.WaitStdout(`REPORT cluster events=300 `)
+			require.Equal(t, 0, p.Stop())
+			require.NotContains(t, p.Stderr.String(), `msg="rules reloaded"`)
+			require.Len(t, p.Stdout.Match(regexpOf(`HOT +app "hot" .*rule=r `)), 1,
+				"the rewritten config file keeps the rules in force: the key is hot under rule r\nstderr:\n%s", p.Stderr.String())
 		})
 	}
 }

@@ -87,133 +87,130 @@ func keysOf(m map[string]string) []string {
 func TestReplayAfterLiveRun(t *testing.T) {
 	conn := testenv.ClickHouseConn(t)
 	chAddr := testenv.ClickHouseAddr(t)
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			seeds := b.seeds(t)
-			db := testenv.ClickHouseDatabase(t, conn)
-			e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			const n = 12_000
-			produceEvents(t, seeds, e.events, n, base, 1, 4, 500) // 12 s, "hot" at 250 events/s
-			root := t.TempDir()
-			rules := `--pipeline.rules=[{name: t, key: "*", window: 1s, rate: 200}]`
-			chFlags := []string{"--clickhouse.addr=" + chAddr, "--clickhouse.database=" + db, "--clickhouse.flush_interval=50ms"}
-			_, _, err := execDetect(t, append(append([]string{"run", "--exit-at-end", rules, "--archive.root=" + root,
-				"--archive.segment_age=200ms", "--clickhouse.enabled"}, chFlags...), e.flags()...)...)
-			require.NoError(t, err, "the live run")
-			live, _ := reports(t, seeds, e.reports)
-			liveHot := map[string]string{}
-			for _, h := range registryEvents(t, readTopic(t, seeds, e.hotkeys)) {
-				liveHot[h.ID] = hotKeyJSON(t, h)
-			}
-			require.Len(t, live, 24, "a cluster and an app report per window")
-			require.NotEmpty(t, liveHot)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		db := testenv.ClickHouseDatabase(t, conn)
+		e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		const n = 12_000
+		produceEvents(t, seeds, e.events, n, base, 1, 4, 500) // 12 s, "hot" at 250 events/s
+		root := t.TempDir()
+		rules := `--pipeline.rules=[{name: t, key: "*", window: 1s, rate: 200}]`
+		chFlags := []string{"--clickhouse.addr=" + chAddr, "--clickhouse.database=" + db, "--clickhouse.flush_interval=50ms"}
+		_, _, err := execDetect(t, append(append([]string{"run", "--exit-at-end", rules, "--archive.root=" + root,
+			"--archive.segment_age=200ms", "--clickhouse.enabled"}, chFlags...), e.flags()...)...)
+		require.NoError(t, err, "the live run")
+		live, _ := reports(t, seeds, e.reports)
+		liveHot := map[string]string{}
+		for _, h := range registryEvents(t, readTopic(t, seeds, e.hotkeys)) {
+			liveHot[h.ID] = hotKeyJSON(t, h)
+		}
+		require.Len(t, live, 24, "a cluster and an app report per window")
+		require.NotEmpty(t, liveHot)
 
-			out, stderr, err := execDetect(t, "replay", "--archive="+root, "--json", rules, "--events.max_skew=0", "--pipeline.lateness=0")
+		out, stderr, err := execDetect(t, "replay", "--archive="+root, "--json", rules, "--events.max_skew=0", "--pipeline.lateness=0")
+		require.NoError(t, err, "replay: %s", stderr)
+		require.Contains(t, stderr, "replay: 100%", "a plain progress line when stderr is not a terminal")
+		reps, hot := replayLines(t, out)
+		require.Equal(t, keysOf(live), keysOf(reps), "replay reports the live run's windows")
+		for id, want := range live {
+			require.JSONEq(t, want, reps[id], "report %s as the live run had it", id)
+		}
+		require.Equal(t, keysOf(liveHot), keysOf(hot), "replay raises the live run's hot-key events")
+		for id, want := range liveHot {
+			require.JSONEq(t, want, hot[id], "hot-key event %s", id)
+		}
+
+		t.Run("out-parquet", func(t *testing.T) {
+			outDir := t.TempDir()
+			_, stderr, err := execDetect(t, "replay", "--archive="+root, "--out-parquet="+outDir, "--progress=false", rules, "--pipeline.lateness=0")
 			require.NoError(t, err, "replay: %s", stderr)
-			require.Contains(t, stderr, "replay: 100%", "a plain progress line when stderr is not a terminal")
-			reps, hot := replayLines(t, out)
-			require.Equal(t, keysOf(live), keysOf(reps), "replay reports the live run's windows")
+			fsys, err := archive.NewDirFS(outDir)
+			require.NoError(t, err)
+			rs, _, err := archive.ReadReports(context.Background(), fsys, archive.Query{}, nil)
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, r := range rs {
+				b, err := r.AppendJSON(nil)
+				require.NoError(t, err)
+				got[r.ID] = string(b)
+			}
+			require.Equal(t, keysOf(live), keysOf(got), "the replay's reports archived")
 			for id, want := range live {
-				require.JSONEq(t, want, reps[id], "report %s as the live run had it", id)
+				require.JSONEq(t, want, got[id], "report %s", id)
 			}
-			require.Equal(t, keysOf(liveHot), keysOf(hot), "replay raises the live run's hot-key events")
-			for id, want := range liveHot {
-				require.JSONEq(t, want, hot[id], "hot-key event %s", id)
-			}
-
-			t.Run("out-parquet", func(t *testing.T) {
-				outDir := t.TempDir()
-				_, stderr, err := execDetect(t, "replay", "--archive="+root, "--out-parquet="+outDir, "--progress=false", rules, "--pipeline.lateness=0")
-				require.NoError(t, err, "replay: %s", stderr)
-				fsys, err := archive.NewDirFS(outDir)
-				require.NoError(t, err)
-				rs, _, err := archive.ReadReports(context.Background(), fsys, archive.Query{}, nil)
-				require.NoError(t, err)
-				got := map[string]string{}
-				for _, r := range rs {
-					b, err := r.AppendJSON(nil)
-					require.NoError(t, err)
-					got[r.ID] = string(b)
-				}
-				require.Equal(t, keysOf(live), keysOf(got), "the replay's reports archived")
-				for id, want := range live {
-					require.JSONEq(t, want, got[id], "report %s", id)
-				}
-			})
-
-			t.Run("to-topic", func(t *testing.T) {
-				topic := testenv.NewTopic(t, seeds, 2)
-				_, stderr, err := execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
-				require.NoError(t, err, "replay: %s", stderr)
-				recs := readTopic(t, seeds, topic)
-				require.Len(t, recs, n, "every archived event produced once")
-				ids := map[string]bool{}
-				for _, r := range recs {
-					require.Len(t, r.Headers, 1)
-					ids[string(r.Headers[0].Value)] = true
-				}
-				require.Len(t, ids, n, "each with the keyheat-id of its archived record")
-			})
-
-			t.Run("to-topic missing", func(t *testing.T) {
-				topic := testenv.UniqueName(t, "replayed")
-				t.Cleanup(func() { deleteTopic(t, seeds, topic) })
-				_, stderr, err := execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.create_topics=false",
-					"--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
-				require.ErrorContains(t, err, "kafka.create_topics", "stderr: %s", stderr)
-				require.ErrorContains(t, err, topic)
-
-				_, stderr, err = execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.partitions=3",
-					"--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
-				require.NoError(t, err, "replay: %s", stderr)
-				require.Len(t, readTopic(t, seeds, topic), n, "the topic made, every archived event produced once")
-				cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-				require.NoError(t, err)
-				defer cl.Close()
-				td, err := kadm.NewClient(cl).ListTopics(ctx(t), topic)
-				require.NoError(t, err)
-				require.Len(t, td[topic].Partitions, 3, "made with kafka.partitions")
-			})
-
-			t.Run("query", func(t *testing.T) {
-				from := time.UnixMilli(base).UTC().Add(-time.Minute).Format(time.RFC3339)
-				to := time.UnixMilli(base).UTC().Add(time.Hour).Format(time.RFC3339)
-				// The cluster reports' top lists, summed per key: what top
-				// must answer.
-				want := map[string]uint64{}
-				for _, v := range live {
-					r, err := schemas.DecodeWindowReport([]byte(v))
-					require.NoError(t, err)
-					if r.Scope != schemas.ScopeCluster {
-						continue
-					}
-					for _, k := range r.Top {
-						want[k.Key] += k.Count
-					}
-				}
-				out, stderr, err := execDetect(t, append([]string{"query", "top", "--json", "--limit=10000", "--from=" + from, "--to=" + to}, chFlags...)...)
-				require.NoError(t, err, "query: %s", stderr)
-				got := map[string]uint64{}
-				for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-					var r clickhouse.TopRow
-					require.NoError(t, json.Unmarshal([]byte(line), &r))
-					got[r.Key] = r.Events
-				}
-				require.Equal(t, want, got, "query top sums the reports' top lists")
-
-				out, stderr, err = execDetect(t, append([]string{"query", "alerts", "--json", "--limit=10000", "--from=" + from, "--to=" + to}, chFlags...)...)
-				require.NoError(t, err, "query: %s", stderr)
-				lines := strings.Split(strings.TrimSpace(out), "\n")
-				require.Len(t, lines, len(liveHot), "every hot-key event, once")
-				for _, line := range lines {
-					var r clickhouse.AlertRow
-					require.NoError(t, json.Unmarshal([]byte(line), &r))
-					require.Equal(t, "hot", r.Key)
-				}
-			})
 		})
-	}
+
+		t.Run("to-topic", func(t *testing.T) {
+			topic := testenv.NewTopic(t, seeds, 2)
+			_, stderr, err := execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
+			require.NoError(t, err, "replay: %s", stderr)
+			recs := readTopic(t, seeds, topic)
+			require.Len(t, recs, n, "every archived event produced once")
+			ids := map[string]bool{}
+			for _, r := range recs {
+				require.Len(t, r.Headers, 1)
+				ids[string(r.Headers[0].Value)] = true
+			}
+			require.Len(t, ids, n, "each with the keyheat-id of its archived record")
+		})
+
+		t.Run("to-topic missing", func(t *testing.T) {
+			topic := testenv.UniqueName(t, "replayed")
+			t.Cleanup(func() { deleteTopic(t, seeds, topic) })
+			_, stderr, err := execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.create_topics=false",
+				"--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
+			require.ErrorContains(t, err, "kafka.create_topics", "stderr: %s", stderr)
+			require.ErrorContains(t, err, topic)
+
+			_, stderr, err = execDetect(t, "replay", "--archive="+root, "--to-topic="+topic, "--kafka.partitions=3",
+				"--kafka.brokers="+strings.Join(seeds, ","), "--progress=false")
+			require.NoError(t, err, "replay: %s", stderr)
+			require.Len(t, readTopic(t, seeds, topic), n, "the topic made, every archived event produced once")
+			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+			require.NoError(t, err)
+			defer cl.Close()
+			td, err := kadm.NewClient(cl).ListTopics(ctx(t), topic)
+			require.NoError(t, err)
+			require.Len(t, td[topic].Partitions, 3, "made with kafka.partitions")
+		})
+
+		t.Run("query", func(t *testing.T) {
+			from := time.UnixMilli(base).UTC().Add(-time.Minute).Format(time.RFC3339)
+			to := time.UnixMilli(base).UTC().Add(time.Hour).Format(time.RFC3339)
+			// The cluster reports' top lists, summed per key: what top
+			// must answer.
+			want := map[string]uint64{}
+			for _, v := range live {
+				r, err := schemas.DecodeWindowReport([]byte(v))
+				require.NoError(t, err)
+				if r.Scope != schemas.ScopeCluster {
+					continue
+				}
+				for _, k := range r.Top {
+					want[k.Key] += k.Count
+				}
+			}
+			out, stderr, err := execDetect(t, append([]string{"query", "top", "--json", "--limit=10000", "--from=" + from, "--to=" + to}, chFlags...)...)
+			require.NoError(t, err, "query: %s", stderr)
+			got := map[string]uint64{}
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				var r clickhouse.TopRow
+				require.NoError(t, json.Unmarshal([]byte(line), &r))
+				got[r.Key] = r.Events
+			}
+			require.Equal(t, want, got, "query top sums the reports' top lists")
+
+			out, stderr, err = execDetect(t, append([]string{"query", "alerts", "--json", "--limit=10000", "--from=" + from, "--to=" + to}, chFlags...)...)
+			require.NoError(t, err, "query: %s", stderr)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			require.Len(t, lines, len(liveHot), "every hot-key event, once")
+			for _, line := range lines {
+				var r clickhouse.AlertRow
+				require.NoError(t, json.Unmarshal([]byte(line), &r))
+				require.Equal(t, "hot", r.Key)
+			}
+		})
+	})
 }
 
 // TestReplayBadArchive: a truncated or foreign Parquet file in the tree

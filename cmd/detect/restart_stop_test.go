@@ -26,15 +26,15 @@ func TestStopWithClickHouseDownSaysWhatItWaitsFor(t *testing.T) {
 
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 	produceEvents(t, seeds, e.events, 5000, base, 1, 4, 100)
-	eventually(t, "the first windows in ClickHouse", func() bool {
+	testenv.Eventually(t, "the first windows in ClickHouse", func() bool {
 		n, err := ch.counts("reports")
 		return err == nil && n.final == 2*4
 	})
 	srv.Stop(t)
 	produceEvents(t, seeds, e.events, 5000, base+5000, 1, 4, 100) // rows for a server that is down
-	p.waitErr(`msg="clickhouse insert failed; retrying"`, time.Minute)
-	code := p.stop(2 * time.Minute)
-	log := p.stderr.String()
+	p.WaitStderr(`msg="clickhouse insert failed; retrying"`)
+	code := p.Stop()
+	log := p.Stderr.String()
 	// The ClickHouse rows are the merger's outputs; the partitions' own
 	// (Kafka records) may all be acknowledged by the time of the stop, and
 	// then the partitions have nothing to wait for.

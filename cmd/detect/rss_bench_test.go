@@ -42,7 +42,7 @@ func BenchmarkRSS(b *testing.B) {
 				peak := watchRSS(b, p)
 				b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 				var counted uint64
-				for _, line := range p.stdout.match(regexpOf(`"scope":"cluster"`)) {
+				for _, line := range p.Stdout.Match(regexpOf(`"scope":"cluster"`)) {
 					r, err := schemas.DecodeWindowReport([]byte(line))
 					require.NoError(b, err)
 					counted += r.Events
@@ -83,17 +83,17 @@ func fillKeys(b *testing.B, seeds []string, topic string, n, distinct int) {
 
 // watchRSS samples the process's resident memory every 100 ms until it
 // exits (0) and returns the peak, in bytes.
-func watchRSS(b *testing.B, p *proc) int64 {
+func watchRSS(b *testing.B, p *testenv.Process) int64 {
 	var peak int64
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
-		case <-p.done:
-			require.NoError(b, p.err)
+		case <-p.Done():
+			require.NoError(b, p.Err())
 			return peak
 		case <-t.C:
-			peak = max(peak, rss(p.cmd.Process.Pid))
+			peak = max(peak, rss(p.Pid()))
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,14 +18,6 @@ import (
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
-
-var brokers = []struct {
-	name  string
-	seeds func(t *testing.T) []string
-}{
-	{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
-	{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
-}
 
 // runEnv is one test's topics and groups, as detect flags.
 type runEnv struct {
@@ -176,41 +167,38 @@ func reports(t testing.TB, seeds []string, topic string) (map[string]string, int
 // hot-key event and report as JSON lines as it produces them, and exits
 // 0; the reports count every event.
 func TestRunExitAtEnd(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			seeds := b.seeds(t)
-			e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			const n = 20_000
-			produceEvents(t, seeds, e.events, n, base, 1, 4, 1000) // 20 s, "hot" at 250 events/s
-			p := start(t, nil, append([]string{"run", "--exit-at-end", "--print=json",
-				`--pipeline.rules=[{name: t, key: "*", window: 1s, rate: 200}]`}, e.flags()...)...)
-			require.Equal(t, 0, p.waitExit(2*time.Minute), "an exit-at-end run ends by itself")
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		const n = 20_000
+		produceEvents(t, seeds, e.events, n, base, 1, 4, 1000) // 20 s, "hot" at 250 events/s
+		p := start(t, nil, append([]string{"run", "--exit-at-end", "--print=json",
+			`--pipeline.rules=[{name: t, key: "*", window: 1s, rate: 200}]`}, e.flags()...)...)
+		require.Equal(t, 0, p.WaitExit(), "an exit-at-end run ends by itself")
 
-			var events uint64
-			var hot []string
-			windows := map[int64]bool{}
-			for _, line := range strings.Split(p.stdout.String(), "\n") {
-				switch {
-				case strings.Contains(line, `"scope":"cluster"`):
-					rep, err := schemas.DecodeWindowReport([]byte(line))
-					require.NoError(t, err)
-					require.False(t, windows[rep.StartMs], "window %d reported twice", rep.StartMs)
-					windows[rep.StartMs] = true
-					events += rep.Events
-				case strings.Contains(line, `"type":"hot"`):
-					h, err := schemas.DecodeHotKeyEvent([]byte(line))
-					require.NoError(t, err)
-					hot = append(hot, h.Key)
-				}
+		var events uint64
+		var hot []string
+		windows := map[int64]bool{}
+		for _, line := range strings.Split(p.Stdout.String(), "\n") {
+			switch {
+			case strings.Contains(line, `"scope":"cluster"`):
+				rep, err := schemas.DecodeWindowReport([]byte(line))
+				require.NoError(t, err)
+				require.False(t, windows[rep.StartMs], "window %d reported twice", rep.StartMs)
+				windows[rep.StartMs] = true
+				events += rep.Events
+			case strings.Contains(line, `"type":"hot"`):
+				h, err := schemas.DecodeHotKeyEvent([]byte(line))
+				require.NoError(t, err)
+				hot = append(hot, h.Key)
 			}
-			require.EqualValues(t, n, events, "every event in one report")
-			require.Len(t, windows, 20)
-			require.Equal(t, []string{"hot"}, slices.Compact(hot), "only the planted key is hot: %v", hot)
-			recs, _ := reports(t, seeds, e.reports)
-			require.Len(t, recs, 40, "a cluster and an app report per window, on the reports topic too")
-		})
-	}
+		}
+		require.EqualValues(t, n, events, "every event in one report")
+		require.Len(t, windows, 20)
+		require.Equal(t, []string{"hot"}, slices.Compact(hot), "only the planted key is hot: %v", hot)
+		recs, _ := reports(t, seeds, e.reports)
+		require.Len(t, recs, 40, "a cluster and an app report per window, on the reports topic too")
+	})
 }
 
 // TestRulesReload: rules change while detect runs when the config file
@@ -231,24 +219,24 @@ func TestRulesReload(t *testing.T) {
 	}
 	save(rules("1000000"))
 	p := start(t, nil, append([]string{"run", "--print=text", "--config=" + file}, e.flags()...)...)
-	p.waitErr(`msg="partitions assigned"`, time.Minute)
+	p.WaitStderr(`msg="partitions assigned"`)
 
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 	// "hot" 1100 times in 1.1 s: not hot at a million a second; the first
 	// window's report shows it was read.
 	produceEvents(t, seeds, e.events, 1100, base, 1, 1, 1)
-	p.waitOut(`REPORT cluster events=1000 `, time.Minute)
+	p.WaitStdout(`REPORT cluster events=1000 `)
 	save(rules("100"))
-	p.waitErr(`msg="rules reloaded".*rules=1`, time.Minute)
+	p.WaitStderr(`msg="rules reloaded".*rules=1`)
 	produceEvents(t, seeds, e.events, 300, base+3000, 1, 1, 1)
-	p.waitOut(`HOT +app "hot" rate=100\.0/s threshold=100/s rule=r`, time.Minute)
+	p.WaitStdout(`HOT +app "hot" rate=100\.0/s threshold=100/s rule=r`)
 
 	save([]byte("pipeline:\n  rules: [{name: r, key: \"*\", window: 1s, rate: -1}]\n"))
-	p.waitErr(`level=ERROR msg="config file changed but refused; the rules in force stay".*rate -1`, time.Minute)
+	p.WaitStderr(`level=ERROR msg="config file changed but refused; the rules in force stay".*rate -1`)
 	save([]byte("pipeline:\n  window: 2s\n  rules: [{name: r, key: \"*\", window: 1s, rate: 100}]\n"))
-	p.waitErr(`level=ERROR msg="config file changed but refused.*restart for the other pipeline settings`, time.Minute)
-	require.Equal(t, 0, p.stop(time.Minute))
-	require.Len(t, p.stdout.match(regexpOf(`HOT +app "hot"`)), 1, "the key turned hot once, under the reloaded rules")
+	p.WaitStderr(`level=ERROR msg="config file changed but refused.*restart for the other pipeline settings`)
+	require.Equal(t, 0, p.Stop())
+	require.Len(t, p.Stdout.Match(regexpOf(`HOT +app "hot"`)), 1, "the key turned hot once, under the reloaded rules")
 }
 
 // committedOffsets returns the group's committed offsets and metadata of
@@ -274,10 +262,7 @@ func committedOffsets(t testing.TB, seeds []string, group, topic string) map[int
 func TestHealthAndMetrics(t *testing.T) {
 	seeds := testenv.KFake(t)
 	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 2))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := testenv.FreeAddr(t)
 	p := start(t, nil, append([]string{"run", "--metrics.addr=" + addr}, e.flags()...)...)
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path) //nolint:noctx // a test against a local server
@@ -288,7 +273,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	eventually(t, "ready", func() bool { code, _ := get("/readyz"); return code == 200 })
+	testenv.Eventually(t, "ready", func() bool { code, _ := get("/readyz"); return code == 200 })
 	code, _ := get("/livez")
 	require.Equal(t, 200, code)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
@@ -301,7 +286,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		"keyheat_detect_rules_loaded_timestamp_seconds",
 	}
 	var m string
-	eventually(t, "every series", func() bool {
+	testenv.Eventually(t, "every series", func() bool {
 		_, m = get("/metrics")
 		for _, w := range wants {
 			if !strings.Contains(m, w) {
@@ -310,7 +295,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		}
 		return true
 	})
-	require.Equal(t, 0, p.stop(time.Minute))
+	require.Equal(t, 0, p.Stop())
 }
 
 // TestRunMissingInputTopic: a typo in detect.topics stops detect at start
@@ -321,9 +306,9 @@ func TestRunMissingInputTopic(t *testing.T) {
 	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 1))
 	typo := testenv.UniqueName(t, "typo")
 	p := start(t, nil, append([]string{"run", "--exit-at-end", "--detect.topics=" + typo}, e.flags()...)...)
-	require.Equal(t, 1, p.waitExit(time.Minute))
-	require.Contains(t, p.stderr.String(), "detect: events topics "+typo+" do not exist")
-	require.NotContains(t, p.stderr.String(), "detect: detect:")
+	require.Equal(t, 1, p.WaitExit())
+	require.Contains(t, p.Stderr.String(), "detect: events topics "+typo+" do not exist")
+	require.NotContains(t, p.Stderr.String(), "detect: detect:")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
 	defer cl.Close()

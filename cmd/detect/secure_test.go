@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,27 +19,6 @@ import (
 
 // Tests of detect against a Kafka that speaks only TLS and SASL, fed by
 // the ingest binary, as an operator would run the two.
-
-var (
-	ingestOnce sync.Once
-	ingestPath string
-	ingestErr  error
-)
-
-// ingestBinary builds cmd/ingest once, beside the detect binary.
-func ingestBinary(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Dir(binary(t))
-	ingestOnce.Do(func() {
-		ingestPath = filepath.Join(dir, "ingest")
-		out, err := exec.Command("go", "build", "-o", ingestPath, "../ingest").CombinedOutput()
-		if err != nil {
-			ingestErr = &buildError{err: err, out: string(out)}
-		}
-	})
-	require.NoError(t, ingestErr)
-	return ingestPath
-}
 
 // secureEnv is one test's secured cluster and the topics and groups it
 // uses.
@@ -87,7 +65,7 @@ func (e *secureEnv) gen(t testing.TB, env []string, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ingestBinary(t), append(append([]string{"gen", "--rate=10000", "--duration=2s", "--keys=100", "--zipf=0",
+	cmd := exec.CommandContext(ctx, testenv.Binary(t, "github.com/keyheat/keyheat/cmd/ingest"), append(append([]string{"gen", "--rate=10000", "--duration=2s", "--keys=100", "--zipf=0",
 		"--ingest.app=shop", "--hot=key=secure:hot,share=30%"}, e.kafkaFlags(t)...), extra...)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
@@ -120,9 +98,9 @@ func TestSecureKafka(t *testing.T) {
 			pwEnv := []string{config.EnvName("kafka.sasl.password") + "=" + tc.k.User(t, tc.mechanism).Password}
 			e.gen(t, pwEnv)
 			p := start(t, pwEnv, append([]string{"run", "--exit-at-end", "--print=json", "--from=earliest"}, e.detectFlags(t)...)...)
-			require.Equal(t, 0, p.waitExit(3*time.Minute), "an exit-at-end run over TLS and SASL ends by itself")
+			require.Equal(t, 0, p.WaitExit(), "an exit-at-end run over TLS and SASL ends by itself")
 			var hot []string
-			for _, line := range strings.Split(p.stdout.String(), "\n") {
+			for _, line := range strings.Split(p.Stdout.String(), "\n") {
 				if strings.Contains(line, `"type":"hot"`) {
 					h, err := schemas.DecodeHotKeyEvent([]byte(line))
 					require.NoError(t, err)
@@ -180,10 +158,10 @@ func TestSecureKafkaRefused(t *testing.T) {
 			}
 			began := time.Now()
 			p := start(t, env, append(append([]string{"run", "--exit-at-end"}, e.detectFlags(t)...), tc.extra...)...)
-			require.Equal(t, 1, p.waitExit(2*time.Minute))
+			require.Equal(t, 1, p.WaitExit())
 			t.Logf("detect refused after %s", time.Since(began).Round(time.Millisecond))
-			require.NotEmpty(t, p.stderr.match(regexpOf(regexpQuote("detect: "+tc.want))), "stderr:\n%s", p.stderr)
-			out := p.stdout.String() + p.stderr.String()
+			require.NotEmpty(t, p.Stderr.Match(regexpOf(regexpQuote("detect: "+tc.want))), "stderr:\n%s", p.Stderr)
+			out := p.Stdout.String() + p.Stderr.String()
 			require.NotContains(t, out, wrong)
 			require.NotContains(t, out, k.User(t, tc.mechanism).Password)
 		})
@@ -229,8 +207,8 @@ func TestSecretsNotPrinted(t *testing.T) {
 
 			p := start(t, env, append([]string{"run", "--exit-at-end", "--print=text", "--from=earliest", "--api.addr=127.0.0.1:0"},
 				e.detectFlags(t)...)...)
-			require.Equal(t, 0, p.waitExit(3*time.Minute))
-			all := p.stdout.String() + "\n" + p.stderr.String()
+			require.Equal(t, 0, p.WaitExit())
+			all := p.Stdout.String() + "\n" + p.Stderr.String()
 			require.Contains(t, all, "level=DEBUG")
 			require.Contains(t, all, "secure:hot", "the run did its work")
 			require.NotContains(t, all, pw, "detect printed the Kafka password")
@@ -247,7 +225,7 @@ func TestClickHousePasswordNotPrinted(t *testing.T) {
 	const secret = "clickhouse-secret-3e8f1a"
 	file := filepath.Join(t.TempDir(), "ch")
 	require.NoError(t, os.WriteFile(file, []byte(secret+"\n"), 0o600))
-	broker, _ := fakeBroker(t)
+	broker, _ := testenv.CountingListener(t)
 	for _, env := range [][]string{
 		{config.EnvName("clickhouse.password") + "=" + secret},
 		{config.EnvName("clickhouse.password_file") + "=" + file},
@@ -256,8 +234,8 @@ func TestClickHousePasswordNotPrinted(t *testing.T) {
 			p := start(t, append(env, config.EnvName("log.level")+"=debug"), "run", "--kafka.brokers="+broker,
 				"--clickhouse.enabled", "--clickhouse.addr="+addr, "--clickhouse.user=default",
 				"--clickhouse.database="+testenv.UniqueName(t, "db"), "--clickhouse.dial_timeout=10s")
-			require.Equal(t, 1, p.waitExit(2*time.Minute), "ClickHouse refuses a password its default user does not have")
-			all := p.stdout.String() + "\n" + p.stderr.String()
+			require.Equal(t, 1, p.WaitExit(), "ClickHouse refuses a password its default user does not have")
+			all := p.Stdout.String() + "\n" + p.Stderr.String()
 			require.Regexp(t, `detect: clickhouse: .*(?i)password`, all, "detect said ClickHouse refused the password")
 			require.NotContains(t, all, secret)
 		})

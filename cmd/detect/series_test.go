@@ -68,7 +68,7 @@ func floodRun(t *testing.T, n, keys int) seriesScrape {
 	t.Helper()
 	seeds := testenv.KFake(t)
 	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
-	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	apiAddr, metricsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := start(t, nil, append([]string{"run", sinkRules, "--api.addr=" + apiAddr, "--metrics.addr=" + metricsAddr},
 		e.flags("--events.max_key_bytes="+strconv.Itoa(seriesMaxKeyBytes))...)...)
 	base := "http://" + apiAddr + "/"
@@ -178,7 +178,7 @@ func floodRun(t *testing.T, n, keys int) seriesScrape {
 		return int(sums["keyheat_detect_dlq_total"]) >= dlq &&
 			int(sums["keyheat_detect_hotkeys_total"]) >= len(hot) && int(sums["keyheat_api_requests_total"]) >= calls+1
 	}, func() string { return fmt.Sprintf("sums: %v", sums) })
-	require.Equal(t, 0, p.stop(2*time.Minute))
+	require.Equal(t, 0, p.Stop())
 	return last
 }
 

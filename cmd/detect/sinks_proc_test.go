@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -171,16 +170,6 @@ func windowEvents(n int, startMs, stepMs int64) map[int64]uint64 {
 	return out
 }
 
-// freeAddr returns a 127.0.0.1 address nothing listens on now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // rssBytes returns the resident set size of process pid.
 func rssBytes(pid int) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
@@ -212,7 +201,7 @@ type watcher struct {
 	client   http.Client
 }
 
-func watch(t testing.TB, p *proc, metricsAddr string) *watcher {
+func watch(t testing.TB, p *testenv.Process, metricsAddr string) *watcher {
 	w := &watcher{phase: "start", peak: map[string]int64{}, buffered: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{}),
 		client: http.Client{Timeout: time.Second}}
 	go func() {
@@ -232,7 +221,7 @@ func watch(t testing.TB, p *proc, metricsAddr string) *watcher {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
 			}
-			rss, err := rssBytes(p.cmd.Process.Pid)
+			rss, err := rssBytes(p.Pid())
 			rows := scrapeGauge(&w.client, metricsAddr, "keyheat_clickhouse_buffered_rows")
 			w.mu.Lock()
 			w.buffered[w.phase] = max(w.buffered[w.phase], rows)
@@ -335,7 +324,7 @@ func TestClickHouseOutageProcess(t *testing.T) {
 	srv := testenv.PrivateClickHouse(t)
 	e := newRunEnv(t, seeds, testenv.NewTopic(t, seeds, 4))
 	db := testenv.UniqueName(t, "keyheat")
-	metrics := freeAddr(t)
+	metrics := testenv.FreeAddr(t)
 	const maxRows = 3000
 	// Live, with no window closed by the wall clock nor reported partial:
 	// what is written depends on the input only.
@@ -352,7 +341,7 @@ func TestClickHouseOutageProcess(t *testing.T) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 	const phase = 20_000
 	produceEvents(t, seeds, e.events, phase, base, 1, 4, 1000) // windows 0..19; 0..18 close
-	eventually(t, "the first windows in ClickHouse", func() bool {
+	testenv.Eventually(t, "the first windows in ClickHouse", func() bool {
 		n, err := ch.counts("reports")
 		return err == nil && n.final == 2*19
 	})
@@ -365,7 +354,7 @@ func TestClickHouseOutageProcess(t *testing.T) {
 	stopped := time.Now()
 	tStop := stopped.Sub(stopping)
 	produceEvents(t, seeds, e.events, phase, base+phase, 1, 4, 1000) // windows 20..39
-	eventually(t, "/readyz degraded", func() bool { return w.seen("outage", http.StatusServiceUnavailable) })
+	testenv.Eventually(t, "/readyz degraded", func() bool { return w.seen("outage", http.StatusServiceUnavailable) })
 	tDegraded := time.Since(stopped)
 	time.Sleep(outageDowntime - time.Since(stopped))
 	backlog := mergeBacklog(t, e)
@@ -375,13 +364,13 @@ func TestClickHouseOutageProcess(t *testing.T) {
 	want := windowEvents(2*phase, base, 1)
 	delete(want, base+39_000) // no later event closes it
 	restarted := time.Now()
-	eventually(t, "every window in ClickHouse", func() bool {
+	testenv.Eventually(t, "every window in ClickHouse", func() bool {
 		n, err := ch.counts("reports")
 		return err == nil && n.final == uint64(2*len(want))
 	})
-	eventually(t, "/readyz ready again", func() bool { return w.seen("after", 200) })
+	testenv.Eventually(t, "/readyz ready again", func() bool { return w.seen("after", 200) })
 	tCatchUp := time.Since(restarted)
-	require.Equal(t, 0, p.stop(time.Minute))
+	require.Equal(t, 0, p.Stop())
 	w.close()
 
 	require.Positive(t, backlog, "the merge group committed no summary whose reports ClickHouse lacked")
@@ -538,23 +527,22 @@ func TestKillRestartSinks(t *testing.T) {
 		// past it. A restart first waits for the killed member's session
 		// to expire (6 s, the broker's minimum) before it is assigned
 		// anything.
-		deadline := time.Now().Add(2 * time.Minute)
-		for committedSum(t, seeds, e.group, e.events) <= prev {
+		testenv.Eventually(t, fmt.Sprintf("run %d to commit past %d", i, prev), func() bool {
 			select {
-			case <-p.done:
+			case <-p.Done():
 				t.Fatalf("live run %d ended on its own", i)
-			case <-time.After(50 * time.Millisecond):
+			default:
 			}
-			require.True(t, time.Now().Before(deadline), "run %d committed nothing past %d in 2 minutes", i, prev)
-		}
+			return committedSum(t, seeds, e.group, e.events) > prev
+		})
 		tWait := time.Since(t0)
 		time.Sleep(time.Duration(rng.Int64N(int64(3 * time.Second))))
 		select {
-		case <-p.done:
+		case <-p.Done():
 			t.Fatalf("live run %d ended on its own", i)
 		default:
 		}
-		p.kill()
+		p.Kill()
 		prev = committedSum(t, seeds, e.group, e.events)
 		t.Logf("run %d: killed %s after its first new commit (%s after its start); committed %d", i,
 			(time.Since(t0) - tWait).Round(time.Millisecond), tWait.Round(time.Millisecond), prev)
@@ -564,7 +552,7 @@ func TestKillRestartSinks(t *testing.T) {
 	args := append([]string{"--exit-at-end"}, live...)
 	args[0], args[1] = args[1], args[0] // "run --exit-at-end …"
 	p := start(t, nil, args...)
-	require.Equal(t, 0, p.waitExit(3*time.Minute))
+	require.Equal(t, 0, p.WaitExit())
 
 	requireArchive(t, seeds, e.events, root, n)
 	ch := openCH(t, testenv.ClickHouseAddr(t), db)
@@ -603,11 +591,11 @@ func TestSinksRunTwice(t *testing.T) {
 	binary(t)
 	a := start(t, nil, append(args, first.flags()...)...)
 	b := start(t, nil, append(args, first.flags()...)...)
-	require.Equal(t, 0, a.waitExit(3*time.Minute))
-	require.Equal(t, 0, b.waitExit(3*time.Minute))
+	require.Equal(t, 0, a.WaitExit())
+	require.Equal(t, 0, b.WaitExit())
 	migrations, err := chschema.Migrations()
 	require.NoError(t, err)
-	nApplied := len(a.stderr.match(applied)) + len(b.stderr.match(applied))
+	nApplied := len(a.Stderr.Match(applied)) + len(b.Stderr.Match(applied))
 	require.GreaterOrEqual(t, nApplied, len(migrations), "the migrations were applied")
 	ch := openCH(t, testenv.ClickHouseAddr(t), db)
 	var records uint64
@@ -630,8 +618,8 @@ func TestSinksRunTwice(t *testing.T) {
 
 	second := newRunEnv(t, seeds, events)
 	p := start(t, nil, append(args, second.flags()...)...)
-	require.Equal(t, 0, p.waitExit(3*time.Minute))
-	require.Empty(t, p.stderr.match(applied), "a second start applies no migration")
+	require.Equal(t, 0, p.WaitExit())
+	require.Empty(t, p.Stderr.Match(applied), "a second start applies no migration")
 	ch.requireWindows(want)
 	requireArchive(t, seeds, events, root, n)
 	resent := map[string]tableCounts{}

@@ -27,15 +27,15 @@ func TestStopWithClickHouseDownExitsNonZero(t *testing.T) {
 
 	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
 	produceEvents(t, seeds, e.events, 5000, base, 1, 4, 100) // windows 0..4; 0..3 close
-	eventually(t, "the first windows in ClickHouse", func() bool {
+	testenv.Eventually(t, "the first windows in ClickHouse", func() bool {
 		n, err := ch.counts("reports")
 		return err == nil && n.final == 2*4
 	})
 	srv.Stop(t)
 	produceEvents(t, seeds, e.events, 5000, base+5000, 1, 4, 100) // windows 4..8 close: rows for a server that is down
-	p.waitErr(`msg="clickhouse insert failed; retrying"`, time.Minute)
-	code := p.stop(2 * time.Minute)
-	require.Contains(t, p.stderr.String(), "items not written", "the stop left rows unwritten")
+	p.WaitStderr(`msg="clickhouse insert failed; retrying"`)
+	code := p.Stop()
+	require.Contains(t, p.Stderr.String(), "items not written", "the stop left rows unwritten")
 	require.NotEqual(t, 0, code, "a stop that left rows unwritten exits non-zero")
-	require.Contains(t, p.stderr.String(), "resumes before them", "the error says where the next run resumes")
+	require.Contains(t, p.Stderr.String(), "resumes before them", "the error says where the next run resumes")
 }

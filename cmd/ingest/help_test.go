@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/config"
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // readsKey reports whether key is one of reads or in a section of them.
@@ -84,7 +85,7 @@ func TestHelpListsWhatEachSourceReads(t *testing.T) {
 // that does not read the key, before any contact with Kafka: gen refuses
 // a regex format without its pattern, though it parses no line.
 func TestKeysOfOtherCommandsAreChecked(t *testing.T) {
-	addr, conns := fakeBroker(t)
+	addr, conns := testenv.CountingListener(t)
 	root := newRoot(nil)
 	root.SetArgs([]string{"gen", "--count=1", "--ingest.format=regex", "--kafka.brokers=" + addr, "--kafka.connect_timeout=1s", "--log.level=error"})
 	root.SetOut(&bytes.Buffer{})

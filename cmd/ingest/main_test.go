@@ -4,53 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "keyheat-ingest-test-bin")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		_ = os.RemoveAll(dir)
-		os.Exit(code)
-	}))
-}
-
-// fakeBroker is a listener that counts connections and answers none: a
-// command that connects to it has touched Kafka.
-func fakeBroker(t *testing.T) (addr string, conns *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	conns = &atomic.Int64{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); <-done })
-	return ln.Addr().String(), conns
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestConfigErrorsBeforeKafka: whatever is wrong in the configuration, or
 // in what a subcommand builds from it, is reported before ingest connects
@@ -76,7 +39,7 @@ func TestConfigErrorsBeforeKafka(t *testing.T) {
 		{"binary keys", []string{"stdin", "--events.codec=json", "--events.allow_binary_keys"}, "events.allow_binary_keys: needs events.codec: binary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr, conns := fakeBroker(t)
+			addr, conns := testenv.CountingListener(t)
 			root := newRoot(nil)
 			root.SetArgs(append(tc.args, "--kafka.brokers="+addr, "--log.level=error"))
 			root.SetOut(&bytes.Buffer{})

@@ -5,20 +5,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,118 +24,17 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// binDir holds the ingest binary the tests build once (TestMain removes
-// it).
-var (
-	binDir    string
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// ingestBinary builds cmd/ingest once per test run.
-func ingestBinary(t *testing.T) string {
+// startIngest runs the ingest binary (built once per test run, with
+// -race when the tests run with it) with args; stdin, when not nil, is its
+// standard input. Its stdout and stderr are one stream, p.Stderr, as a
+// person reads them in a terminal.
+func startIngest(t *testing.T, stdin *os.File, args ...string) *testenv.Process {
 	t.Helper()
-	buildOnce.Do(func() {
-		binPath = filepath.Join(binDir, "ingest")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is one ingest process.
-type proc struct {
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error
-}
-
-// startIngest runs the ingest binary with args; stdin, when not nil, is
-// its standard input.
-func startIngest(t *testing.T, stdin *os.File, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(ingestBinary(t), args...), stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Stdin = stdin
-	p.cmd.Stderr = p.stderr
-	p.cmd.Stdout = p.stderr
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		defer close(p.done)
-		p.err = p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("ingest %s:\n%s", strings.Join(args, " "), p.stderr.String())
-		}
-	})
-	return p
-}
-
-// kill9 kills p the way kill -9 does: no flush, no commit, nothing.
-func (p *proc) kill9(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
-	<-p.done
-}
-
-// term sends SIGTERM and returns the exit code.
-func (p *proc) term(t *testing.T) int {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	return p.wait(t)
-}
-
-// wait waits for p to exit and returns its exit code.
-func (p *proc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("ingest did not exit; it said:\n%s", p.stderr.String())
+	opts := []testenv.ProcessOpt{testenv.CombinedOutput()}
+	if stdin != nil {
+		opts = append(opts, testenv.Stdin(stdin))
 	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
-	}
-	require.NoError(t, p.err)
-	return 0
-}
-
-// waitOutput waits until p printed want.
-func (p *proc) waitOutput(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(p.stderr.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ingest never said %q; it said:\n%s", want, p.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return testenv.Start(t, testenv.Binary(t, "."), args, opts...)
 }
 
 // topicsFor are the topics of one test on seeds.
@@ -384,7 +278,7 @@ func TestTailKillCopyTruncate(t *testing.T) {
 			}
 			p := startIngest(t, nil, args...)
 			time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
-			p.kill9(t)
+			p.Kill()
 			kills++
 			if kills%2 == 0 {
 				// Down across a truncation: the start finds the saved
@@ -408,7 +302,7 @@ func TestTailKillCopyTruncate(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
-		require.Equal(t, 0, p.term(t), "a stop with every line delivered exits 0")
+		require.Equal(t, 0, p.Stop(), "a stop with every line delivered exits 0")
 		requireExactlyOnce(t, tp.lineNumbers(t), n)
 		t.Logf("%d lines, %d copytruncate rotations, %d kills", n, rotations, kills)
 	}
@@ -439,7 +333,7 @@ func TestTailKillRotate(t *testing.T) {
 			}
 			p := startIngest(t, nil, args...)
 			time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
-			p.kill9(t)
+			p.Kill()
 			kills++
 			if kills%3 == 0 {
 				// Down across rotations: those files are found by their
@@ -462,8 +356,8 @@ func TestTailKillRotate(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
-		require.Equal(t, 0, p.term(t), "a stop with every line delivered exits 0")
-		require.Contains(t, p.stderr.String(), "every line read was delivered")
+		require.Equal(t, 0, p.Stop(), "a stop with every line delivered exits 0")
+		require.Contains(t, p.Stderr.String(), "every line read was delivered")
 		requireExactlyOnce(t, tp.lineNumbers(t), n)
 		t.Logf("%d lines, %d rotations, %d kills", n, rotations, kills)
 	}
@@ -514,10 +408,10 @@ func testStdinOutage(t *testing.T, b *testenv.Broker) {
 	_, err = w.WriteString(rest.String())
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
-	p.waitOutput(t, "input read; waiting for kafka to take the last")
-	p.waitOutput(t, "kafka unreachable, waiting for it")
-	require.Equal(t, 1, p.term(t), "lines not delivered: exit 1")
-	out := p.stderr.String()
+	p.WaitStderr(regexp.QuoteMeta("input read; waiting for kafka to take the last"))
+	p.WaitStderr(regexp.QuoteMeta("kafka unreachable, waiting for it"))
+	require.Equal(t, 1, p.Stop(), "lines not delivered: exit 1")
+	out := p.Stderr.String()
 	require.Contains(t, out, fmt.Sprintf("wrote the 3000 lines kafka did not take to %s; send them later with the same format and settings: ingest stdin [flags] < %s", spill, spill))
 	require.Contains(t, out, "undelivered=3000")
 	require.Contains(t, out, "ingest: 3000 lines read were not delivered to Kafka")
@@ -531,21 +425,15 @@ func testStdinOutage(t *testing.T, b *testenv.Broker) {
 	require.NoError(t, err)
 	defer f.Close()
 	p = startIngest(t, f, append([]string{"stdin"}, tp.flags()...)...)
-	require.Equal(t, 0, p.wait(t))
-	require.Contains(t, p.stderr.String(), "every line read was delivered")
+	require.Equal(t, 0, p.WaitExit())
+	require.Contains(t, p.Stderr.String(), "every line read was delivered")
 	requireExactlyOnce(t, tp.lineNumbers(t), 4000)
 }
 
 // waitLines waits until n lines are on the events topic.
 func waitLines(t *testing.T, tp topicsFor, n int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(tp.lineNumbers(t)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %d lines on the topic", n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, fmt.Sprintf("%d lines on the topic", n), func() bool { return len(tp.lineNumbers(t)) >= n })
 }
 
 // testTailOutage: a tail told to stop while the broker is away exits 1,
@@ -571,11 +459,11 @@ func testTailOutage(t *testing.T, b *testenv.Broker) {
 		_, _ = f.WriteString(line(i))
 	}
 	require.NoError(t, f.Close())
-	p.waitOutput(t, "kafka unreachable, waiting for it")
-	require.Equal(t, 1, p.term(t))
+	p.WaitStderr(regexp.QuoteMeta("kafka unreachable, waiting for it"))
+	require.Equal(t, 1, p.Stop())
 	// Reading pauses while a commit waits for Kafka, so how many of the
 	// 1,000 new lines were read by the stop varies; all of them resume.
-	out := p.stderr.String()
+	out := p.Stderr.String()
 	m := regexp.MustCompile(`ingest: (\d+) lines read were not delivered to Kafka; the next start resumes at (\S+) byte (\d+)`).FindStringSubmatch(out)
 	require.NotNil(t, m, "the error says how many lines and where the next start resumes")
 	require.Equal(t, []string{path, strconv.Itoa(len(content.String()))}, m[2:])
@@ -586,9 +474,9 @@ func testTailOutage(t *testing.T, b *testenv.Broker) {
 
 	b.Start(t)
 	p = startIngest(t, nil, args...)
-	p.waitOutput(t, fmt.Sprintf("reading it from byte %d, its saved position", len(content.String())))
+	p.WaitStderr(regexp.QuoteMeta(fmt.Sprintf("reading it from byte %d, its saved position", len(content.String()))))
 	waitLines(t, tp, 1500)
-	require.Equal(t, 0, p.term(t))
+	require.Equal(t, 0, p.Stop())
 	requireExactlyOnce(t, tp.lineNumbers(t), 1500)
 }
 
@@ -600,26 +488,18 @@ func testStartWhileDown(t *testing.T, b *testenv.Broker) {
 	tp := newTopics(t, b.Seeds())
 	b.Stop(t)
 	p := startIngest(t, nil, append([]string{"gen", "--count=1000", "--kafka.connect_timeout=1s"}, tp.flags()...)...)
-	require.Equal(t, 1, p.wait(t))
-	require.Contains(t, p.stderr.String(), "within kafka.connect_timeout 1s (is the address right")
+	require.Equal(t, 1, p.WaitExit())
+	require.Contains(t, p.Stderr.String(), "within kafka.connect_timeout 1s (is the address right")
 
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	p = startIngest(t, nil, append([]string{"gen", "--count=1000", "--metrics.addr=" + addr}, tp.flags()...)...)
-	p.waitOutput(t, "kafka unreachable, waiting for it")
+	p.WaitStderr(regexp.QuoteMeta("kafka unreachable, waiting for it"))
 	require.Equal(t, 503, readyStatus(t, addr))
 	b.Start(t)
-	require.Equal(t, 0, p.wait(t))
-	require.Contains(t, p.stderr.String(), "kafka reachable again after")
-	require.Contains(t, p.stderr.String(), "total events=1000")
-	require.Equal(t, 1, strings.Count(p.stderr.String(), "kafka unreachable, waiting for it"), "said once")
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	require.Equal(t, 0, p.WaitExit())
+	require.Contains(t, p.Stderr.String(), "kafka reachable again after")
+	require.Contains(t, p.Stderr.String(), "total events=1000")
+	require.Equal(t, 1, strings.Count(p.Stderr.String(), "kafka unreachable, waiting for it"), "said once")
 }
 
 // readyStatus returns the status of GET /readyz at addr.

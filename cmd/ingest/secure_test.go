@@ -49,9 +49,9 @@ func TestSecureKafkaRefused(t *testing.T) {
 			}
 			began := time.Now()
 			p := startIngest(t, nil, args...)
-			require.Equal(t, 1, p.wait(t))
+			require.Equal(t, 1, p.WaitExit())
 			t.Logf("ingest refused after %s", time.Since(began).Round(time.Millisecond))
-			out := p.stderr.String()
+			out := p.Stderr.String()
 			require.Contains(t, out, tc.want)
 			require.NotContains(t, out, wrong)
 		})
@@ -73,8 +73,8 @@ func TestSecretsNotPrinted(t *testing.T) {
 				t.Setenv(name, value) // the process inherits it
 				p := startIngest(t, nil, append([]string{"gen", "--count=2000", "--hot=key=secure:hot,share=10%", "--log.level=debug"},
 					secureFlags(t, k, m)...)...)
-				require.Equal(t, 0, p.wait(t))
-				out := p.stderr.String()
+				require.Equal(t, 0, p.WaitExit())
+				out := p.Stderr.String()
 				require.Contains(t, out, "level=DEBUG")
 				require.Contains(t, out, "total events=2000")
 				require.NotContains(t, out, pw)
@@ -91,6 +91,6 @@ func TestTLSOnPlainListener(t *testing.T) {
 	seeds := testenv.KafkaSeeds(t)
 	p := startIngest(t, nil, "gen", "--count=100", "--kafka.brokers="+strings.Join(seeds, ","), "--kafka.tls.enabled",
 		"--kafka.topics.events="+testenv.UniqueName(t, "ev"), "--kafka.topics.dlq="+testenv.UniqueName(t, "dlq"))
-	require.Equal(t, 1, p.wait(t))
-	require.Contains(t, p.stderr.String(), "ingest: kafka.tls.enabled:")
+	require.Equal(t, 1, p.WaitExit())
+	require.Contains(t, p.Stderr.String(), "ingest: kafka.tls.enabled:")
 }

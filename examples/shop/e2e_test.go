@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,30 +19,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/keyheat/keyheat/hotkeys"
 	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			_, _ = os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// hang guards a wait on a condition: far beyond what a starved machine
-// needs, only so that a broken loop fails instead of hanging.
-const hang = 5 * time.Minute
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The hot product the load plants, and the Redis key of its record.
 const (
@@ -86,7 +68,7 @@ func TestHotProductLoop(t *testing.T) {
 		// second per shop, and the busiest background product about one.
 		`--pipeline.rules=[{name: shop, app: shop, key: "*", window: 2s, rate: 10}]`,
 		"--pipeline.detect.cool_down=2s", "--pipeline.idle_timeout=1s")
-	d.waitErr(`msg="partitions assigned"`, hang)
+	d.WaitStderr(`msg="partitions assigned"`)
 
 	shopArgs := func(redisAddr string, extra ...string) []string {
 		return append([]string{"--addr=127.0.0.1:0", "--app=shop", "--kafka=" + strings.Join(seeds, ","),
@@ -95,11 +77,12 @@ func TestHotProductLoop(t *testing.T) {
 	}
 	cached := start(t, "shop", shopArgs(cachedRedis)...)
 	plain := start(t, "shop", shopArgs(plainRedis, "--local-cache=false")...)
-	cachedURL := "http://" + cached.waitErr(`msg=serving addr=(\S+)`, hang)[1]
-	plainURL := "http://" + plain.waitErr(`msg=serving addr=(\S+)`, hang)[1]
-	for _, p := range []*proc{cached, plain} {
-		read := p.stderr.index(regexp.MustCompile(`msg="registry read"`))
-		require.True(t, read >= 0 && read < p.stderr.index(regexp.MustCompile(`msg=serving`)), "the shop reads the registry before it serves")
+	serving := regexp.MustCompile(`msg=serving addr=(\S+)`)
+	cachedURL := "http://" + serving.FindStringSubmatch(cached.WaitStderr(serving.String()))[1]
+	plainURL := "http://" + serving.FindStringSubmatch(plain.WaitStderr(serving.String()))[1]
+	for _, p := range []*testenv.Process{cached, plain} {
+		read := p.Stderr.Index(regexp.MustCompile(`msg="registry read"`))
+		require.True(t, read >= 0 && read < p.Stderr.Index(regexp.MustCompile(`msg=serving`)), "the shop reads the registry before it serves")
 	}
 
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{}}
@@ -119,7 +102,7 @@ func TestHotProductLoop(t *testing.T) {
 	// Detect finds the product hot from the shops' own reports; the
 	// cached shop then holds it and serves it from memory.
 	var dv debugView
-	eventually(t, "the hot product held in the shop's cache and served from it, its views split", func() bool {
+	testenv.Eventually(t, "the hot product held in the shop's cache and served from it, its views split", func() bool {
 		dv = getDebug(t, hc, cachedURL)
 		k, ok := dv.cacheKey(hotKey)
 		return dv.isHot(hotKey) && ok && k.Cached && k.Hits > 0 && dv.isHot(hotViews)
@@ -127,7 +110,7 @@ func TestHotProductLoop(t *testing.T) {
 	require.Equal(t, hotkeys.MitigationLocalCache, dv.hot(hotKey).Mitigation)
 	require.Equal(t, hotkeys.MitigationSplit, dv.hot(hotViews).Mitigation)
 	require.GreaterOrEqual(t, dv.hot(hotViews).SplitFactor, 2)
-	eventually(t, "the shop's splitter spreading the hot views, as its stats say", func() bool {
+	testenv.Eventually(t, "the shop's splitter spreading the hot views, as its stats say", func() bool {
 		dv = getDebug(t, hc, cachedURL)
 		k, ok := dv.splitKey(hotViews)
 		return ok && k.Shards >= 2 && k.Writes > 0
@@ -161,13 +144,13 @@ func TestHotProductLoop(t *testing.T) {
 	// The burst goes on for a while, so that the read counts below are
 	// mostly of the product while hot (the load reads it some 35 times a
 	// second per shop).
-	eventually(t, "a thousand reads served from the cache", func() bool { return getDebug(t, hc, cachedURL).Cache.Hits >= 1000 })
+	testenv.Eventually(t, "a thousand reads served from the cache", func() bool { return getDebug(t, hc, cachedURL).Cache.Hits >= 1000 })
 
 	// The burst ends.
-	cachedLoad.signal(syscall.SIGINT)
-	plainLoad.signal(syscall.SIGINT)
-	require.Equal(t, 0, cachedLoad.waitExit(hang))
-	require.Equal(t, 0, plainLoad.waitExit(hang))
+	cachedLoad.Signal(syscall.SIGINT)
+	plainLoad.Signal(syscall.SIGINT)
+	require.Equal(t, 0, cachedLoad.WaitExit())
+	require.Equal(t, 0, plainLoad.WaitExit())
 	cachedRun, plainRun := parseLoad(t, cachedLoad), parseLoad(t, plainLoad)
 	for _, r := range []loadRun{cachedRun, plainRun} {
 		for code := range r.status {
@@ -187,12 +170,12 @@ func TestHotProductLoop(t *testing.T) {
 	// The product cools in the registry, and the shop's cache lets it go
 	// (nothing reads it any more: the registry's change drops it). Its
 	// view counter cools too, and its shards are folded into the key.
-	eventually(t, "the cooled product gone from the registry and the cache", func() bool {
+	testenv.Eventually(t, "the cooled product gone from the registry and the cache", func() bool {
 		dv = getDebug(t, hc, cachedURL)
 		_, held := dv.cacheKey(hotKey)
 		return !dv.isHot(hotKey) && !held && !dv.isHot(hotViews)
 	})
-	cached.waitErr(`msg="folded a split key" component=splitter app=shop .* shards_folded=[1-9]`, hang)
+	cached.WaitStderr(`msg="folded a split key" component=splitter app=shop .* shards_folded=[1-9]`)
 	require.Empty(t, scanKeys(t, cachedRDB, "{hk:*}s:"+hotViews), "shards left after the fold")
 	folded, err := cachedRDB.Get(t.Context(), hotViews).Int64()
 	require.NoError(t, err)
@@ -213,15 +196,15 @@ func TestHotProductLoop(t *testing.T) {
 	require.Equal(t, schemas.HotKeyCooled, types[len(types)-1], "the registry's last word on %s: %v", hotKey, types)
 
 	// A stop drains and flushes what the reporter holds.
-	for _, p := range []*proc{cached, plain} {
-		p.signal(syscall.SIGTERM)
-		require.Equal(t, 0, p.waitExit(hang))
-		p.waitErr(`msg="reporter closed" recorded=\d+ sent=\d+ failed=0 `, time.Second)
-		p.waitErr(`msg="shop stopped"`, time.Second)
-		require.Empty(t, p.stderr.match(regexp.MustCompile(`level=ERROR`)))
+	for _, p := range []*testenv.Process{cached, plain} {
+		p.Signal(syscall.SIGTERM)
+		require.Equal(t, 0, p.WaitExit())
+		p.WaitStderr(`msg="reporter closed" recorded=\d+ sent=\d+ failed=0 `)
+		p.WaitStderr(`msg="shop stopped"`)
+		require.Empty(t, p.Stderr.Match(regexp.MustCompile(`level=ERROR`)))
 	}
-	d.signal(syscall.SIGTERM)
-	d.waitExit(hang)
+	d.Signal(syscall.SIGTERM)
+	d.WaitExit()
 }
 
 // scanKeys returns the keys matching the glob pattern on every master.
@@ -314,9 +297,9 @@ type loadRun struct {
 
 var loadDone = regexp.MustCompile(`^done: requests=\d+ .* hot_reads=(\d+) status: (.*)$`)
 
-func parseLoad(t *testing.T, p *proc) loadRun {
+func parseLoad(t *testing.T, p *testenv.Process) loadRun {
 	t.Helper()
-	m := p.stdout.match(loadDone)
+	m := p.Stdout.Match(loadDone)
 	require.Len(t, m, 1, "the load's summary")
 	sub := loadDone.FindStringSubmatch(m[0])
 	r := loadRun{line: m[0], status: map[string]int64{}}
@@ -358,17 +341,4 @@ func do(t *testing.T, hc *http.Client, method, url, body string, want int) strin
 	require.NoError(t, err)
 	require.Equal(t, want, resp.StatusCode, "%s %s: %s", method, url, b)
 	return string(b)
-}
-
-// eventually waits until cond holds, checking every 200ms, failing the
-// test after the hang guard.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", hang, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 	chschema "github.com/keyheat/keyheat/schemas/clickhouse"
 )
@@ -33,21 +34,11 @@ import (
 // minutes under -race at a load of 45.
 const checkTimeout = 15 * time.Minute
 
-// waitFor polls cond every 200 ms until it holds, failing the test with
-// what last differed when checkTimeout passes.
+// waitFor waits until cond holds, failing the test with what last
+// differed when checkTimeout passes.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	guard := time.Now().Add(checkTimeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(guard) {
-			t.Fatalf("gave up after %s waiting for %s: %s", checkTimeout, what, why)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.EventuallyExplained(t, what, checkTimeout, cond)
 }
 
 // eventsReader reads the events topic as a read_committed consumer (what

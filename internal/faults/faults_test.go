@@ -142,7 +142,6 @@ func setup(t *testing.T, rng *rand.Rand) *fixture {
 	t0 := time.Now()
 	f := &fixture{rng: rng, reported: map[string]int{}, logs: logDir(t)}
 	f.python = testenv.Python(t, "duckdb")
-	bins := t.TempDir()
 	type built struct {
 		ingest, detect string
 		err            error
@@ -150,7 +149,7 @@ func setup(t *testing.T, rng *rand.Rand) *fixture {
 	buildc := make(chan built, 1)
 	go func() {
 		var b built
-		b.ingest, b.detect, b.err = buildBinaries(bins)
+		b.ingest, b.detect, b.err = buildBinaries()
 		buildc <- b
 	}()
 	// The services the faults stop are the suite's own; the shared ones

@@ -3,19 +3,9 @@
 package faults
 
 import (
-	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			_, _ = os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -16,29 +16,23 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // The harness: the commands built once, each run as a supervised process
 // that the suite kills and that is started again whenever it exits, the
-// way an orchestrator restarts a crashed service. cmd/detect's own process
-// harness lives in its package main tests and cannot be imported.
+// way an orchestrator restarts a crashed service. testenv's Process is
+// for a process a test starts once; this supervisor restarts, logs to
+// files and scrapes metrics, which that harness does not.
 
-// buildBinaries builds cmd/ingest and cmd/detect into dir and returns
-// their paths.
-func buildBinaries(dir string) (ingest, detect string, err error) {
-	build := func(name string) (string, error) {
-		out := filepath.Join(dir, name)
-		args := []string{"build", "-o", out}
-		b, err := exec.Command("go", append(args, "github.com/keyheat/keyheat/cmd/"+name)...).CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build cmd/%s: %w\n%s", name, err, b)
-		}
-		return out, nil
-	}
-	if ingest, err = build("ingest"); err != nil {
+// buildBinaries builds cmd/ingest and cmd/detect (once per test binary)
+// and returns their paths.
+func buildBinaries() (ingest, detect string, err error) {
+	if ingest, err = testenv.BuildBinary("github.com/keyheat/keyheat/cmd/ingest"); err != nil {
 		return "", "", err
 	}
-	detect, err = build("detect")
+	detect, err = testenv.BuildBinary("github.com/keyheat/keyheat/cmd/detect")
 	return ingest, detect, err
 }
 

@@ -2,9 +2,7 @@ package testenv
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +57,7 @@ func (b *Broker) Start(t testing.TB) {
 // records, groups and transactions.
 func RestartableKFake(t testing.TB) *Broker {
 	t.Helper()
-	port := freePorts(t, 1)[0]
+	port := FreePort(t)
 	dir := t.TempDir()
 	var c *kfake.Cluster
 	b := &Broker{seeds: []string{"127.0.0.1:" + strconv.Itoa(port)}}
@@ -166,28 +164,4 @@ func repoRoot(t testing.TB) string {
 		}
 		dir = parent
 	}
-}
-
-// freePorts returns n ports nothing listens on now.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-		_ = ln.Close()
-	}
-	return out
-}
-
-func portFree(port int) bool {
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return false
-	}
-	_ = ln.Close()
-	return true
 }

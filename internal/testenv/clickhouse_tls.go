@@ -67,7 +67,7 @@ func PrivateClickHouseTLS(t testing.TB, o SecureClickHouseOptions) *SecureClickH
 	// A port found free may be taken before the server binds it; a server
 	// that exits during start is tried again on other ports.
 	for attempt := 1; ; attempt++ {
-		ports := freePorts(t, 4)
+		ports := FreePorts(t, 4)
 		s.PlainAddr = "127.0.0.1:" + strconv.Itoa(ports[0])
 		s.Addr = "127.0.0.1:" + strconv.Itoa(ports[1])
 		data := filepath.Join(dir, fmt.Sprintf("run%d", attempt))

@@ -21,6 +21,26 @@
 // by [NewTestCerts], and one user with a password), [SecureKFake] (kfake
 // with TLS and SASL).
 //
+// It also holds what every package's tests need to run a command and wait
+// on it, once:
+//
+//   - [Binary] builds a command once per test binary (with -race when the
+//     tests run with it); [Start] runs it as a [Process] with its own
+//     environment, arguments and standard input, collects stdout and
+//     stderr line by line ([Lines]), waits for a line or the exit, and
+//     signals, stops (SIGTERM) or kills (SIGKILL) it. A package that
+//     builds binaries calls [RemoveBinaries] from its TestMain.
+//   - [Eventually] waits on a condition, with [HangGuard] as a guard
+//     against a hang only: a test never depends on how fast the machine
+//     is. [EventuallyExplained] says why the condition last failed.
+//   - [SyncBuffer] is a buffer a logger writes while the test reads it;
+//     [FreePort], [FreePorts] and [FreeAddr] give ports nothing listens
+//     on, none twice in one test binary; [CountingListener] counts the
+//     connections a command makes to a broker address.
+//
+// The subpackage browser drives the dashboard in the headless browser
+// [Chrome] names.
+//
 // testenv owns how tests reach services and how they clean up after
 // themselves (topics deleted, databases dropped, Redis keys under the
 // test's prefix deleted, clients closed through t.Cleanup). It does not

@@ -172,3 +172,13 @@ func ReadCommitted(t testing.TB, seeds []string, topic string) []*kgo.Record {
 	}
 	return out
 }
+
+// EachBroker runs fn as two sub-tests: "kfake", against an in-process
+// kfake cluster ([KFake]), and "real_kafka", against the real broker
+// ([KafkaSeeds], skipped or failed as it says when the broker is not
+// given).
+func EachBroker(t *testing.T, fn func(t *testing.T, seeds []string)) {
+	t.Helper()
+	t.Run("kfake", func(t *testing.T) { fn(t, KFake(t)) })
+	t.Run("real_kafka", func(t *testing.T) { fn(t, KafkaSeeds(t)) })
+}

@@ -18,73 +18,64 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestEnsure(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		seeds func(t *testing.T) []string
-	}{
-		{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
-		{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			seeds := tc.seeds(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-			require.NoError(t, err)
-			defer cl.Close()
-			adm := kadm.NewClient(cl)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		require.NoError(t, err)
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
 
-			events := testenv.UniqueName(t, "ensure-events")
-			registry := testenv.UniqueName(t, "ensure-registry")
-			existing := testenv.NewTopic(t, seeds, 2)
-			specs := []topics.Spec{
-				{Name: events, Partitions: 3, ReplicationFactor: -1},
-				{Name: registry, Partitions: 1, ReplicationFactor: -1, Configs: map[string]string{"cleanup.policy": "compact"}},
-				{Name: existing, Partitions: 5, ReplicationFactor: -1},
+		events := testenv.UniqueName(t, "ensure-events")
+		registry := testenv.UniqueName(t, "ensure-registry")
+		existing := testenv.NewTopic(t, seeds, 2)
+		specs := []topics.Spec{
+			{Name: events, Partitions: 3, ReplicationFactor: -1},
+			{Name: registry, Partitions: 1, ReplicationFactor: -1, Configs: map[string]string{"cleanup.policy": "compact"}},
+			{Name: existing, Partitions: 5, ReplicationFactor: -1},
+		}
+
+		err = topics.Ensure(ctx, cl, false, specs...)
+		var me *topics.MissingError
+		require.ErrorAs(t, err, &me)
+		require.Equal(t, []string{events, registry}, me.Topics, "only the missing topics, in order")
+		require.ErrorContains(t, err, "kafka.create_topics")
+
+		require.NoError(t, topics.Ensure(ctx, cl, true, specs...))
+		// A second client to check with: the first caches the metadata
+		// it read before the topics existed for a few seconds.
+		check, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		require.NoError(t, err)
+		defer check.Close()
+		adm = kadm.NewClient(check)
+		tds, err := adm.ListTopics(ctx, events, registry, existing)
+		require.NoError(t, err)
+		require.Len(t, tds[events].Partitions, 3)
+		require.Len(t, tds[registry].Partitions, 1)
+		require.Len(t, tds[existing].Partitions, 2, "an existing topic is never changed")
+
+		rc, err := adm.DescribeTopicConfigs(ctx, registry)
+		require.NoError(t, err)
+		cfg, err := rc.On(registry, nil)
+		require.NoError(t, err)
+		var policy string
+		for _, c := range cfg.Configs {
+			if c.Key == "cleanup.policy" && c.Value != nil {
+				policy = *c.Value
 			}
+		}
+		require.Equal(t, "compact", policy)
 
-			err = topics.Ensure(ctx, cl, false, specs...)
-			var me *topics.MissingError
-			require.ErrorAs(t, err, &me)
-			require.Equal(t, []string{events, registry}, me.Topics, "only the missing topics, in order")
-			require.ErrorContains(t, err, "kafka.create_topics")
+		// Idempotent, and the topics take records at once.
+		require.NoError(t, topics.Ensure(ctx, check, true, specs...))
+		require.NoError(t, topics.Ensure(ctx, check, false, specs...))
+		res := cl.ProduceSync(ctx, &kgo.Record{Topic: events, Value: []byte("x")}, &kgo.Record{Topic: registry, Key: []byte("k"), Value: []byte("x")})
+		require.NoError(t, res.FirstErr())
 
-			require.NoError(t, topics.Ensure(ctx, cl, true, specs...))
-			// A second client to check with: the first caches the metadata
-			// it read before the topics existed for a few seconds.
-			check, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-			require.NoError(t, err)
-			defer check.Close()
-			adm = kadm.NewClient(check)
-			tds, err := adm.ListTopics(ctx, events, registry, existing)
-			require.NoError(t, err)
-			require.Len(t, tds[events].Partitions, 3)
-			require.Len(t, tds[registry].Partitions, 1)
-			require.Len(t, tds[existing].Partitions, 2, "an existing topic is never changed")
-
-			rc, err := adm.DescribeTopicConfigs(ctx, registry)
-			require.NoError(t, err)
-			cfg, err := rc.On(registry, nil)
-			require.NoError(t, err)
-			var policy string
-			for _, c := range cfg.Configs {
-				if c.Key == "cleanup.policy" && c.Value != nil {
-					policy = *c.Value
-				}
-			}
-			require.Equal(t, "compact", policy)
-
-			// Idempotent, and the topics take records at once.
-			require.NoError(t, topics.Ensure(ctx, check, true, specs...))
-			require.NoError(t, topics.Ensure(ctx, check, false, specs...))
-			res := cl.ProduceSync(ctx, &kgo.Record{Topic: events, Value: []byte("x")}, &kgo.Record{Topic: registry, Key: []byte("k"), Value: []byte("x")})
-			require.NoError(t, res.FirstErr())
-
-			for _, n := range []string{events, registry} {
-				_, _ = adm.DeleteTopic(ctx, n)
-			}
-		})
-	}
+		for _, n := range []string{events, registry} {
+			_, _ = adm.DeleteTopic(ctx, n)
+		}
+	})
 }
 
 func TestCheckName(t *testing.T) {

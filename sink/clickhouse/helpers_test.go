@@ -144,7 +144,7 @@ func startPrivateServer(t *testing.T) *privateServer {
 	bin, err := exec.LookPath("clickhouse-server")
 	require.NoError(t, err, "clickhouse-server not on PATH: run scripts/services.sh up first")
 	dir := t.TempDir()
-	ports := freePorts(t, 3)
+	ports := testenv.FreePorts(t, 3)
 	for _, d := range []string{"data", "tmp", "user_files", "format_schemas"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
 	}
@@ -211,20 +211,4 @@ func (s *privateServer) kill() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.exit
 	s.cmd = nil
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		require.NoError(t, l.Close())
-	}
-	return ports
 }

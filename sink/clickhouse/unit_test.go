@@ -223,7 +223,7 @@ func TestOpenRefuses(t *testing.T) {
 
 	// Nothing listens on a port just released.
 	o := DefaultOptions()
-	o.Addr = []string{fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])}
+	o.Addr = []string{fmt.Sprintf("127.0.0.1:%d", testenv.FreePorts(t, 1)[0])}
 	o.DialTimeout = time.Second
 	_, err = Open(ctx, o, Deps{})
 	require.ErrorContains(t, err, "is it running")
