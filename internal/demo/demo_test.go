@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -65,7 +66,7 @@ func TestRun(t *testing.T) {
 	opts := []kgo.Opt{kgo.SeedBrokers(d.Addr())}
 	var ready atomic.Bool
 	var asked atomic.Int64
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wait, err := d.Run(ctx, RunConfig{ClientOpts: opts, Events: "keyheat.events", DLQ: "keyheat.events.dlq", Hotkeys: "keyheat.hotkeys",
@@ -90,14 +91,14 @@ func TestRun(t *testing.T) {
 		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
 		return n
 	}
-	eventually(t, "the traffic asking three times whether detect is ready", func() bool { return asked.Load() >= 3 })
+	testenv.Eventually(t, "the traffic asking three times whether detect is ready", func() bool { return asked.Load() >= 3 })
 	require.Zero(t, total(), "no event before the service is ready")
 	td, err := adm.ListTopics(ctx, "keyheat.events")
 	require.NoError(t, err)
 	require.Len(t, td["keyheat.events"].Partitions, 3, "the events topic made by Run")
 	ready.Store(true)
-	eventually(t, "events on the topic", func() bool { return total() > 0 })
-	eventually(t, "the header", func() bool { return regexpMatch(`^the header$`, out.String()) })
+	testenv.Eventually(t, "events on the topic", func() bool { return total() > 0 })
+	testenv.Eventually(t, "the header", func() bool { return regexpMatch(`^the header$`, out.String()) })
 
 	cons, err := kgo.NewClient(append(opts, kgo.ConsumeTopics("keyheat.events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	require.NoError(t, err)

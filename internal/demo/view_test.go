@@ -1,12 +1,10 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +18,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer is the view's output, read while it draws.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func produce(t *testing.T, seeds []string, recs ...*kgo.Record) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -46,19 +26,6 @@ func produce(t *testing.T, seeds []string, recs ...*kgo.Record) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
-}
-
-// eventually waits for cond, checking every 50 ms; the minute is a hang
-// guard.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestViewReadsRegistry: the demo's view follows a registry holding an
@@ -92,14 +59,14 @@ func TestViewReadsRegistry(t *testing.T) {
 		ev(schemas.HotKeyCooled, onset+31_000, 0, 1502),
 		&kgo.Record{Topic: hot, Key: key}, // the tombstone
 	)
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	v, err := NewView(ViewConfig{ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)}, Hotkeys: hot, Reports: reports,
 		Out: out, Every: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- v.Run(ctx) }()
-	eventually(t, "the cooled line", func() bool { return regexpMatch(`COOLED`, out.String()) })
+	testenv.Eventually(t, "the cooled line", func() bool { return regexpMatch(`COOLED`, out.String()) })
 	cancel()
 	require.NoError(t, <-done)
 	var lines []string
