@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/detect/internal/member"
 )
 
 // pollTick bounds one poll, so commits and the end-of-input check run
@@ -365,6 +365,7 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 	s.mu.Lock()
 	for _, w := range ws {
 		delete(s.parts, w.tp)
+		s.committer.Forget(member.TP{Topic: w.tp.topic, Partition: w.tp.partition})
 		w.align.leave(w)
 	}
 	s.mu.Unlock()
@@ -460,68 +461,17 @@ func (s *Service) commit(ctx context.Context, ws []*partWorker) {
 		ws = sortedParts(s.parts)
 		s.mu.Unlock()
 	}
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	metas := map[tp]string{}
-	byTP := map[tp]*partWorker{}
+	want := map[member.TP]member.Point{}
+	byTP := map[member.TP]*partWorker{}
 	for _, w := range ws {
-		p := w.point.Load()
-		if p == nil {
-			continue
+		if p := w.point.Load(); p != nil {
+			k := member.TP{Topic: w.tp.topic, Partition: w.tp.partition}
+			want[k], byTP[k] = member.Point(*p), w
 		}
-		last := w.lastCommit()
-		if last != nil && (p.Offset < last.Offset || *p == *last) {
-			// Never move a commit back: a hold that appeared after a
-			// commit (it cannot, by the rule) would only re-read.
-			continue
-		}
-		if offsets[w.tp.topic] == nil {
-			offsets[w.tp.topic] = map[int32]kgo.EpochOffset{}
-		}
-		// Epoch -1: the offset may be older than the newest leader epoch
-		// seen, and -1 skips the broker's epoch fencing.
-		offsets[w.tp.topic][w.tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: p.Offset}
-		metas[w.tp] = p.Metadata
-		byTP[w.tp] = w
 	}
-	if len(offsets) == 0 {
-		return
+	for k, p := range s.committer.Commit(ctx, s.consumer(), want) {
+		byTP[k].mCommitted.Set(float64(p.Offset))
 	}
-	cctx := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
-		for i := range req.Topics {
-			for j := range req.Topics[i].Partitions {
-				p := &req.Topics[i].Partitions[j]
-				if m, ok := metas[tp{req.Topics[i].Topic, p.Partition}]; ok {
-					p.Metadata = &m
-				}
-			}
-		}
-		return nil
-	})
-	s.consumer().CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			s.m.commits.WithLabelValues("detect", "error").Inc()
-			s.log.Error("commit offsets", "err", err)
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				k := tp{t.Topic, p.Partition}
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					s.m.commits.WithLabelValues("detect", "error").Inc()
-					s.log.Error("commit offset", "topic", t.Topic, "partition", p.Partition, "err", err)
-					continue
-				}
-				w := byTP[k]
-				if w == nil {
-					continue
-				}
-				cp := pipeline.CommitPoint{Offset: offsets[k.topic][k.partition].Offset, Metadata: metas[k]}
-				w.setLastCommit(cp)
-				w.mCommitted.Set(float64(cp.Offset))
-				s.m.commits.WithLabelValues("detect", "ok").Inc()
-			}
-		}
-	})
 }
 
 func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }

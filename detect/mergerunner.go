@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/keyheat/keyheat/detect/internal/member"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/archive"
@@ -68,7 +69,9 @@ type mergeRunner struct {
 	hotUnsync []string
 	lastFlush time.Time
 	acks      []ack
-	committed pipeline.CommitPoint
+	// committer commits the windows partition; it knows the commit
+	// fetched at the election and every one since.
+	committer *member.Committer
 	// When the group was last asked which partitions it reads.
 	expectedAt time.Time
 	// The oldest window held, since when, and when the wait for it was
@@ -118,7 +121,9 @@ type chReport struct {
 
 func newMergeRunner(s *Service) (*mergeRunner, error) {
 	mr := &mergeRunner{s: s, inbox: newInbox(), next: -1, endAt: -1, pending: map[int64]int{},
-		endCh: make(chan int64, 1), committed: pipeline.CommitPoint{Offset: -1}}
+		endCh: make(chan int64, 1)}
+	mr.committer = member.NewCommitter(member.CommitterConfig{Logger: s.log, RequestMsg: "commit merge offset", PartitionMsg: "commit merge offset",
+		OK: s.m.commits.WithLabelValues("merge", "ok"), Failed: s.m.commits.WithLabelValues("merge", "error")})
 	mr.endSent, mr.sendEnd = context.WithCancel(context.Background())
 	if !s.cfg.ExitAtEnd {
 		mr.status = func(topic string, partition int32) pipeline.PartitionStatus {
@@ -140,7 +145,7 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 		kgo.OnOffsetsFetched(mr.onFetched),
 		kgo.OnPartitionsRevoked(mr.onRevoked),
 		kgo.OnPartitionsLost(mr.onLost),
-		kgo.WithLogger(kslog{s.log}),
+		kgo.WithLogger(member.Logger(s.log)),
 	)
 	if s.inst.id != "" {
 		opts = append(opts, kgo.InstanceID(s.inst.id))
@@ -227,7 +232,7 @@ func (mr *mergeRunner) drop() {
 		mr.paused = false
 		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
 	}
-	mr.committed = pipeline.CommitPoint{Offset: -1}
+	mr.committer.Forget(mr.windowsTP())
 	if mr.arch != nil {
 		if err := mr.arch.Close(); err != nil {
 			mr.s.log.Warn("close report archive", "err", err)
@@ -379,7 +384,7 @@ func (mr *mergeRunner) ensureMerger() error {
 	}
 	mr.cands, mr.lastCand, mr.clusterOut = nil, -1, map[string]clusterClaim{}
 	if st.committed >= 0 {
-		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}
+		mr.committer.Seed(mr.windowsTP(), member.Point{Offset: st.committed, Metadata: st.meta})
 	}
 	if a := mr.s.cfg.Archive; a != nil {
 		rw, err := a.Reports("merger")
@@ -722,42 +727,12 @@ func (mr *mergeRunner) commit(ctx context.Context) {
 		return
 	}
 	hold, from := mr.clusterHold()
-	off = min(off, hold)
-	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}
-	if cp == mr.committed || off < mr.committed.Offset {
-		return
-	}
-	topic := mr.s.cfg.Topics.Windows
-	cctx := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
-		for i := range req.Topics {
-			for j := range req.Topics[i].Partitions {
-				req.Topics[i].Partitions[j].Metadata = &cp.Metadata
-			}
-		}
-		return nil
-	})
-	var ok2 bool
-	mr.cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: off}}},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err == nil {
-				for _, t := range resp.Topics {
-					for _, p := range t.Partitions {
-						err = errors.Join(err, kerr.ErrorForCode(p.ErrorCode))
-					}
-				}
-			}
-			if err != nil {
-				mr.s.m.commits.WithLabelValues("merge", "error").Inc()
-				mr.s.log.Error("commit merge offset", "err", err)
-				return
-			}
-			ok2 = true
-		})
-	if ok2 {
-		mr.committed = cp
-		mr.s.m.commits.WithLabelValues("merge", "ok").Inc()
-	}
+	cp := member.Point{Offset: min(off, hold), Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}
+	mr.committer.Commit(ctx, mr.cl, map[member.TP]member.Point{mr.windowsTP(): cp})
 }
+
+// windowsTP is the windows topic's one partition, the merge group's.
+func (mr *mergeRunner) windowsTP() member.TP { return member.TP{Topic: mr.s.cfg.Topics.Windows} }
 
 // checkEnd, in an ExitAtEnd run, reports everything once the summaries up
 // to endAt are read, waits for the reports and commits. It returns true

@@ -92,7 +92,6 @@ type partWorker struct {
 	lag atomic.Int64
 
 	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
-	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
 	finishedCh chan struct{}                        // ExitAtEnd: closed once ended and acknowledged
 
 	mRecords, mEvents, mLate, mMismatch prometheus.Counter
@@ -273,9 +272,6 @@ func (w *partWorker) takeBatch() []*kgo.Record {
 	}
 	return b
 }
-
-func (w *partWorker) lastCommit() *pipeline.CommitPoint     { return w.committed.Load() }
-func (w *partWorker) setLastCommit(cp pipeline.CommitPoint) { w.committed.Store(&cp) }
 
 func (w *partWorker) isFinished() bool {
 	select {
