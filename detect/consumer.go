@@ -346,7 +346,7 @@ func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool)
 		fctx, cancel := context.WithDeadline(ctx, deadline)
 		stopSay := s.sayDraining("releasing partitions", deadline, func() (n, parts int) {
 			for _, w := range ws {
-				if p := w.inbox.pending(); p > 0 {
+				if p := w.led.Pending(); p > 0 {
 					n += p
 					parts++
 				}

@@ -153,8 +153,8 @@ func (l *Ledger[K]) Pending() int {
 // Ready holds a token while acknowledgements wait for Apply.
 func (l *Ledger[K]) Ready() <-chan struct{} { return l.ready }
 
-// Wait applies acknowledgements as they come until none is pending or
-// ctx ends, and reports whether none is.
+// Wait applies acknowledgements as they come until none is pending, and
+// reports true, or until ctx ends first, and reports false.
 func (l *Ledger[K]) Wait(ctx context.Context) bool {
 	for l.Pending() > 0 {
 		select {
@@ -162,7 +162,7 @@ func (l *Ledger[K]) Wait(ctx context.Context) bool {
 			l.Apply()
 		case <-ctx.Done():
 			l.Apply()
-			return l.Pending() == 0
+			return false
 		}
 	}
 	l.Apply()
