@@ -11,9 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/keyheat/keyheat/detect/internal/ledger"
 	"github.com/keyheat/keyheat/detect/internal/member"
@@ -131,26 +129,13 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 			return s.board.status(topic, partition)
 		}
 	}
-	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
-	opts = append(opts,
-		kgo.ConsumeTopics(s.cfg.Topics.Windows),
-		kgo.ConsumerGroup(s.cfg.MergeGroup),
+	opts := append(append([]kgo.Opt{}, s.cfg.ClientOpts...), member.GroupConfig{Group: s.cfg.MergeGroup, Topics: []string{s.cfg.Topics.Windows},
 		// A new merge group reads every summary still on the topic: the
 		// reports it re-emits carry the IDs they had, and the sinks dedupe.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.SessionTimeout(s.cfg.SessionTimeout),
-		kgo.OnPartitionsAssigned(mr.onAssigned),
-		kgo.OnOffsetsFetched(mr.onFetched),
-		kgo.OnPartitionsRevoked(mr.onRevoked),
-		kgo.OnPartitionsLost(mr.onLost),
-		kgo.WithLogger(member.Logger(s.log)),
-	)
-	if s.inst.id != "" {
-		opts = append(opts, kgo.InstanceID(s.inst.id))
-	}
+		Reset:          kgo.NewOffset().AtStart(),
+		SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
+		Handler: member.Funcs{OnAssigned: mr.onAssigned, OnFetched: mr.onFetched, OnRevoked: mr.onRevoked, OnLost: mr.onLost},
+	}.Opts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("detect: kafka merge consumer: %w", err)
@@ -177,26 +162,11 @@ func (mr *mergeRunner) onAssigned(_ context.Context, _ *kgo.Client, assigned map
 	}
 }
 
-func (mr *mergeRunner) onFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
-	if len(resp.Groups) == 0 {
-		return nil
-	}
-	for _, t := range resp.Groups[0].Topics {
-		for _, p := range t.Partitions {
-			if t.Topic != mr.s.cfg.Topics.Windows || p.Partition != 0 || kerr.ErrorForCode(p.ErrorCode) != nil {
-				continue
-			}
-			st := &startInfo{committed: p.Offset, end: -1, first: p.Offset}
-			if p.Offset < 0 {
-				st.committed, st.first = -1, -1
-			}
-			if p.Metadata != nil && p.Offset >= 0 {
-				st.meta = *p.Metadata
-			}
-			mr.mu.Lock()
-			mr.start = st
-			mr.mu.Unlock()
-		}
+func (mr *mergeRunner) onFetched(_ context.Context, commits map[member.TP]member.Point) error {
+	if c, ok := commits[mr.windowsTP()]; ok {
+		mr.mu.Lock()
+		mr.start = &startInfo{committed: c.Offset, meta: c.Metadata, end: -1, first: c.Offset}
+		mr.mu.Unlock()
 	}
 	return nil
 }
@@ -205,20 +175,38 @@ func (mr *mergeRunner) onRevoked(ctx context.Context, _ *kgo.Client, revoked map
 	if len(revoked[mr.s.cfg.Topics.Windows]) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mr.s.cfg.FlushTimeout)
-	defer cancel()
-	mr.drain(ctx)
-	mr.commit(ctx)
-	mr.drop()
+	mr.release().Give(context.WithoutCancel(ctx), map[member.TP]member.Part{mr.windowsTP(): merging{mr}}, false)
 }
 
-func (mr *mergeRunner) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+func (mr *mergeRunner) onLost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
 	if len(lost[mr.s.cfg.Topics.Windows]) == 0 {
 		return
 	}
 	mr.s.log.Warn("merger lost the windows partition; not committing it")
-	mr.drop()
+	mr.release().Give(context.WithoutCancel(ctx), map[member.TP]member.Part{mr.windowsTP(): merging{mr}}, true)
 }
+
+// release gives the windows partition up; the loop is parked between
+// AllowRebalance and its next poll meanwhile.
+func (mr *mergeRunner) release() member.Release {
+	return member.Release{FlushTimeout: mr.s.cfg.FlushTimeout, Commit: func(ctx context.Context, ps map[member.TP]member.Point) {
+		mr.committer.Commit(ctx, mr.cl, ps)
+	}}
+}
+
+// merging is the windows partition as the merger gives it up.
+type merging struct{ mr *mergeRunner }
+
+func (merging) Stop() {} // the loop is parked: nothing runs
+
+// Drain waits for the reports in flight and returns the merger's commit
+// point.
+func (m merging) Drain(ctx context.Context) (member.Point, bool) {
+	m.mr.drain(ctx)
+	return m.mr.point()
+}
+
+func (m merging) Close() { m.mr.drop() }
 
 // drop forgets the merger's state; the next one resumes from the commit.
 func (mr *mergeRunner) drop() {
@@ -292,23 +280,25 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 // its own group leave included, for ever.
 func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
 	s := mr.s
-	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	wake := context.Background()
 	if mr.endAt < 0 {
-		// Once: after the end came, checkEnd runs after every poll.
-		stop := context.AfterFunc(mr.endSent, cancel)
-		defer stop()
+		wake = mr.endSent // once: after the end came, checkEnd runs after every poll
 	}
-	fs := mr.cl.PollRecords(pctx, s.cfg.MaxPollRecords)
-	cancel()
-	defer mr.cl.AllowRebalance()
-	if fs.IsClientClosed() || ctx.Err() != nil {
-		return true, nil
-	}
-	fs.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !s.checkFenced(s.cfg.MergeGroup, err) {
-			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+	fenced := func(err error) bool { return s.checkFenced(s.cfg.MergeGroup, err) }
+	closed := member.Turn(ctx, wake, mr.cl, s.cfg.MaxPollRecords, s.log, fenced, func(fs kgo.Fetches) {
+		if ctx.Err() != nil {
+			stop = true
+			return
 		}
+		stop, err = mr.handle(ctx, fs, lastCommit)
 	})
+	return closed || stop, err
+}
+
+// handle merges the polled summaries and candidate batches, publishes
+// what they complete and commits, between a poll and AllowRebalance.
+func (mr *mergeRunner) handle(ctx context.Context, fs kgo.Fetches, lastCommit *time.Time) (stop bool, err error) {
+	s := mr.s
 	if err := mr.ensureMerger(); err != nil {
 		s.fail(err)
 		return true, err
@@ -677,16 +667,24 @@ func (mr *mergeRunner) drain(ctx context.Context) {
 // commit commits the windows topic where the merger allows, with the end
 // of its acknowledged reports as metadata.
 func (mr *mergeRunner) commit(ctx context.Context) {
+	if cp, ok := mr.point(); ok {
+		mr.committer.Commit(ctx, mr.cl, map[member.TP]member.Point{mr.windowsTP(): cp})
+	}
+}
+
+// point is where the merger allows the windows topic committed: the
+// merger's commit offset held back by the cluster stage (clusterHold),
+// with the end of its acknowledged reports as metadata.
+func (mr *mergeRunner) point() (member.Point, bool) {
 	if mr.m == nil {
-		return
+		return member.Point{}, false
 	}
 	off, ok := mr.m.CommitOffset()
 	if !ok {
-		return
+		return member.Point{}, false
 	}
 	hold, from := mr.clusterHold()
-	cp := member.Point{Offset: min(off, hold), Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}
-	mr.committer.Commit(ctx, mr.cl, map[member.TP]member.Point{mr.windowsTP(): cp})
+	return member.Point{Offset: min(off, hold), Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}, true
 }
 
 // windowsTP is the windows topic's one partition, the merge group's.

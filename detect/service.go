@@ -537,32 +537,14 @@ func (s *Service) consumerOpts() []kgo.Opt {
 		kgo.FetchMaxWait(fetchMaxWait),
 	}
 	opts = append(opts, s.cfg.ClientOpts...)
-	opts = append(opts,
-		kgo.ConsumeTopics(s.cfg.eventTopics()...),
-		kgo.ConsumerGroup(s.cfg.Group),
-		kgo.ConsumeResetOffset(s.reset),
-		// Ingest's file tail writes in transactions: never count events
-		// of an aborted one.
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Control records are kept (and skipped) so a partition's
-		// position passes a transaction's last marker: with --exit-at-end
-		// the end offset may be one.
-		kgo.KeepControlRecords(),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.SessionTimeout(s.cfg.SessionTimeout),
-		kgo.OnPartitionsAssigned(s.onAssigned),
-		kgo.OnOffsetsFetched(s.onFetched),
-		kgo.OnPartitionsRevoked(s.onRevoked),
-		kgo.OnPartitionsLost(s.onLost),
-		kgo.WithLogger(member.Logger(s.log)),
-	)
-	if s.cfg.RegexTopics {
-		opts = append(opts, kgo.ConsumeRegex())
-	}
-	if s.inst.id != "" {
-		opts = append(opts, kgo.InstanceID(s.inst.id))
-	}
+	opts = append(opts, member.GroupConfig{Group: s.cfg.Group, Topics: s.cfg.eventTopics(), Regex: s.cfg.RegexTopics,
+		Reset: s.reset, SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
+		Handler: member.Funcs{OnAssigned: s.onAssigned, OnFetched: s.onFetched, OnRevoked: s.onRevoked, OnLost: s.onLost},
+	}.Opts()...)
+	// Control records are kept (and skipped) so a partition's position
+	// passes a transaction's last marker: with --exit-at-end the end
+	// offset may be one.
+	opts = append(opts, kgo.KeepControlRecords())
 	return opts
 }
 
