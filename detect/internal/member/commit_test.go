@@ -14,10 +14,20 @@ import (
 	"github.com/keyheat/keyheat/internal/testenv"
 )
 
-// joined returns a group member of topic that was assigned every
-// partition, and polls no more: the test commits in that generation.
-func joined(t *testing.T, seeds []string, group, topic string) *kgo.Client {
+// groupMember is a group member of a new topic of a kfake cluster.
+type groupMember struct {
+	seeds        []string
+	group, topic string
+	cl           *kgo.Client
+}
+
+// joined returns a member that was assigned every partition of a new
+// topic, and polls no more: the test commits in that generation.
+func joined(t *testing.T, partitions int32) groupMember {
 	t.Helper()
+	seeds := testenv.KFake(t)
+	topic := testenv.NewTopic(t, seeds, partitions)
+	group := testenv.UniqueName(t, "g")
 	assigned := make(chan struct{})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
@@ -33,7 +43,7 @@ func joined(t *testing.T, seeds []string, group, topic string) *kgo.Client {
 		cl.AllowRebalance()
 		select {
 		case <-assigned:
-			return cl
+			return groupMember{seeds, group, topic, cl}
 		case <-ctx.Done():
 			t.Fatal("never assigned")
 		default:
@@ -57,10 +67,8 @@ func fetched(t *testing.T, seeds []string, group string) map[TP]Point {
 }
 
 func TestCommitterCarriesMetadataAndNeverMovesBack(t *testing.T) {
-	seeds := testenv.KFake(t)
-	topic := testenv.NewTopic(t, seeds, 2)
-	group := testenv.UniqueName(t, "g")
-	cl := joined(t, seeds, group, topic)
+	m := joined(t, 2)
+	seeds, group, topic, cl := m.seeds, m.group, m.topic, m.cl
 	ok := prometheus.NewCounter(prometheus.CounterOpts{Name: "ok"})
 	failed := prometheus.NewCounter(prometheus.CounterOpts{Name: "failed"})
 	c := NewCommitter(CommitterConfig{OK: ok, Failed: failed})
@@ -98,12 +106,10 @@ func TestCommitterCarriesMetadataAndNeverMovesBack(t *testing.T) {
 // A commit the broker refuses is counted, logged and not recorded, so the
 // next Commit tries it again.
 func TestCommitterFailureIsNotRecorded(t *testing.T) {
-	seeds := testenv.KFake(t)
-	topic := testenv.NewTopic(t, seeds, 1)
-	group := testenv.UniqueName(t, "g")
-	cl := joined(t, seeds, group, topic)
+	m := joined(t, 1)
 	failed := prometheus.NewCounter(prometheus.CounterOpts{Name: "failed"})
 	c := NewCommitter(CommitterConfig{Failed: failed})
+	seeds, group, topic, cl := m.seeds, m.group, m.topic, m.cl
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p := TP{topic, 0}
