@@ -300,7 +300,7 @@ func (w *partWorker) waitAligned() bool {
 		}
 		select {
 		case <-moved:
-		case <-w.inbox.ready:
+		case <-w.led.Ready():
 			w.applyAcks()
 			w.publish()
 		case <-beat.C:

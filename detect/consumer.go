@@ -2,21 +2,18 @@ package detect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/keyheat/keyheat/pipeline"
+	"github.com/keyheat/keyheat/detect/internal/member"
 )
 
 // pollTick bounds one poll, so commits and the end-of-input check run
 // while no record comes.
-const pollTick = 200 * time.Millisecond
+const pollTick = member.PollTick
 
 // fetchMaxWait bounds how long the broker holds a fetch for partitions
 // with nothing new (see consumerOpts).
@@ -57,25 +54,18 @@ func (s *Service) poll(ctx context.Context) error {
 // client is closed, or an ExitAtEnd run is done.
 func (s *Service) turn(ctx context.Context, lastCommit *time.Time) (stop bool) {
 	s.waitRoom(ctx)
-	pctx, cancel := context.WithTimeout(ctx, pollTick)
 	// Once every partition ended no record comes: go and commit now
 	// instead of at the end of the tick.
-	stopWake := context.AfterFunc(s.finished, cancel)
-	fs := s.consumer().PollRecords(pctx, s.cfg.MaxPollRecords)
-	stopWake()
-	cancel()
-	defer s.consumer().AllowRebalance()
-	if fs.IsClientClosed() {
-		return true
-	}
-	fs.EachError(func(t string, p int32, err error) {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || s.checkFenced(s.cfg.Group, err) {
-			return
-		}
-		// franz-go retries what it can; what reaches us (an
-		// authorisation failure, a deleted topic) needs a person.
-		s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+	fenced := func(err error) bool { return s.checkFenced(s.cfg.Group, err) }
+	closed := member.Turn(ctx, s.finished, s.consumer(), s.cfg.MaxPollRecords, s.log, fenced, func(fs kgo.Fetches) {
+		stop = s.handOff(ctx, fs, lastCommit)
 	})
+	return closed || stop
+}
+
+// handOff gives the polled records to their partitions' workers and
+// commits, between a poll and AllowRebalance.
+func (s *Service) handOff(ctx context.Context, fs kgo.Fetches, lastCommit *time.Time) (stop bool) {
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if len(p.Records) == 0 {
 			return
@@ -198,47 +188,35 @@ func (s *Service) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 // where to fetch, the metadata tells the core what the earlier owner had
 // already published. It is the group's own answer (OffsetFetch in this
 // session), so it is exactly what the fetch starts from.
-func (s *Service) onFetched(ctx context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
-	if len(resp.Groups) == 0 {
-		return nil
-	}
-	for _, t := range resp.Groups[0].Topics {
-		for _, p := range t.Partitions {
-			s.mu.Lock()
-			w := s.parts[tp{t.Topic, p.Partition}]
-			s.mu.Unlock()
-			if w == nil || kerr.ErrorForCode(p.ErrorCode) != nil {
-				continue // franz-go surfaces the error as a fetch error
-			}
-			st := startInfo{committed: -1, end: -1, first: -1}
-			if p.Offset >= 0 {
-				st.committed = p.Offset
-				st.first = p.Offset
-				if p.Metadata != nil {
-					st.meta = *p.Metadata
-				}
-			}
-			if s.cfg.ExitAtEnd {
-				if err := s.bounds(ctx, t.Topic, p.Partition, &st); err != nil {
-					return err
-				}
-			} else {
-				// Live: how many records wait, so that a partition with a
-				// backlog is not taken for idle before it read it. One with
-				// none holds the others back like one that has not read its
-				// first event yet, until the idle timeout: records may be on
-				// their way to it (a backfill started with detect), and the
-				// others must not run far ahead of them meanwhile.
-				b := st
-				if err := s.bounds(ctx, t.Topic, p.Partition, &b); err != nil {
-					s.log.Debug("end offset of a partition assigned", "topic", t.Topic, "partition", p.Partition, "err", err)
-					go w.learnLag(st) // until then the partition is not idle
-				} else {
-					w.lag.Store(max(0, b.end-b.first))
-				}
-			}
-			w.setStart(st)
+func (s *Service) onFetched(ctx context.Context, commits map[member.TP]member.Point) error {
+	for k, c := range commits {
+		s.mu.Lock()
+		w := s.parts[tp{k.Topic, k.Partition}]
+		s.mu.Unlock()
+		if w == nil {
+			continue
 		}
+		st := startInfo{committed: c.Offset, meta: c.Metadata, end: -1, first: c.Offset}
+		if s.cfg.ExitAtEnd {
+			if err := s.bounds(ctx, k.Topic, k.Partition, &st); err != nil {
+				return err
+			}
+		} else {
+			// Live: how many records wait, so that a partition with a
+			// backlog is not taken for idle before it read it. One with
+			// none holds the others back like one that has not read its
+			// first event yet, until the idle timeout: records may be on
+			// their way to it (a backfill started with detect), and the
+			// others must not run far ahead of them meanwhile.
+			b := st
+			if err := s.bounds(ctx, k.Topic, k.Partition, &b); err != nil {
+				s.log.Debug("end offset of a partition assigned", "topic", k.Topic, "partition", k.Partition, "err", err)
+				go w.learnLag(st) // until then the partition is not idle
+			} else {
+				w.lag.Store(max(0, b.end-b.first))
+			}
+		}
+		w.setStart(st)
 	}
 	return nil
 }
@@ -325,55 +303,64 @@ func (s *Service) onLost(ctx context.Context, _ *kgo.Client, lost map[string][]i
 	s.release(context.WithoutCancel(ctx), lost, true)
 }
 
-// release stops the workers of ps; unless lost, it commits their final
-// commit points.
+// release gives the workers of ps up (member.Release.Give): they stop;
+// unless lost, their outputs in flight are waited for and their final
+// commit points committed; then they close.
 func (s *Service) release(ctx context.Context, ps map[string][]int32, lost bool) {
+	parts := map[member.TP]member.Part{}
 	var ws []*partWorker
 	s.mu.Lock()
-	for t, parts := range ps {
-		for _, p := range parts {
+	for t, ns := range ps {
+		for _, p := range ns {
 			if w := s.parts[tp{t, p}]; w != nil {
+				parts[member.TP{Topic: t, Partition: p}] = givenUp{w}
 				ws = append(ws, w)
 			}
 		}
 	}
 	s.mu.Unlock()
-	for _, w := range ws {
-		w.stop()
-	}
-	deadline := s.now().Add(s.cfg.FlushTimeout)
-	if !lost {
-		fctx, cancel := context.WithDeadline(ctx, deadline)
-		stopSay := s.sayDraining("releasing partitions", deadline, func() (n, parts int) {
-			for _, w := range ws {
-				if p := w.inbox.pending(); p > 0 {
-					n += p
-					parts++
+	member.Release{Now: s.now, FlushTimeout: s.cfg.FlushTimeout, Commit: s.commitPoints,
+		Draining: func(deadline time.Time) func() {
+			return s.sayDraining("releasing partitions", deadline, func() (n, parts int) {
+				for _, w := range ws {
+					if p := w.led.Pending(); p > 0 {
+						n += p
+						parts++
+					}
 				}
-			}
-			return n, parts
-		})
-		for _, w := range ws {
-			w.drain(fctx)
-		}
-		stopSay()
-		cancel()
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.FlushTimeout)
-		s.commit(cctx, ws)
-		cancel()
-	}
-	s.mu.Lock()
-	for _, w := range ws {
-		delete(s.parts, w.tp)
-		w.align.leave(w)
-	}
-	s.mu.Unlock()
-	for _, w := range ws {
-		w.close()
-	}
+				return n, parts
+			})
+		},
+	}.Give(ctx, parts, lost)
 	s.m.assigned.Set(float64(s.numParts()))
 	s.log.Info("partitions released", "partitions", ps, "lost", lost)
 	s.checkFinished()
+}
+
+// givenUp is a worker as its member gives it up.
+type givenUp struct{ w *partWorker }
+
+func (g givenUp) Stop() { g.w.stop() }
+
+// Drain waits for the outputs in flight and returns the final commit
+// point the worker published.
+func (g givenUp) Drain(ctx context.Context) (member.Point, bool) {
+	g.w.drain(ctx)
+	if p := g.w.point.Load(); p != nil {
+		return member.Point(*p), true
+	}
+	return member.Point{}, false
+}
+
+// Close forgets the partition and releases what its worker holds.
+func (g givenUp) Close() {
+	w, s := g.w, g.w.s
+	s.mu.Lock()
+	delete(s.parts, w.tp)
+	w.align.leave(w)
+	s.mu.Unlock()
+	s.committer.Forget(member.TP{Topic: w.tp.topic, Partition: w.tp.partition})
+	w.close()
 }
 
 // alignerLocked returns the aligner the partitions share (Run made it;
@@ -460,68 +447,26 @@ func (s *Service) commit(ctx context.Context, ws []*partWorker) {
 		ws = sortedParts(s.parts)
 		s.mu.Unlock()
 	}
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	metas := map[tp]string{}
-	byTP := map[tp]*partWorker{}
+	want := map[member.TP]member.Point{}
 	for _, w := range ws {
-		p := w.point.Load()
-		if p == nil {
-			continue
+		if p := w.point.Load(); p != nil {
+			want[member.TP{Topic: w.tp.topic, Partition: w.tp.partition}] = member.Point(*p)
 		}
-		last := w.lastCommit()
-		if last != nil && (p.Offset < last.Offset || *p == *last) {
-			// Never move a commit back: a hold that appeared after a
-			// commit (it cannot, by the rule) would only re-read.
-			continue
-		}
-		if offsets[w.tp.topic] == nil {
-			offsets[w.tp.topic] = map[int32]kgo.EpochOffset{}
-		}
-		// Epoch -1: the offset may be older than the newest leader epoch
-		// seen, and -1 skips the broker's epoch fencing.
-		offsets[w.tp.topic][w.tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: p.Offset}
-		metas[w.tp] = p.Metadata
-		byTP[w.tp] = w
 	}
-	if len(offsets) == 0 {
-		return
+	s.commitPoints(ctx, want)
+}
+
+// commitPoints commits points (see commit) and sets the committed
+// offsets' gauges of the partitions still held.
+func (s *Service) commitPoints(ctx context.Context, points map[member.TP]member.Point) {
+	for k, p := range s.committer.Commit(ctx, s.consumer(), points) {
+		s.mu.Lock()
+		w := s.parts[tp{k.Topic, k.Partition}]
+		s.mu.Unlock()
+		if w != nil {
+			w.mCommitted.Set(float64(p.Offset))
+		}
 	}
-	cctx := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
-		for i := range req.Topics {
-			for j := range req.Topics[i].Partitions {
-				p := &req.Topics[i].Partitions[j]
-				if m, ok := metas[tp{req.Topics[i].Topic, p.Partition}]; ok {
-					p.Metadata = &m
-				}
-			}
-		}
-		return nil
-	})
-	s.consumer().CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			s.m.commits.WithLabelValues("detect", "error").Inc()
-			s.log.Error("commit offsets", "err", err)
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				k := tp{t.Topic, p.Partition}
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					s.m.commits.WithLabelValues("detect", "error").Inc()
-					s.log.Error("commit offset", "topic", t.Topic, "partition", p.Partition, "err", err)
-					continue
-				}
-				w := byTP[k]
-				if w == nil {
-					continue
-				}
-				cp := pipeline.CommitPoint{Offset: offsets[k.topic][k.partition].Offset, Metadata: metas[k]}
-				w.setLastCommit(cp)
-				w.mCommitted.Set(float64(cp.Offset))
-				s.m.commits.WithLabelValues("detect", "ok").Inc()
-			}
-		}
-	})
 }
 
 func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }

@@ -141,6 +141,13 @@
 // (pipeline's restart guarantee), and every consumer and sink dedupes by
 // them; this is at-least-once delivery that is exactly-once in effect.
 //
+// Both stages are built from one runtime kit: package
+// detect/internal/member holds the group membership (consumer options,
+// the offset fetch read at an assignment, the poll turn, the commits with
+// metadata that never move back, the revoke and lost rules), and
+// detect/internal/ledger the outputs in flight and their
+// acknowledgements, which decide how far a partition may commit.
+//
 // # The merger
 //
 // Every Service with a Merge configuration is also a member of the merge

@@ -11,13 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/keyheat/keyheat/detect/internal/ledger"
+	"github.com/keyheat/keyheat/detect/internal/member"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/archive"
+	"github.com/keyheat/keyheat/sink/clickhouse"
 )
 
 // chTry bounds one attempt to hand a report to ClickHouse. A full buffer
@@ -33,9 +34,10 @@ const chTry = 100 * time.Millisecond
 // allows, with the end of its acknowledged reports as metadata so a new
 // merger does not report a window twice.
 type mergeRunner struct {
-	s     *Service
-	cl    *kgo.Client
-	inbox *inbox
+	s  *Service
+	cl *kgo.Client
+	// led counts the reports and cluster events in flight (mergeOut).
+	led *ledger.Ledger[mergeOut]
 
 	// mu guards what the callbacks hand to the loop.
 	mu     sync.Mutex
@@ -50,25 +52,26 @@ type mergeRunner struct {
 
 	// loop-owned, and the revoke callback's while it runs (the loop is
 	// then between AllowRebalance and its next poll)
-	m       *pipeline.Merger
-	reg     *unregisterer // the merger's metrics, dropped with it
-	next    int64         // offset after the last summary read; -1 before any
-	endAt   int64         // -1 until endInput
-	pending map[int64]int // window start → acknowledgements outstanding
-	outbox  []chReport    // reports ClickHouse had no room for yet
+	m      *pipeline.Merger
+	reg    *unregisterer // the merger's metrics, dropped with it
+	next   int64         // offset after the last summary read; -1 before any
+	endAt  int64         // -1 until endInput
+	outbox []chReport    // reports ClickHouse had no room for yet
 	// outboxLen is len(outbox), for what a stop logs from another
 	// goroutine (sayDraining).
-	outboxLen  atomic.Int64
-	paused     bool
-	arch       *archive.ReportWriter
-	archUnsync []int64 // starts of reports appended since the last flush
-	// hotArch archives the cluster stage's hot-key events (nil without
-	// an archive); hotUnsync their IDs appended since the last flush.
+	outboxLen atomic.Int64
+	paused    bool
+	// arch archives the reports, hotArch the cluster stage's hot-key
+	// events (both nil without an archive); archLed and hotLed
+	// acknowledge what they appended once flushed.
+	arch      *archive.ReportWriter
+	archLed   *ledger.Archive[mergeOut, *schemas.WindowReport]
 	hotArch   *archive.HotKeyWriter
-	hotUnsync []string
+	hotLed    *ledger.Archive[mergeOut, *schemas.HotKeyEvent]
 	lastFlush time.Time
-	acks      []ack
-	committed pipeline.CommitPoint
+	// committer commits the windows partition; it knows the commit
+	// fetched at the election and every one since.
+	committer *member.Committer
 	// When the group was last asked which partitions it reads.
 	expectedAt time.Time
 	// The oldest window held, since when, and when the wait for it was
@@ -96,55 +99,43 @@ type mergeRunner struct {
 	// lastCand the offset of the newest.
 	cands    []candRecord
 	lastCand int64
-	// clusterOut holds each cluster event not yet acknowledged by every
-	// destination: acknowledgements outstanding, and the offset of the
-	// batch read when it was raised.
-	clusterOut map[string]clusterClaim
 }
 
 type candRecord struct{ off, slotEndMs int64 }
 
-type clusterClaim struct {
-	left int
-	off  int64
+// mergeOut is what a merger's output is for: the reports of the window
+// starting at startMs, or (cluster) a cluster event, held in the ledger
+// at the offset of the batch read when it was raised.
+type mergeOut struct {
+	cluster bool
+	startMs int64
 	// fromMs: a round no later than the one that raised the event.
 	fromMs int64
 }
 
 type chReport struct {
-	r       *schemas.WindowReport
-	startMs int64
+	r *schemas.WindowReport
+	t ledger.Ticket
 }
 
 func newMergeRunner(s *Service) (*mergeRunner, error) {
-	mr := &mergeRunner{s: s, inbox: newInbox(), next: -1, endAt: -1, pending: map[int64]int{},
-		endCh: make(chan int64, 1), committed: pipeline.CommitPoint{Offset: -1}}
+	mr := &mergeRunner{s: s, next: -1, endAt: -1, endCh: make(chan int64, 1)}
+	mr.led = ledger.New(mr.acked, mr.refused)
+	mr.committer = member.NewCommitter(member.CommitterConfig{Logger: s.log, RequestMsg: "commit merge offset", PartitionMsg: "commit merge offset",
+		OK: s.m.commits.WithLabelValues("merge", "ok"), Failed: s.m.commits.WithLabelValues("merge", "error")})
 	mr.endSent, mr.sendEnd = context.WithCancel(context.Background())
 	if !s.cfg.ExitAtEnd {
 		mr.status = func(topic string, partition int32) pipeline.PartitionStatus {
 			return s.board.status(topic, partition)
 		}
 	}
-	opts := append([]kgo.Opt{}, s.cfg.ClientOpts...)
-	opts = append(opts,
-		kgo.ConsumeTopics(s.cfg.Topics.Windows),
-		kgo.ConsumerGroup(s.cfg.MergeGroup),
+	opts := append(append([]kgo.Opt{}, s.cfg.ClientOpts...), member.GroupConfig{Group: s.cfg.MergeGroup, Topics: []string{s.cfg.Topics.Windows},
 		// A new merge group reads every summary still on the topic: the
 		// reports it re-emits carry the IDs they had, and the sinks dedupe.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.SessionTimeout(s.cfg.SessionTimeout),
-		kgo.OnPartitionsAssigned(mr.onAssigned),
-		kgo.OnOffsetsFetched(mr.onFetched),
-		kgo.OnPartitionsRevoked(mr.onRevoked),
-		kgo.OnPartitionsLost(mr.onLost),
-		kgo.WithLogger(kslog{s.log}),
-	)
-	if s.inst.id != "" {
-		opts = append(opts, kgo.InstanceID(s.inst.id))
-	}
+		Reset:          kgo.NewOffset().AtStart(),
+		SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
+		Handler: member.Funcs{OnAssigned: mr.onAssigned, OnFetched: mr.onFetched, OnRevoked: mr.onRevoked, OnLost: mr.onLost},
+	}.Opts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("detect: kafka merge consumer: %w", err)
@@ -171,26 +162,11 @@ func (mr *mergeRunner) onAssigned(_ context.Context, _ *kgo.Client, assigned map
 	}
 }
 
-func (mr *mergeRunner) onFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
-	if len(resp.Groups) == 0 {
-		return nil
-	}
-	for _, t := range resp.Groups[0].Topics {
-		for _, p := range t.Partitions {
-			if t.Topic != mr.s.cfg.Topics.Windows || p.Partition != 0 || kerr.ErrorForCode(p.ErrorCode) != nil {
-				continue
-			}
-			st := &startInfo{committed: p.Offset, end: -1, first: p.Offset}
-			if p.Offset < 0 {
-				st.committed, st.first = -1, -1
-			}
-			if p.Metadata != nil && p.Offset >= 0 {
-				st.meta = *p.Metadata
-			}
-			mr.mu.Lock()
-			mr.start = st
-			mr.mu.Unlock()
-		}
+func (mr *mergeRunner) onFetched(_ context.Context, commits map[member.TP]member.Point) error {
+	if c, ok := commits[mr.windowsTP()]; ok {
+		mr.mu.Lock()
+		mr.start = &startInfo{committed: c.Offset, meta: c.Metadata, end: -1, first: c.Offset}
+		mr.mu.Unlock()
 	}
 	return nil
 }
@@ -199,46 +175,64 @@ func (mr *mergeRunner) onRevoked(ctx context.Context, _ *kgo.Client, revoked map
 	if len(revoked[mr.s.cfg.Topics.Windows]) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mr.s.cfg.FlushTimeout)
-	defer cancel()
-	mr.drain(ctx)
-	mr.commit(ctx)
-	mr.drop()
+	mr.release().Give(context.WithoutCancel(ctx), map[member.TP]member.Part{mr.windowsTP(): merging{mr}}, false)
 }
 
-func (mr *mergeRunner) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+func (mr *mergeRunner) onLost(ctx context.Context, _ *kgo.Client, lost map[string][]int32) {
 	if len(lost[mr.s.cfg.Topics.Windows]) == 0 {
 		return
 	}
 	mr.s.log.Warn("merger lost the windows partition; not committing it")
-	mr.drop()
+	mr.release().Give(context.WithoutCancel(ctx), map[member.TP]member.Part{mr.windowsTP(): merging{mr}}, true)
 }
+
+// release gives the windows partition up; the loop is parked between
+// AllowRebalance and its next poll meanwhile.
+func (mr *mergeRunner) release() member.Release {
+	return member.Release{FlushTimeout: mr.s.cfg.FlushTimeout, Commit: func(ctx context.Context, ps map[member.TP]member.Point) {
+		mr.committer.Commit(ctx, mr.cl, ps)
+	}}
+}
+
+// merging is the windows partition as the merger gives it up.
+type merging struct{ mr *mergeRunner }
+
+func (merging) Stop() {} // the loop is parked: nothing runs
+
+// Drain waits for the reports in flight and returns the merger's commit
+// point.
+func (m merging) Drain(ctx context.Context) (member.Point, bool) {
+	m.mr.drain(ctx)
+	return m.mr.point()
+}
+
+func (m merging) Close() { m.mr.drop() }
 
 // drop forgets the merger's state; the next one resumes from the commit.
 func (mr *mergeRunner) drop() {
 	mr.m = nil
-	mr.cluster, mr.cands, mr.clusterOut = nil, nil, nil
+	mr.cluster, mr.cands = nil, nil
 	mr.reg.unregisterAll()
 	mr.next = -1
-	mr.pending = map[int64]int{}
+	mr.led.Reset()
 	mr.outbox = nil
 	mr.outboxLen.Store(0)
 	if mr.paused {
 		mr.paused = false
 		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
 	}
-	mr.committed = pipeline.CommitPoint{Offset: -1}
+	mr.committer.Forget(mr.windowsTP())
 	if mr.arch != nil {
 		if err := mr.arch.Close(); err != nil {
 			mr.s.log.Warn("close report archive", "err", err)
 		}
-		mr.arch, mr.archUnsync = nil, nil
+		mr.arch, mr.archLed = nil, nil
 	}
 	if mr.hotArch != nil {
 		if err := mr.hotArch.Close(); err != nil {
 			mr.s.log.Warn("close cluster hot-key archive", "err", err)
 		}
-		mr.hotArch, mr.hotUnsync = nil, nil
+		mr.hotArch, mr.hotLed = nil, nil
 	}
 	mr.mu.Lock()
 	mr.owned, mr.start = false, nil
@@ -286,23 +280,25 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 // its own group leave included, for ever.
 func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
 	s := mr.s
-	pctx, cancel := context.WithTimeout(ctx, pollTick)
+	wake := context.Background()
 	if mr.endAt < 0 {
-		// Once: after the end came, checkEnd runs after every poll.
-		stop := context.AfterFunc(mr.endSent, cancel)
-		defer stop()
+		wake = mr.endSent // once: after the end came, checkEnd runs after every poll
 	}
-	fs := mr.cl.PollRecords(pctx, s.cfg.MaxPollRecords)
-	cancel()
-	defer mr.cl.AllowRebalance()
-	if fs.IsClientClosed() || ctx.Err() != nil {
-		return true, nil
-	}
-	fs.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !s.checkFenced(s.cfg.MergeGroup, err) {
-			s.log.Error("fetch", "topic", t, "partition", p, "err", err)
+	fenced := func(err error) bool { return s.checkFenced(s.cfg.MergeGroup, err) }
+	closed := member.Turn(ctx, wake, mr.cl, s.cfg.MaxPollRecords, s.log, fenced, func(fs kgo.Fetches) {
+		if ctx.Err() != nil {
+			stop = true
+			return
 		}
+		stop, err = mr.handle(ctx, fs, lastCommit)
 	})
+	return closed || stop, err
+}
+
+// handle merges the polled summaries and candidate batches, publishes
+// what they complete and commits, between a poll and AllowRebalance.
+func (mr *mergeRunner) handle(ctx context.Context, fs kgo.Fetches, lastCommit *time.Time) (stop bool, err error) {
+	s := mr.s
 	if err := mr.ensureMerger(); err != nil {
 		s.fail(err)
 		return true, err
@@ -320,7 +316,7 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 		mr.sayRefused()
 		mr.sayWaiting()
 		mr.retryClickHouse(ctx)
-		mr.applyAcks()
+		mr.led.Apply()
 		mr.flushArchive(ctx, false)
 		if now := s.now(); now.Sub(*lastCommit) >= s.cfg.CommitInterval {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.FlushTimeout)
@@ -377,9 +373,9 @@ func (mr *mergeRunner) ensureMerger() error {
 	if err := mr.cluster.Register(cfg.Registerer); err != nil {
 		return fmt.Errorf("detect: %w", err)
 	}
-	mr.cands, mr.lastCand, mr.clusterOut = nil, -1, map[string]clusterClaim{}
+	mr.cands, mr.lastCand = nil, -1
 	if st.committed >= 0 {
-		mr.committed = pipeline.CommitPoint{Offset: st.committed, Metadata: st.meta}
+		mr.committer.Seed(mr.windowsTP(), member.Point{Offset: st.committed, Metadata: st.meta})
 	}
 	if a := mr.s.cfg.Archive; a != nil {
 		rw, err := a.Reports("merger")
@@ -391,6 +387,7 @@ func (mr *mergeRunner) ensureMerger() error {
 			return errors.Join(fmt.Errorf("detect: cluster hot-key archive: %w", err), rw.Close())
 		}
 		mr.arch, mr.hotArch, mr.lastFlush = rw, hw, mr.s.now()
+		mr.archLed, mr.hotLed = ledger.NewArchive(mr.led, rw), ledger.NewArchive(mr.led, hw)
 	}
 	return nil
 }
@@ -460,12 +457,7 @@ func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 		if mr.arch != nil {
 			per++
 		}
-		mr.pending[start] += per * len(mw.Reports)
-		if len(mw.Reports) == 0 {
-			delete(mr.pending, start)
-			mr.m.Acked(start)
-			continue
-		}
+		t := mr.led.Add(mergeOut{startMs: start}, per*len(mw.Reports)) // none: done at once
 		for i := range mw.Reports {
 			r := &mw.Reports[i]
 			v, err := r.AppendJSON(nil)
@@ -473,19 +465,16 @@ func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 				s.fail(fmt.Errorf("detect: %w", err))
 				return
 			}
-			mr.inbox.expect(1)
-			s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Reports, Key: []byte(r.ID), Value: v},
-				func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: start, err: err}) })
+			s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Reports, Key: []byte(r.ID), Value: v}, mr.led.Sent(t))
 			if s.cfg.ClickHouse != nil {
-				mr.outbox = append(mr.outbox, chReport{r: r, startMs: start})
+				mr.outbox = append(mr.outbox, chReport{r: r, t: t})
 				mr.outboxLen.Store(int64(len(mr.outbox)))
 			}
 			if mr.arch != nil {
-				if err := mr.arch.Append(r); err != nil {
+				if err := mr.archLed.Append(t, r); err != nil {
 					s.fail(fmt.Errorf("detect: report archive: %w", err))
 					return
 				}
-				mr.archUnsync = append(mr.archUnsync, start)
 			}
 			s.m.reports.Inc()
 			s.print.report(r)
@@ -585,13 +574,12 @@ func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
 	for len(mr.outbox) > 0 {
 		c := mr.outbox[0]
 		tctx, cancel := context.WithTimeout(ctx, chTry)
-		mr.inbox.expect(1)
 		t0 := time.Now()
-		err := ch.WriteReport(tctx, c.r, func(err error) { mr.inbox.post(ack{kind: ackReport, startMs: c.startMs, err: err}) })
+		err := ch.WriteReport(tctx, c.r, clickhouse.AckFunc(mr.led.Sent(c.t)))
 		mr.s.m.produceWait.Add(time.Since(t0).Seconds())
 		cancel()
 		if err != nil {
-			mr.inbox.expect(-1)
+			mr.led.Unsent()
 			if ctx.Err() == nil && tctx.Err() == nil {
 				mr.s.fail(fmt.Errorf("detect: clickhouse: %w", err))
 				return
@@ -618,66 +606,39 @@ func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
 // the archive durable, every ArchiveFlush or at once with force, and
 // counts them acknowledged.
 func (mr *mergeRunner) flushArchive(ctx context.Context, force bool) {
-	if mr.arch == nil || len(mr.archUnsync)+len(mr.hotUnsync) == 0 ||
+	if mr.arch == nil || mr.archLed.Unflushed()+mr.hotLed.Unflushed() == 0 ||
 		!force && mr.s.now().Sub(mr.lastFlush) < mr.s.cfg.ArchiveFlush {
 		return
 	}
-	if len(mr.archUnsync) > 0 {
-		if err := mr.arch.Flush(ctx); err != nil {
-			if ctx.Err() == nil {
-				mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
-			}
-			return
+	if err := mr.archLed.Flush(ctx); err != nil {
+		if ctx.Err() == nil {
+			mr.s.fail(fmt.Errorf("detect: report archive: %w", err))
 		}
-		for _, start := range mr.archUnsync {
-			mr.ackReport(start)
-		}
-		mr.archUnsync = mr.archUnsync[:0]
+		return
 	}
-	if len(mr.hotUnsync) > 0 {
-		if err := mr.hotArch.Flush(ctx); err != nil {
-			if ctx.Err() == nil {
-				mr.s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
-			}
-			return
+	if err := mr.hotLed.Flush(ctx); err != nil {
+		if ctx.Err() == nil {
+			mr.s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
 		}
-		for _, id := range mr.hotUnsync {
-			mr.ackCluster(id)
-		}
-		mr.hotUnsync = mr.hotUnsync[:0]
+		return
 	}
 	mr.lastFlush = mr.s.now()
 }
 
-func (mr *mergeRunner) applyAcks() {
-	mr.acks = mr.inbox.take(mr.acks)
-	for _, a := range mr.acks {
-		if a.err != nil {
-			if mr.runCtx == nil || mr.runCtx.Err() == nil {
-				mr.s.fail(fmt.Errorf("detect: merger: a report was refused for good: %w", a.err))
-			}
-			continue
-		}
-		if a.kind == ackHotKey {
-			mr.ackCluster(a.id)
-			continue
-		}
-		mr.ackReport(a.startMs)
+// acked hears of an output every destination acknowledged: a window
+// whose reports are all out moves the merger's commit point; a cluster
+// event no longer holds the commit (clusterHold).
+func (mr *mergeRunner) acked(o mergeOut) {
+	if !o.cluster && mr.m != nil {
+		mr.m.Acked(o.startMs)
 	}
 }
 
-func (mr *mergeRunner) ackReport(start int64) {
-	left, ok := mr.pending[start]
-	if !ok {
-		return
-	}
-	if left > 1 {
-		mr.pending[start] = left - 1
-		return
-	}
-	delete(mr.pending, start)
-	if mr.m != nil {
-		mr.m.Acked(start)
+// refused stops the service on an output refused for good, unless the
+// merger is stopping (its produce calls were cancelled).
+func (mr *mergeRunner) refused(_ mergeOut, err error) {
+	if mr.runCtx == nil || mr.runCtx.Err() == nil {
+		mr.s.fail(fmt.Errorf("detect: merger: a report was refused for good: %w", err))
 	}
 }
 
@@ -690,7 +651,7 @@ func (mr *mergeRunner) drain(ctx context.Context) {
 		stopSay := mr.s.sayDraining("merger giving up the windows topic", d, func() (n, parts int) {
 			// Reports waiting for room in ClickHouse, and outputs
 			// handed over and not yet acknowledged.
-			n = int(mr.outboxLen.Load()) + mr.inbox.pending()
+			n = int(mr.outboxLen.Load()) + mr.led.Pending()
 			return n, 0
 		})
 		defer stopSay()
@@ -698,66 +659,36 @@ func (mr *mergeRunner) drain(ctx context.Context) {
 	for len(mr.outbox) > 0 && ctx.Err() == nil {
 		mr.retryClickHouse(ctx)
 	}
-	for mr.inbox.pending() > 0 {
-		select {
-		case <-mr.inbox.ready:
-			mr.applyAcks()
-		case <-ctx.Done():
-			mr.applyAcks()
-			return
-		}
+	if mr.led.Wait(ctx) {
+		mr.flushArchive(ctx, true)
 	}
-	mr.applyAcks()
-	mr.flushArchive(ctx, true)
 }
 
 // commit commits the windows topic where the merger allows, with the end
 // of its acknowledged reports as metadata.
 func (mr *mergeRunner) commit(ctx context.Context) {
+	if cp, ok := mr.point(); ok {
+		mr.committer.Commit(ctx, mr.cl, map[member.TP]member.Point{mr.windowsTP(): cp})
+	}
+}
+
+// point is where the merger allows the windows topic committed: the
+// merger's commit offset held back by the cluster stage (clusterHold),
+// with the end of its acknowledged reports as metadata.
+func (mr *mergeRunner) point() (member.Point, bool) {
 	if mr.m == nil {
-		return
+		return member.Point{}, false
 	}
 	off, ok := mr.m.CommitOffset()
 	if !ok {
-		return
+		return member.Point{}, false
 	}
 	hold, from := mr.clusterHold()
-	off = min(off, hold)
-	cp := pipeline.CommitPoint{Offset: off, Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}
-	if cp == mr.committed || off < mr.committed.Offset {
-		return
-	}
-	topic := mr.s.cfg.Topics.Windows
-	cctx := kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
-		for i := range req.Topics {
-			for j := range req.Topics[i].Partitions {
-				req.Topics[i].Partitions[j].Metadata = &cp.Metadata
-			}
-		}
-		return nil
-	})
-	var ok2 bool
-	mr.cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: off}}},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err == nil {
-				for _, t := range resp.Topics {
-					for _, p := range t.Partitions {
-						err = errors.Join(err, kerr.ErrorForCode(p.ErrorCode))
-					}
-				}
-			}
-			if err != nil {
-				mr.s.m.commits.WithLabelValues("merge", "error").Inc()
-				mr.s.log.Error("commit merge offset", "err", err)
-				return
-			}
-			ok2 = true
-		})
-	if ok2 {
-		mr.committed = cp
-		mr.s.m.commits.WithLabelValues("merge", "ok").Inc()
-	}
+	return member.Point{Offset: min(off, hold), Metadata: mergeMeta(mr.m.DoneThroughMs(), from)}, true
 }
+
+// windowsTP is the windows topic's one partition, the merge group's.
+func (mr *mergeRunner) windowsTP() member.TP { return member.TP{Topic: mr.s.cfg.Topics.Windows} }
 
 // checkEnd, in an ExitAtEnd run, reports everything once the summaries up
 // to endAt are read, waits for the reports and commits. It returns true
@@ -851,66 +782,15 @@ func (mr *mergeRunner) emitCluster(ctx context.Context, evs []schemas.HotKeyEven
 	for i := range evs {
 		h := evs[i] // a copy the sinks may keep
 		h.DetectedMs = nowMs
-		s.logHotKey(&h)
-		recs, err := registryRecords(s.cfg.Topics.Hotkeys, &h)
-		if err != nil {
-			s.fail(fmt.Errorf("detect: %w", err))
-			return
-		}
-		id := h.ID
-		need := len(recs)
-		if s.cfg.ClickHouse != nil {
-			need++
-		}
-		if mr.hotArch != nil {
-			need++
-		}
 		// A hot's onset is an event time of the window that ended at its
 		// round, a cooled's no later than its round, an update's (the
 		// episode's onset) before it.
-		mr.clusterOut[id] = clusterClaim{left: need, off: mr.lastCand, fromMs: h.OnsetMs - h.WindowMs}
-		for _, r := range recs {
-			mr.inbox.expect(1)
-			s.produce(ctx, r, func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
+		o := mergeOut{cluster: true, fromMs: h.OnsetMs - h.WindowMs}
+		if !publishHotKey(ctx, s, mr.led, mr.hotLed, &h, func(need int) ledger.Ticket { return mr.led.AddHeld(o, need, mr.lastCand) },
+			"cluster hot-key archive") {
+			return
 		}
-		if ch := s.cfg.ClickHouse; ch != nil {
-			mr.inbox.expect(1)
-			// Blocks while ClickHouse's buffer is full: cluster events are
-			// few (one per episode of a key).
-			if err := ch.WriteHotKey(ctx, &h, func(err error) { mr.inbox.post(ack{kind: ackHotKey, id: id, err: err}) }); err != nil {
-				mr.inbox.expect(-1)
-				if ctx.Err() == nil {
-					s.fail(fmt.Errorf("detect: clickhouse: %w", err))
-				}
-				return
-			}
-		}
-		if mr.hotArch != nil {
-			if err := mr.hotArch.Append(&h); err != nil {
-				s.fail(fmt.Errorf("detect: cluster hot-key archive: %w", err))
-				return
-			}
-			mr.hotUnsync = append(mr.hotUnsync, id)
-		}
-		s.m.alerts.WithLabelValues(h.Type).Inc()
-		if h.Type == schemas.HotKeyHot {
-			s.m.alertDelay.Observe(float64(h.DetectedMs-h.OnsetMs) / 1000)
-		}
-		s.print.hotKey(&h)
 	}
-}
-
-func (mr *mergeRunner) ackCluster(id string) {
-	c, ok := mr.clusterOut[id]
-	if !ok {
-		return
-	}
-	if c.left > 1 {
-		c.left--
-		mr.clusterOut[id] = c
-		return
-	}
-	delete(mr.clusterOut, id)
 }
 
 // clusterHold is the lowest windows offset the merger may commit for the
@@ -931,10 +811,10 @@ func (mr *mergeRunner) ackCluster(id string) {
 // outlast the longest hot episode for a failover to keep its ID.
 func (mr *mergeRunner) clusterHold() (hold, fromMs int64) {
 	hold, fromMs = int64(math.MaxInt64), int64(schemas.NoTimeMs)
+	if f, ok := mr.led.Floor(); ok {
+		hold = f // the batch behind the oldest cluster event not acknowledged
+	}
 	if len(mr.cands) == 0 {
-		for _, c := range mr.clusterOut {
-			hold = min(hold, c.off)
-		}
 		return hold, fromMs
 	}
 	// From the last round evaluated, not the newest batch: with
@@ -950,10 +830,11 @@ func (mr *mergeRunner) clusterHold() (hold, fromMs int64) {
 	if start, ok := mr.cluster.EpisodeStartMs(); ok {
 		from = min(from, start-2*maxW)
 	}
-	for _, c := range mr.clusterOut {
-		hold = min(hold, c.off)
-		from = min(from, c.fromMs)
-	}
+	mr.led.Each(func(o mergeOut) {
+		if o.cluster {
+			from = min(from, o.fromMs)
+		}
+	})
 	n := 0
 	for n < len(mr.cands)-1 && mr.cands[n].slotEndMs < from {
 		n++

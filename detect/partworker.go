@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/detect/internal/ledger"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
@@ -69,10 +70,12 @@ type partWorker struct {
 	atEnd bool
 	wake  chan struct{}
 
-	inbox *inbox
-	ctx   context.Context // ends when the partition is given up
-	quit  context.CancelFunc
-	done  chan struct{}
+	// led counts the outputs in flight (partOut) and holds the commit
+	// at the oldest dead letter not acknowledged.
+	led  *ledger.Ledger[partOut]
+	ctx  context.Context // ends when the partition is given up
+	quit context.CancelFunc
+	done chan struct{}
 
 	startMu  sync.Mutex
 	start    startInfo
@@ -92,7 +95,6 @@ type partWorker struct {
 	lag atomic.Int64
 
 	point      atomic.Pointer[pipeline.CommitPoint] // the commit point, as published
-	committed  atomic.Pointer[pipeline.CommitPoint] // the last one committed
 	finishedCh chan struct{}                        // ExitAtEnd: closed once ended and acknowledged
 
 	mRecords, mEvents, mLate, mMismatch prometheus.Counter
@@ -105,13 +107,10 @@ type partWorker struct {
 	out       pipeline.Output
 	next      int64 // offset after the last record handled; -1 before any
 	evs       []schemas.AccessEvent
-	acks      []ack
-	dlq       []dlqEntry               // dead letters not yet acknowledged, in offset order
 	tally     readTally                // read since the last applyAcks, for Service.read
-	hot       map[string]int           // hot-key event ID → sinks yet to acknowledge it
 	archive   *archive.PartitionWriter // nil without an archive
 	hotArch   *archive.HotKeyWriter
-	hotUnsync []string // hot-key IDs appended to the archive since its last flush
+	hotLed    *ledger.Archive[partOut, *schemas.HotKeyEvent] // acknowledges hotArch's flushed events
 	lastFlush time.Time
 	// judgedKeyed: the partition was found keyed at its first event
 	// (detect.keyed true, or auto and that record's key was its access
@@ -157,9 +156,22 @@ type partWorker struct {
 	progSnap atomic.Pointer[schemas.Progress]
 }
 
-type dlqEntry struct {
-	offset int64
-	acked  bool
+// partKind says what a partition's output is.
+type partKind uint8
+
+const (
+	outWindow     partKind = iota // a PartitionWindow for keyheat.windows
+	outHotKey                     // a HotKeyEvent for the registry and the sinks
+	outDLQ                        // a dead letter for the DLQ
+	outCandidates                 // a schemas.Candidates for keyheat.windows
+)
+
+// partOut is what a partition's output is for.
+type partOut struct {
+	kind    partKind
+	startMs int64  // outWindow: the window's start
+	id      string // outHotKey, outCandidates: the event's or batch's ID
+	reason  schemas.Reason
 }
 
 func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
@@ -171,7 +183,6 @@ func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
 		lastEventAt: s.now(),
 		idPrefix:    schemas.RecordID{Kind: schemas.IDTopic, Topic: t.topic, Partition: t.partition}.Prefix(),
 		wake:        make(chan struct{}, 1),
-		inbox:       newInbox(),
 		ctx:         ctx,
 		quit:        cancel,
 		done:        make(chan struct{}),
@@ -184,9 +195,9 @@ func newPartWorker(s *Service, t tp, parts int32, a *aligner) *partWorker {
 		mCommitted:  s.m.committed.With(l),
 		mPause:      s.m.paused.With(l),
 		next:        -1,
-		hot:         map[string]int{},
 		rulesGen:    s.rulesGen.Load(),
 	}
+	w.led = ledger.New(w.acked, w.refusedOut)
 	w.alignPos.Store(alignUnknown)
 	w.alignClock.Store(alignUnknown)
 	w.lag.Store(lagUnknown)
@@ -274,9 +285,6 @@ func (w *partWorker) takeBatch() []*kgo.Record {
 	return b
 }
 
-func (w *partWorker) lastCommit() *pipeline.CommitPoint     { return w.committed.Load() }
-func (w *partWorker) setLastCommit(cp pipeline.CommitPoint) { w.committed.Store(&cp) }
-
 func (w *partWorker) isFinished() bool {
 	select {
 	case <-w.finishedCh:
@@ -310,7 +318,7 @@ func (w *partWorker) run() {
 				w.handle(b)
 				w.applyAcks()
 			}
-		case <-w.inbox.ready:
+		case <-w.led.Ready():
 			w.applyAcks()
 		case <-tick.C:
 			if !w.s.cfg.ExitAtEnd {
@@ -642,6 +650,7 @@ func (w *partWorker) openArchive(firstOffset int64) error {
 		return errors.Join(fmt.Errorf("detect: archive hot keys of %s/%d: %w", w.tp.topic, w.tp.partition, err), pw.Close())
 	}
 	w.archive, w.hotArch, w.lastFlush = pw, hw, s.now()
+	w.hotLed = ledger.NewArchive(w.led, hw)
 	return nil
 }
 
@@ -664,9 +673,8 @@ func (w *partWorker) deadLetter(r *kgo.Record, cause error, nowMs int64) {
 	off, reason := r.Offset, d.Reason
 	rec := &kgo.Record{Topic: s.cfg.Topics.DLQ, Value: schemas.AppendDeadLetter(nil, &d),
 		Headers: []kgo.RecordHeader{{Key: schemas.HeaderRecordID, Value: schemas.AppendRecordID(nil, w.idPrefix, off, 0)}}}
-	w.dlq = append(w.dlq, dlqEntry{offset: off})
-	w.inbox.expect(1)
-	s.produce(w.ctx, rec, func(err error) { w.inbox.post(ack{kind: ackDLQ, offset: off, reason: reason, err: err}) })
+	t := w.led.AddHeld(partOut{kind: outDLQ, reason: reason}, 1, off)
+	s.produce(w.ctx, rec, w.led.Sent(t))
 	w.advance(off + 1)
 }
 
@@ -685,14 +693,14 @@ func (w *partWorker) emit() {
 		v := win.AppendBinary(nil)
 		startMs := win.StartMs
 		w.unackedWins = append(w.unackedWins, startMs)
-		w.inbox.expect(1)
-		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(win.ID), Value: v},
-			func(err error) { w.inbox.post(ack{kind: ackWindow, startMs: startMs, err: err}) })
+		t := w.led.Add(partOut{kind: outWindow, startMs: startMs}, 1)
+		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(win.ID), Value: v}, w.led.Sent(t))
 	}
 	for i := range w.out.HotKeys {
 		h := w.out.HotKeys[i] // a copy the sinks may keep
 		h.DetectedMs = nowMs
-		w.publishHotKey(&h)
+		o := partOut{kind: outHotKey, id: h.ID}
+		publishHotKey(w.ctx, s, w.led, w.hotLed, &h, func(need int) ledger.Ticket { return w.led.Add(o, need) }, "archive hot keys")
 	}
 	for i := range w.out.Candidates {
 		// To the merger, beside the summaries: its cluster stage decides
@@ -703,79 +711,22 @@ func (w *partWorker) emit() {
 			s.fail(fmt.Errorf("detect: %w", err))
 			return
 		}
-		id := c.ID
-		w.inbox.expect(1)
-		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(id), Value: v},
-			func(err error) { w.inbox.post(ack{kind: ackCandidates, id: id, err: err}) })
+		t := w.led.Add(partOut{kind: outCandidates, id: c.ID}, 1)
+		s.produce(w.ctx, &kgo.Record{Topic: s.cfg.Topics.Windows, Key: []byte(c.ID), Value: v}, w.led.Sent(t))
 	}
 	w.out.Reset()
-}
-
-// publishHotKey produces h to the registry, ClickHouse and the archive,
-// and after a cooled the key's tombstone to the registry (see
-// registryRecords); the core hears of h once all of them acknowledged.
-func (w *partWorker) publishHotKey(h *schemas.HotKeyEvent) {
-	s := w.s
-	s.logHotKey(h)
-	recs, err := registryRecords(s.cfg.Topics.Hotkeys, h)
-	if err != nil {
-		s.fail(fmt.Errorf("detect: %w", err))
-		return
-	}
-	id := h.ID
-	need := len(recs)
-	if s.cfg.ClickHouse != nil {
-		need++
-	}
-	if w.hotArch != nil {
-		need++
-	}
-	w.hot[id] += need
-	for _, r := range recs {
-		w.inbox.expect(1)
-		s.produce(w.ctx, r, func(err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
-	}
-	if ch := s.cfg.ClickHouse; ch != nil {
-		w.inbox.expect(1)
-		t0 := time.Now()
-		err := ch.WriteHotKey(w.ctx, h, func(err error) { w.inbox.post(ack{kind: ackHotKey, id: id, err: err}) })
-		s.m.produceWait.Add(time.Since(t0).Seconds())
-		if err != nil {
-			w.inbox.expect(-1)
-			if w.ctx.Err() == nil {
-				s.fail(fmt.Errorf("detect: clickhouse: %w", err))
-			}
-			return
-		}
-	}
-	if w.hotArch != nil {
-		if err := w.hotArch.Append(h); err != nil {
-			s.fail(fmt.Errorf("detect: archive hot keys: %w", err))
-			return
-		}
-		w.hotUnsync = append(w.hotUnsync, id)
-	}
-	s.m.alerts.WithLabelValues(h.Type).Inc()
-	if h.Type == schemas.HotKeyHot {
-		s.m.alertDelay.Observe(float64(h.DetectedMs-h.OnsetMs) / 1000)
-	}
-	s.print.hotKey(h)
 }
 
 // flushArchive makes the hot-key events appended to the archive durable,
 // every ArchiveFlush or at once with force, and counts them acknowledged.
 func (w *partWorker) flushArchive(force bool) {
-	if w.hotArch == nil || len(w.hotUnsync) == 0 || !force && w.s.now().Sub(w.lastFlush) < w.s.cfg.ArchiveFlush {
+	if w.hotArch == nil || w.hotLed.Unflushed() == 0 || !force && w.s.now().Sub(w.lastFlush) < w.s.cfg.ArchiveFlush {
 		return
 	}
-	if err := w.hotArch.Flush(w.ctxOrBackground()); err != nil {
+	if err := w.hotLed.Flush(w.ctxOrBackground()); err != nil {
 		w.s.fail(fmt.Errorf("detect: archive hot keys of %s/%d: %w", w.tp.topic, w.tp.partition, err))
 		return
 	}
-	for _, id := range w.hotUnsync {
-		w.ackHot(id)
-	}
-	w.hotUnsync = w.hotUnsync[:0]
 	w.lastFlush = w.s.now()
 }
 
@@ -791,82 +742,62 @@ func (w *partWorker) ctxOrBackground() context.Context {
 // applyAcks hands the acknowledgements that arrived to the core and the
 // dead-letter hold.
 func (w *partWorker) applyAcks() {
-	s := w.s
 	// The records read first, so a dead letter is never counted before its
 	// record (see readStats.snapshot).
-	s.read.add(&w.tally)
-	w.acks = w.inbox.take(w.acks)
-	for _, a := range w.acks {
-		if a.err != nil {
-			if w.ctx.Err() != nil {
-				continue // given up: produce calls were cancelled
-			}
-			s.fail(fmt.Errorf("detect: partition %s/%d: an output was refused for good (%s): %w", w.tp.topic, w.tp.partition, kindName(a.kind), a.err))
-			continue
+	w.s.read.add(&w.tally)
+	w.led.Apply()
+}
+
+// acked hears of an output every destination acknowledged.
+func (w *partWorker) acked(o partOut) {
+	s := w.s
+	switch o.kind {
+	case outWindow:
+		s.m.windows.Inc()
+		if w.core != nil {
+			w.core.Acked(o.startMs)
 		}
-		switch a.kind {
-		case ackWindow:
-			s.m.windows.Inc()
-			if w.core != nil {
-				w.core.Acked(a.startMs)
+		if i := slices.Index(w.unackedWins, o.startMs); i >= 0 {
+			w.unackedWins = slices.Delete(w.unackedWins, i, i+1)
+			if i == 0 && !w.alignIdle && w.alignWin != alignUnknown {
+				w.align.set(w, w.alignPosition())
 			}
-			if i := slices.Index(w.unackedWins, a.startMs); i >= 0 {
-				w.unackedWins = slices.Delete(w.unackedWins, i, i+1)
-				if i == 0 && !w.alignIdle && w.alignWin != alignUnknown {
-					w.align.set(w, w.alignPosition())
-				}
-			}
-		case ackHotKey:
-			w.ackHot(a.id)
-		case ackCandidates:
-			if w.core != nil {
-				w.core.AckedCandidates(a.id)
-			}
-		case ackDLQ:
-			s.m.dlq.WithLabelValues(string(a.reason)).Inc()
-			s.read.deadLetter(a.reason)
-			for i := range w.dlq {
-				if w.dlq[i].offset == a.offset && !w.dlq[i].acked {
-					w.dlq[i].acked = true
-					break
-				}
-			}
-			n := 0
-			for n < len(w.dlq) && w.dlq[n].acked {
-				n++
-			}
-			w.dlq = w.dlq[copy(w.dlq, w.dlq[n:]):]
 		}
+	case outHotKey:
+		if w.core != nil {
+			w.core.AckedHotKey(o.id)
+		}
+	case outCandidates:
+		if w.core != nil {
+			w.core.AckedCandidates(o.id)
+		}
+	case outDLQ:
+		s.m.dlq.WithLabelValues(string(o.reason)).Inc()
+		s.read.deadLetter(o.reason)
 	}
 }
 
-func (w *partWorker) ackHot(id string) {
-	left, ok := w.hot[id]
-	if !ok {
+// refusedOut stops the service on an output refused for good, unless the
+// partition was given up (its produce calls were cancelled).
+func (w *partWorker) refusedOut(o partOut, err error) {
+	if w.ctx.Err() != nil {
 		return
 	}
-	if left > 1 {
-		w.hot[id] = left - 1
-		return
-	}
-	delete(w.hot, id)
-	if w.core != nil {
-		w.core.AckedHotKey(id)
-	}
+	w.s.fail(fmt.Errorf("detect: partition %s/%d: an output was refused for good (%s): %w", w.tp.topic, w.tp.partition, kindName(o.kind), err))
 }
 
-func kindName(k ackKind) string {
+func kindName(k partKind) string {
 	switch k {
-	case ackWindow:
+	case outWindow:
 		return "window summary"
-	case ackHotKey:
+	case outHotKey:
 		return "hot-key event"
-	case ackDLQ:
+	case outDLQ:
 		return "dead letter"
-	case ackCandidates:
+	case outCandidates:
 		return "candidate batch"
 	}
-	return "report"
+	return "output"
 }
 
 // checkRules swaps in rules reloaded since the last look.
@@ -930,7 +861,7 @@ func (w *partWorker) checkEnd() {
 			w.emit()
 		}
 	}
-	if w.inbox.pending() > 0 {
+	if w.led.Pending() > 0 {
 		return
 	}
 	w.flushArchive(true)
@@ -965,8 +896,8 @@ func (w *partWorker) publish() {
 	default:
 		return
 	}
-	if len(w.dlq) > 0 {
-		p.Offset = min(p.Offset, w.dlq[0].offset)
+	if f, ok := w.led.Floor(); ok {
+		p.Offset = min(p.Offset, f) // the oldest dead letter not acknowledged
 	}
 	if w.archive != nil {
 		p.Offset = min(p.Offset, w.archive.Durable())
@@ -1030,25 +961,15 @@ func (w *partWorker) stop() {
 // hands their acknowledgements to the core, makes the archive durable,
 // and publishes the final commit point.
 func (w *partWorker) drain(ctx context.Context) {
-	for w.inbox.pending() > 0 {
-		select {
-		case <-w.inbox.ready:
-		case <-ctx.Done():
-			w.s.log.Warn("outputs still in flight at the commit; a restart publishes them again", "topic", w.tp.topic,
-				"partition", w.tp.partition, "pending", w.inbox.pending())
-			w.publish()
-			return
-		}
-		w.applyAcks()
+	w.s.read.add(&w.tally)
+	if !w.led.Wait(ctx) {
+		w.s.log.Warn("outputs still in flight at the commit; a restart publishes them again", "topic", w.tp.topic,
+			"partition", w.tp.partition, "pending", w.led.Pending())
+		w.publish()
+		return
 	}
-	w.applyAcks()
-	if w.hotArch != nil && len(w.hotUnsync) > 0 {
-		if err := w.hotArch.Flush(ctx); err == nil {
-			for _, id := range w.hotUnsync {
-				w.ackHot(id)
-			}
-			w.hotUnsync = nil
-		}
+	if w.hotArch != nil {
+		_ = w.hotLed.Flush(ctx) // on an error the events stay held
 	}
 	if w.archive != nil {
 		if err := w.archive.Flush(ctx); err != nil {

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -9,8 +10,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/detect/internal/ledger"
 	"github.com/keyheat/keyheat/internal/keylog"
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sink/clickhouse"
 )
 
 // registryRecords returns the records h puts on the registry topic, in
@@ -68,4 +71,56 @@ func (s *Service) logHotKey(h *schemas.HotKeyEvent) {
 	}
 	s.log.Debug("publishing a hot-key event", "type", h.Type, "app", h.App, keylog.Attr(h.Key, s.cfg.LogRawKeys),
 		"rule", h.Rule, "rate", h.Rate, "onset", time.UnixMilli(h.OnsetMs).UTC(), "topic", h.Topic, "partition", h.Partition)
+}
+
+// publishHotKey publishes h, as a partition's worker and the merger's
+// cluster stage both do: to the registry (registryRecords: h, and after
+// a cooled its tombstone), ClickHouse and the archive (arch, nil without
+// one), which all dedupe by ID. add records the output in the caller's
+// ledger, done once need destinations acknowledged it; the archive
+// acknowledges once flushed. archWhat names the archive in an error. It
+// reports false when it failed the service.
+func publishHotKey[K any](ctx context.Context, s *Service, l *ledger.Ledger[K], arch *ledger.Archive[K, *schemas.HotKeyEvent],
+	h *schemas.HotKeyEvent, add func(need int) ledger.Ticket, archWhat string) bool {
+	s.logHotKey(h)
+	recs, err := registryRecords(s.cfg.Topics.Hotkeys, h)
+	if err != nil {
+		s.fail(fmt.Errorf("detect: %w", err))
+		return false
+	}
+	need := len(recs)
+	if s.cfg.ClickHouse != nil {
+		need++
+	}
+	if arch != nil {
+		need++
+	}
+	t := add(need)
+	for _, r := range recs {
+		s.produce(ctx, r, l.Sent(t))
+	}
+	if ch := s.cfg.ClickHouse; ch != nil {
+		t0 := time.Now()
+		err := ch.WriteHotKey(ctx, h, clickhouse.AckFunc(l.Sent(t)))
+		s.m.produceWait.Add(time.Since(t0).Seconds())
+		if err != nil {
+			l.Unsent()
+			if ctx.Err() == nil {
+				s.fail(fmt.Errorf("detect: clickhouse: %w", err))
+			}
+			return false
+		}
+	}
+	if arch != nil {
+		if err := arch.Append(t, h); err != nil {
+			s.fail(fmt.Errorf("detect: %s: %w", archWhat, err))
+			return false
+		}
+	}
+	s.m.alerts.WithLabelValues(h.Type).Inc()
+	if h.Type == schemas.HotKeyHot {
+		s.m.alertDelay.Observe(float64(h.DetectedMs-h.OnsetMs) / 1000)
+	}
+	s.print.hotKey(h)
+	return true
 }

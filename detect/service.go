@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/detect/internal/member"
 	"github.com/keyheat/keyheat/internal/deadletters"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
@@ -221,6 +222,9 @@ type Service struct {
 	// not ours to leave with any more.
 	fenced atomic.Bool
 
+	// committer commits the detect group's partitions.
+	committer *member.Committer
+
 	merge *mergeRunner
 	// board follows the progress topic; align keeps the partitions held
 	// here in step with every other (both set by Run).
@@ -277,6 +281,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("detect: register metrics: %w", err)
 	}
 	s.m = m
+	s.committer = member.NewCommitter(member.CommitterConfig{Logger: s.log, RequestMsg: "commit offsets", PartitionMsg: "commit offset",
+		OK: m.commits.WithLabelValues("detect", "ok"), Failed: m.commits.WithLabelValues("detect", "error")})
 	rules, err := pipeline.NewRules(cfg.Pipeline)
 	if err != nil {
 		return nil, fmt.Errorf("detect: %w", err)
@@ -294,7 +300,7 @@ func New(cfg Config) (*Service, error) {
 		kgo.ProducerBatchCompression(kgo.ZstdCompression()),
 		kgo.MaxBufferedRecords(maxBufferedRecords),
 		kgo.ProducerBatchMaxBytes(maxRecordBytes),
-		kgo.WithLogger(kslog{cfg.Logger}),
+		kgo.WithLogger(member.Logger(cfg.Logger)),
 	}, cfg.ClientOpts...)
 	out, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -531,32 +537,14 @@ func (s *Service) consumerOpts() []kgo.Opt {
 		kgo.FetchMaxWait(fetchMaxWait),
 	}
 	opts = append(opts, s.cfg.ClientOpts...)
-	opts = append(opts,
-		kgo.ConsumeTopics(s.cfg.eventTopics()...),
-		kgo.ConsumerGroup(s.cfg.Group),
-		kgo.ConsumeResetOffset(s.reset),
-		// Ingest's file tail writes in transactions: never count events
-		// of an aborted one.
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Control records are kept (and skipped) so a partition's
-		// position passes a transaction's last marker: with --exit-at-end
-		// the end offset may be one.
-		kgo.KeepControlRecords(),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.SessionTimeout(s.cfg.SessionTimeout),
-		kgo.OnPartitionsAssigned(s.onAssigned),
-		kgo.OnOffsetsFetched(s.onFetched),
-		kgo.OnPartitionsRevoked(s.onRevoked),
-		kgo.OnPartitionsLost(s.onLost),
-		kgo.WithLogger(kslog{s.log}),
-	)
-	if s.cfg.RegexTopics {
-		opts = append(opts, kgo.ConsumeRegex())
-	}
-	if s.inst.id != "" {
-		opts = append(opts, kgo.InstanceID(s.inst.id))
-	}
+	opts = append(opts, member.GroupConfig{Group: s.cfg.Group, Topics: s.cfg.eventTopics(), Regex: s.cfg.RegexTopics,
+		Reset: s.reset, SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
+		Handler: member.Funcs{OnAssigned: s.onAssigned, OnFetched: s.onFetched, OnRevoked: s.onRevoked, OnLost: s.onLost},
+	}.Opts()...)
+	// Control records are kept (and skipped) so a partition's position
+	// passes a transaction's last marker: with --exit-at-end the end
+	// offset may be one.
+	opts = append(opts, kgo.KeepControlRecords())
 	return opts
 }
 
@@ -808,19 +796,4 @@ func sortedParts(m map[tp]*partWorker) []*partWorker {
 		return int(a.tp.partition - b.tp.partition)
 	})
 	return ws
-}
-
-// kslog adapts slog to franz-go's logger, at warnings and above.
-type kslog struct{ l *slog.Logger }
-
-func (k kslog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-func (k kslog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	switch level {
-	case kgo.LogLevelError:
-		k.l.Error(msg, keyvals...)
-	case kgo.LogLevelWarn:
-		k.l.Warn(msg, keyvals...)
-	default:
-		k.l.Debug(msg, keyvals...)
-	}
 }
