@@ -94,7 +94,7 @@ func TestClusterAlertNginx(t *testing.T) {
 			cfg.Pipeline = clusterPipeline()
 			svc, err := detect.New(cfg)
 			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			require.NoError(t, svc.Run(ctx))
 			checkNginxAlerts(t, e, baseMs)
@@ -252,7 +252,7 @@ func TestClusterAlertArchived(t *testing.T) {
 			e := newEnv(t, b.seeds(t), 6)
 			recs, _ := nginxLines(e.events, 6)
 			produceMany(t, e.seeds, recs)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			arOpts := archive.DefaultOptions()
 			arOpts.Root, arOpts.SegmentAge = t.TempDir(), time.Hour // only the merger's flushes make it durable

@@ -251,12 +251,19 @@ func readAll(t *testing.T, seeds []string, topic string) []*kgo.Record {
 // committed returns the group's committed offsets and metadata of topic.
 func committed(t *testing.T, seeds []string, group, topic string) map[int32]kadm.OffsetResponse {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
 	defer cl.Close()
-	os, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	adm := kadm.NewClient(cl)
+	os, err := adm.FetchOffsets(ctx, group)
+	// A broker just started may not have its group coordinator yet: that
+	// is a wait, not an answer.
+	for kerr.IsRetriable(err) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		os, err = adm.FetchOffsets(ctx, group)
+	}
 	out := map[int32]kadm.OffsetResponse{}
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return out // not created yet: nothing committed
