@@ -2,8 +2,8 @@
 // of what package pipeline computes. It owns the consumer groups, one
 // goroutine per assigned partition, decoding and dead-lettering, the
 // producers of hot keys, window summaries and reports, the commits, the
-// merger's election, the sinks' acknowledgements and backpressure, and the
-// demo's embedded broker and terminal view. What a partition computes, and
+// merger's election, and the sinks' acknowledgements and backpressure.
+// What a partition computes, and
 // how summaries merge, belong to pipeline; formats to schemas; the
 // ClickHouse and Parquet writers to sink.
 //
@@ -214,8 +214,6 @@
 // update, cooled) and the hot's delay from onset, windows, reports, commits, rule reloads and the pipeline's
 // own counters.
 //
-// StartBroker and View make `detect demo`: an in-process kfake broker on
-// 127.0.0.1 that real clients can reach, and a terminal view that follows
-// the registry and reports topics the way an application would (skipping
-// tombstones and records it cannot decode).
+// `detect demo` runs this service against package internal/demo's
+// embedded broker, traffic and terminal view.
 package detect
