@@ -3,9 +3,8 @@
 // goroutine per assigned partition, decoding and dead-lettering, the
 // producers of hot keys, window summaries and reports, the commits, the
 // merger's election, and the sinks' acknowledgements and backpressure.
-// What a partition computes, and
-// how summaries merge, belong to pipeline; formats to schemas; the
-// ClickHouse and Parquet writers to sink.
+// What a partition computes, and how summaries merge, belong to pipeline;
+// formats to schemas; the ClickHouse and Parquet writers to sink.
 //
 // # One partition
 //
