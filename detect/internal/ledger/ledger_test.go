@@ -184,3 +184,34 @@ func TestArchiveAcknowledgesOnFlush(t *testing.T) {
 	require.Equal(t, []string{"h1"}, w.durable)
 	require.Zero(t, a.Unflushed())
 }
+
+// A merger given up with reports in flight is elected again and emits
+// the same window anew: the late acknowledgements of the first copies
+// must not count for the second, or the window would be done (and
+// committed past) before the new copies are out. The inbox this ledger
+// replaced counted by window start and had exactly that hole.
+func TestResetLateAcksNeverCompleteANewOutput(t *testing.T) {
+	l, b := newBook()
+	t1 := l.AddHeld("window 1000", 2, 4)
+	stale1, stale2 := l.Sent(t1), l.Sent(t1)
+	l.Reset()
+
+	t2 := l.AddHeld("window 1000", 2, 4) // the same window, emitted again
+	fresh := l.Sent(t2)
+	stale1(nil)
+	stale2(errors.New("cancelled by the give-up"))
+	l.Apply()
+	require.Empty(t, b.done, "the first copies' acknowledgements complete nothing")
+	require.Empty(t, b.failed, "nor fail the new owner's output")
+	f, ok := l.Floor()
+	require.True(t, ok)
+	require.EqualValues(t, 4, f, "the new copy still holds its offset")
+
+	fresh(nil)
+	l.Sent(t2)(nil)
+	l.Apply()
+	require.Equal(t, []string{"window 1000"}, b.done)
+	_, ok = l.Floor()
+	require.False(t, ok)
+	require.Zero(t, l.Pending())
+}
