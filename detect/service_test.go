@@ -148,15 +148,17 @@ func TestLargeSummaries(t *testing.T) {
 			e := newEnv(t, b.seeds(t), 1)
 			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
 			var recs []*kgo.Record
+			// Long keys: every app's lists carry hundreds of them.
+			pad := "/" + strings.Repeat("x", 255)
 			for i := range 150_000 {
-				ev := schemas.AccessEvent{TimeMs: base + int64(i)/200, Key: "k" + strconv.Itoa(i), App: "app" + strconv.Itoa(i%64)}
+				ev := schemas.AccessEvent{TimeMs: base + int64(i)/200, Key: "k" + strconv.Itoa(i) + pad, App: "app" + strconv.Itoa(i%64)}
 				recs = append(recs, &kgo.Record{Topic: e.events, Key: []byte(ev.Key), Value: schemas.AppendJSON(nil, &ev)})
 			}
 			produce(t, e.seeds, recs...)
 			cfg := e.config(t)
 			cfg.ExitAtEnd = true
-			// Every app's part carries a 16 KiB distinct sketch: 64 of
-			// them make a binary summary of 1.6 MB.
+			// 64 apps' parts, each with its lists of long keys and its
+			// distinct sketch, make a binary summary of several MB.
 			cfg.Pipeline.MaxApps = 64
 			svc, err := detect.New(cfg)
 			require.NoError(t, err)
@@ -171,6 +173,7 @@ func TestLargeSummaries(t *testing.T) {
 				require.NoError(t, err)
 				events += w.Events
 			}
+			t.Logf("largest summary: %d bytes", largest)
 			require.Greater(t, largest, 1<<20, "the test needs a summary over 1 MiB")
 			require.EqualValues(t, 150_000, events)
 		})
