@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -31,7 +32,7 @@ func TestBacklogIntoRunningDetect(t *testing.T) {
 			// closed by its own events but the last two, which are not
 			// checked.
 			r := start(t, cfg)
-			eventually(t, "assigned", func() bool { return r.svc.Assigned() == parts })
+			testenv.Eventually(t, "assigned", func() bool { return r.svc.Assigned() == parts })
 			time.Sleep(2 * time.Second)
 
 			base := time.Now().Add(-5 * time.Minute).Truncate(time.Second).UnixMilli()

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/archive"
@@ -150,7 +151,7 @@ func TestClusterAlertTwoInstances(t *testing.T) {
 			m2.waitLog(t, assigned)
 			require.Regexp(t, `msg="elected merger"`, m1.log.String()+m2.log.String())
 			produceMany(t, e.seeds, recs)
-			eventually(t, "the URL's cooled", func() bool {
+			testenv.Eventually(t, "the URL's cooled", func() bool {
 				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
 				for _, h := range evs {
 					if h.Type == schemas.HotKeyCooled {
@@ -209,7 +210,7 @@ func TestClusterMetrics(t *testing.T) {
 			m := startMember(t, cfg)
 			m.waitLog(t, `msg="elected merger"`)
 			produceMany(t, e.seeds, recs)
-			eventually(t, "the URL's cooled", func() bool {
+			testenv.Eventually(t, "the URL's cooled", func() bool {
 				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
 				return len(evs) > 0 && evs[len(evs)-1].Type == schemas.HotKeyCooled
 			})
@@ -217,7 +218,7 @@ func TestClusterMetrics(t *testing.T) {
 			// the partitions' clocks all passed (the last second stays open
 			// live), each partition sending a batch for every one.
 			var got map[string]float64
-			eventually(t, "58 rounds", func() bool {
+			testenv.Eventually(t, "58 rounds", func() bool {
 				got = gather(t, reg)
 				return got["keyheat_cluster_rounds_total"] >= 58
 			})

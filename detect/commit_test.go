@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -37,7 +38,7 @@ func TestCommitFollowsTheCore(t *testing.T) {
 			var out syncBuffer
 			cfg.Print, cfg.PrintFormat = &out, detect.PrintText
 			r := start(t, cfg)
-			eventually(t, "the commit of the core's point", func() bool {
+			testenv.Eventually(t, "the commit of the core's point", func() bool {
 				c := committed(t, e.seeds, e.group, e.events)[0]
 				return c.At == want.Offset && c.Metadata == want.Metadata
 			})
@@ -67,7 +68,7 @@ func TestCommitFollowsTheCore(t *testing.T) {
 			// A restart resumes from the commit with its metadata.
 			r = start(t, cfg)
 			produce(t, e.seeds, event(e.events, 0, "k4", base+2500))
-			eventually(t, "window base+1000 published", func() bool {
+			testenv.Eventually(t, "window base+1000 published", func() bool {
 				for _, rec := range readAll(t, e.seeds, e.windows) {
 					if w, _ := schemas.DecodePartitionWindow(rec.Value); w.StartMs == base+1000 {
 						return true
@@ -112,11 +113,11 @@ func TestRevokeCommitsLostDoesNot(t *testing.T) {
 			a := start(t, cfg)
 			// Both window summaries acknowledged: the commit points are the
 			// open windows'.
-			eventually(t, "window summaries published", func() bool { return len(readAll(t, e.seeds, e.windows)) == 2 })
+			testenv.Eventually(t, "window summaries published", func() bool { return len(readAll(t, e.seeds, e.windows)) == 2 })
 			require.Empty(t, committed(t, e.seeds, e.group, e.events))
 
 			b2 := start(t, cfg)
-			eventually(t, "a partition moved and committed", func() bool { return len(committed(t, e.seeds, e.group, e.events)) == 1 })
+			testenv.Eventually(t, "a partition moved and committed", func() bool { return len(committed(t, e.seeds, e.group, e.events)) == 1 })
 			c := committed(t, e.seeds, e.group, e.events)
 			var moved int32
 			for p := range c {

@@ -29,7 +29,7 @@ func TestPartitionWithoutInput(t *testing.T) {
 			// Both windows are reported: the second once partition 0 too
 			// is idle and its clock follows the wall clock.
 			var reps []*schemas.WindowReport
-			eventually(t, "the windows reported", func() bool {
+			testenv.Eventually(t, "the windows reported", func() bool {
 				reps = nil
 				for _, rec := range readAll(t, e.seeds, e.reports) {
 					x, err := schemas.DecodeWindowReport(rec.Value)
@@ -74,10 +74,10 @@ func TestSilentPartitionGivenUp(t *testing.T) {
 			goes.SessionTimeout = 5 * time.Minute
 			goes.ClientOpts = append(slices.Clone(stays.ClientOpts), kgo.InstanceID(testenv.UniqueName(t, "static")))
 			r := start(t, stays)
-			eventually(t, "the staying instance holds its partition", func() bool { return r.svc.Assigned() == 1 })
+			testenv.Eventually(t, "the staying instance holds its partition", func() bool { return r.svc.Assigned() == 1 })
 			g := start(t, goes)
-			eventually(t, "the going instance holds its partition", func() bool { return g.svc.Assigned() == 1 })
-			eventually(t, "the staying instance heard of it", func() bool { return r.svc.Heard(other.events, 0) })
+			testenv.Eventually(t, "the going instance holds its partition", func() bool { return g.svc.Assigned() == 1 })
+			testenv.Eventually(t, "the staying instance heard of it", func() bool { return r.svc.Heard(other.events, 0) })
 
 			// Both topics have events in window 0; the going instance
 			// reports it, then stops for good.

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -71,7 +72,7 @@ func TestFrom(t *testing.T) {
 				// Whether the member has found the end yet is not visible:
 				// new events go on until a window of them is summarised.
 				next := base
-				eventually(t, "a window of new events", func() bool {
+				testenv.Eventually(t, "a window of new events", func() bool {
 					produce(t, e.seeds, event(e.events, 0, "new", next))
 					next += 1100
 					events, _, _ := windowKeys(t, e)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -31,12 +32,12 @@ func TestGroupRecreatedGenerationRestarts(t *testing.T) {
 			produce(t, e.seeds, event(e.events, 0, "a", base+100), event(e.events, 1, "b", base+200),
 				event(e.events, 0, "a", base+1100), event(e.events, 1, "b", base+1200))
 			r1 := start(t, cfg)
-			eventually(t, "assigned", func() bool { return r1.svc.Assigned() == 2 })
+			testenv.Eventually(t, "assigned", func() bool { return r1.svc.Assigned() == 2 })
 			r2 := start(t, second)
-			eventually(t, "rebalanced", func() bool { return r1.svc.Assigned() == 1 && r2.svc.Assigned() == 1 })
+			testenv.Eventually(t, "rebalanced", func() bool { return r1.svc.Assigned() == 1 && r2.svc.Assigned() == 1 })
 			waitWindows(t, e.seeds, e.reports, map[int64]uint64{base: 2})
 			require.NoError(t, r2.stop(t))
-			eventually(t, "rebalanced back", func() bool { return r1.svc.Assigned() == 2 })
+			testenv.Eventually(t, "rebalanced back", func() bool { return r1.svc.Assigned() == 2 })
 			time.Sleep(time.Second)
 			require.NoError(t, r1.stop(t))
 
@@ -47,7 +48,7 @@ func TestGroupRecreatedGenerationRestarts(t *testing.T) {
 			_, err := e.admin(t).DeleteGroups(ctx, e.group)
 			require.NoError(t, err)
 			r := start(t, cfg)
-			eventually(t, "assigned again", func() bool { return r.svc.Assigned() == 2 })
+			testenv.Eventually(t, "assigned again", func() bool { return r.svc.Assigned() == 2 })
 			time.Sleep(5 * time.Second) // more than the partition timeout; the instance holds both partitions all along
 
 			// Window base+10s: two events on partition 0, then one on

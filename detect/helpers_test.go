@@ -277,18 +277,6 @@ func committed(t *testing.T, seeds []string, group, topic string) map[int32]kadm
 	return out
 }
 
-// eventually retries cond every 50ms for up to 60s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // syncBuffer is a writer tests read while the service writes.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -24,7 +25,7 @@ func TestIdleWithoutEventsThenOlderEvents(t *testing.T) {
 			cfg := e.config(t)
 			cfg.Pipeline.IdleTimeout = time.Second
 			r := start(t, cfg)
-			eventually(t, "both partitions assigned", func() bool { return r.svc.Assigned() == 2 })
+			testenv.Eventually(t, "both partitions assigned", func() bool { return r.svc.Assigned() == 2 })
 			time.Sleep(3 * time.Second) // both idle, without events: their clocks follow the wall clock
 
 			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -38,7 +39,7 @@ func startMember(t *testing.T, cfg detect.Config) member {
 func (m member) waitLog(t *testing.T, expr string) {
 	t.Helper()
 	re := regexp.MustCompile(expr)
-	eventually(t, expr, func() bool { return re.MatchString(m.log.String()) })
+	testenv.Eventually(t, expr, func() bool { return re.MatchString(m.log.String()) })
 }
 
 // closers are one event per partition at tsMs, each keyed to land on its
@@ -94,7 +95,7 @@ func TestRebalanceMidRun(t *testing.T) {
 			a := startMember(t, live)
 			a.waitLog(t, assigned)
 			a.waitLog(t, `msg="elected merger"`)
-			eventually(t, "a first report", func() bool { return readReports(t, e.seeds, e.reports).records > 0 })
+			testenv.Eventually(t, "a first report", func() bool { return readReports(t, e.seeds, e.reports).records > 0 })
 
 			// The second joins while the first reads the second third.
 			produceMany(t, e.seeds, records(e.events, parts, third(1)))
@@ -130,7 +131,7 @@ func TestRebalanceMidRun(t *testing.T) {
 					t.Logf("summary %d p%d events=%d final=%v offset %d", (w.StartMs-base)/1000, w.Partition, w.Events, w.Final, r.Offset)
 				}
 			})
-			eventually(t, "every closed window reported", func() bool {
+			testenv.Eventually(t, "every closed window reported", func() bool {
 				return len(readReports(t, e.seeds, e.reports).byID) >= want
 			})
 			require.Regexp(t, `msg="elected merger"`, b2.log.String()+c.log.String(), "another member took the merger over")

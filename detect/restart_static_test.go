@@ -2,6 +2,7 @@ package detect_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // ghost joins group on topic as a static member with instance id and
@@ -62,7 +65,14 @@ func TestRestartTakesBackCrashedMembership(t *testing.T) {
 			cfg := e.config(t)
 			cfg.InstanceID = "crashed-0"
 			r := start(t, cfg)
-			eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 4 })
+			// This test's waits keep the minute they had, not
+			// testenv.HangGuard: five minutes would reach the ghosts'
+			// session timeout, after which the group hands their
+			// partitions on whether or not the restart took them back.
+			testenv.EventuallyExplained(t, "every partition assigned", time.Minute, func() (bool, string) {
+				n := r.svc.Assigned()
+				return n == 4, fmt.Sprintf("%d of 4 assigned", n)
+			})
 			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
 			var recs []*kgo.Record
 			for p := range int32(4) {
@@ -77,9 +87,13 @@ func TestRestartTakesBackCrashedMembership(t *testing.T) {
 			ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			adm := e.admin(t)
-			eventually(t, "both groups empty after the stop", func() bool {
+			testenv.EventuallyExplained(t, "both groups empty after the stop", time.Minute, func() (bool, string) {
 				dg, err := adm.DescribeGroups(ctx, e.group, e.mergeGroup)
-				return err == nil && len(dg[e.group].Members) == 0 && len(dg[e.mergeGroup].Members) == 0
+				if err != nil {
+					return false, err.Error()
+				}
+				n, m := len(dg[e.group].Members), len(dg[e.mergeGroup].Members)
+				return n == 0 && m == 0, fmt.Sprintf("%d members in the group, %d in the merge group", n, m)
 			})
 		})
 	}
@@ -97,10 +111,10 @@ func TestWaitingForAssignmentSaysSo(t *testing.T) {
 			logs := &syncBuffer{}
 			cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			r := start(t, cfg)
-			eventually(t, "the waiting said", func() bool {
+			testenv.Eventually(t, "the waiting said", func() bool {
 				return strings.Contains(logs.String(), "waiting for the group to assign partitions; a previous member may hold them until its session times out")
 			})
-			eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 2 })
+			testenv.Eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 2 })
 			require.NoError(t, r.stop(t))
 		})
 	}
@@ -116,7 +130,7 @@ func TestSameInstanceIDFenced(t *testing.T) {
 			cfg := e.config(t)
 			cfg.InstanceID = "twin"
 			first := start(t, cfg)
-			eventually(t, "the first assigned", func() bool { return first.svc.Assigned() == 2 })
+			testenv.Eventually(t, "the first assigned", func() bool { return first.svc.Assigned() == 2 })
 			second := start(t, cfg)
 			var err error
 			select {
@@ -126,7 +140,7 @@ func TestSameInstanceIDFenced(t *testing.T) {
 				t.Fatal("the first instance kept running beside its twin")
 			}
 			require.ErrorContains(t, err, "instance id twin")
-			eventually(t, "the second assigned", func() bool { return second.svc.Assigned() == 2 })
+			testenv.Eventually(t, "the second assigned", func() bool { return second.svc.Assigned() == 2 })
 			require.NoError(t, second.stop(t))
 		})
 	}

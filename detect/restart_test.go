@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // TestRestartOverIdleTopic: a live run stopped while windows are still
@@ -21,7 +23,7 @@ func TestRestartOverIdleTopic(t *testing.T) {
 			cfg := e.config(t)
 			cfg.Pipeline.IdleTimeout = time.Second
 			r := start(t, cfg)
-			eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 4 })
+			testenv.Eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 4 })
 
 			base := time.Now().Add(-20 * time.Second).Truncate(time.Second).UnixMilli()
 			// Partitions 0 and 1 take events of windows base and base+1s;

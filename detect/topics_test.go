@@ -57,6 +57,6 @@ func TestRegexTopicsNothingMatches(t *testing.T) {
 	var log syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	r := start(t, cfg)
-	eventually(t, "the warning", func() bool { return strings.Contains(log.String(), "no kafka topic matches detect.topics") })
+	testenv.Eventually(t, "the warning", func() bool { return strings.Contains(log.String(), "no kafka topic matches detect.topics") })
 	require.NoError(t, r.stop(t))
 }
