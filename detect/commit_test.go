@@ -35,7 +35,7 @@ func TestCommitFollowsTheCore(t *testing.T) {
 			want := oracle(t, pipeline.Source{Topic: e.events, Partitions: 1, Keyed: true}, pipeline.Start{}, false, evs...)
 			require.Less(t, want.Offset, int64(4), "the test needs a commit point behind the last record read")
 			cfg := e.config(t)
-			var out syncBuffer
+			var out testenv.SyncBuffer
 			cfg.Print, cfg.PrintFormat = &out, detect.PrintText
 			r := start(t, cfg)
 			testenv.Eventually(t, "the commit of the core's point", func() bool {

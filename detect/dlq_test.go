@@ -19,9 +19,9 @@ import (
 
 // logTo makes cfg log at INFO into a buffer the test reads, shown when the
 // test fails.
-func logTo(t *testing.T, cfg *detect.Config) *syncBuffer {
+func logTo(t *testing.T, cfg *detect.Config) *testenv.SyncBuffer {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -19,12 +19,12 @@ import (
 // member is a running service whose log the test reads.
 type member struct {
 	*running
-	log *syncBuffer
+	log *testenv.SyncBuffer
 }
 
 func startMember(t *testing.T, cfg detect.Config) member {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	m := member{running: start(t, cfg), log: log}
 	t.Cleanup(func() {

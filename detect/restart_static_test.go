@@ -108,7 +108,7 @@ func TestWaitingForAssignmentSaysSo(t *testing.T) {
 			e := newEnv(t, b.seeds(t), 2)
 			ghost(t, e.seeds, e.group, e.events, "crashed-elsewhere", 20*time.Second)
 			cfg := e.config(t)
-			logs := &syncBuffer{}
+			logs := &testenv.SyncBuffer{}
 			cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			r := start(t, cfg)
 			testenv.Eventually(t, "the waiting said", func() bool {

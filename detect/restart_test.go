@@ -33,7 +33,7 @@ func TestRestartOverIdleTopic(t *testing.T) {
 			waitWindows(t, e.seeds, e.reports, map[int64]uint64{base: 2})
 			require.NoError(t, r.stop(t))
 
-			logs := &syncBuffer{}
+			logs := &testenv.SyncBuffer{}
 			cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			r = start(t, cfg)
 			t0 := time.Now()

@@ -54,7 +54,7 @@ func TestRegexTopicsNothingMatches(t *testing.T) {
 	cfg := e.config(t)
 	cfg.Options.RegexTopics = true
 	cfg.Options.Topics = []string{"^" + testenv.UniqueName(t, "nomatch") + "$"}
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	r := start(t, cfg)
 	testenv.Eventually(t, "the warning", func() bool { return strings.Contains(log.String(), "no kafka topic matches detect.topics") })
