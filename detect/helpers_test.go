@@ -26,15 +26,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// brokers are the two Kafka implementations every service test runs on.
-var brokers = []struct {
-	name  string
-	seeds func(t *testing.T) []string
-}{
-	{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
-	{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
-}
-
 // env is one test's topics and groups on a cluster.
 type env struct {
 	seeds                                            []string
