@@ -139,24 +139,3 @@ func TestSameInstanceIDFenced(t *testing.T) {
 		require.NoError(t, second.stop(t))
 	})
 }
-
-// waitWindowsWithin is waitWindows with another hang guard.
-func waitWindowsWithin(t *testing.T, seeds []string, topic string, want map[int64]uint64, guard time.Duration) (map[int64]uint64, int) {
-	t.Helper()
-	var got map[int64]uint64
-	var partial int
-	deadline := time.Now().Add(guard)
-	for {
-		got, partial = clusterWindows(t, seeds, topic)
-		ok := true
-		for w := range want {
-			if _, in := got[w]; !in {
-				ok = false
-			}
-		}
-		if ok || time.Now().After(deadline) {
-			return got, partial
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}

@@ -87,23 +87,28 @@ func clusterWindows(t *testing.T, seeds []string, topic string) (events map[int6
 // and returns what was reported then.
 func waitWindows(t *testing.T, seeds []string, topic string, want map[int64]uint64) (map[int64]uint64, int) {
 	t.Helper()
-	var got map[int64]uint64
-	var partial int
-	done := func() bool {
-		got, partial = clusterWindows(t, seeds, topic)
-		for w := range want {
-			if _, ok := got[w]; !ok {
-				return false
-			}
-		}
-		return true
-	}
 	// Generous: a starved machine may take long, and the assertion is
 	// about what comes out, not when.
-	deadline := time.Now().Add(8 * time.Minute)
-	for !done() && time.Now().Before(deadline) {
-		time.Sleep(time.Second)
-	}
+	return waitWindowsWithin(t, seeds, topic, want, 8*time.Minute)
+}
+
+// waitWindowsWithin is waitWindows with another hang guard. The test
+// fails when the guard passes with a window of want still unreported.
+func waitWindowsWithin(t *testing.T, seeds []string, topic string, want map[int64]uint64, guard time.Duration) (map[int64]uint64, int) {
+	t.Helper()
+	var got map[int64]uint64
+	var partial int
+	testenv.EventuallyExplained(t, "a report of every window wanted", guard, func() (bool, string) {
+		got, partial = clusterWindows(t, seeds, topic)
+		var missing []int64
+		for w := range want {
+			if _, ok := got[w]; !ok {
+				missing = append(missing, w)
+			}
+		}
+		slices.Sort(missing)
+		return len(missing) == 0, fmt.Sprintf("windows %v not reported", missing)
+	})
 	return got, partial
 }
 
