@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -22,54 +23,52 @@ import (
 // releases the old windows partial and drops partition 1's summaries of
 // them when they come.
 func TestExitAtEndUnevenPartitions(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 2)
-			const windows = 100
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			want := map[int64]uint64{}
-			var recs []*kgo.Record
-			for w := range int64(windows) {
-				// Partition 0: one event a window, read in one poll.
-				ev := accessEvent("light", base+w*1000)
-				recs = append(recs, &kgo.Record{Topic: e.events, Partition: 0, Key: []byte("light"), Value: schemas.AppendJSON(nil, &ev)})
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 2)
+		const windows = 100
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		want := map[int64]uint64{}
+		var recs []*kgo.Record
+		for w := range int64(windows) {
+			// Partition 0: one event a window, read in one poll.
+			ev := accessEvent("light", base+w*1000)
+			recs = append(recs, &kgo.Record{Topic: e.events, Partition: 0, Key: []byte("light"), Value: schemas.AppendJSON(nil, &ev)})
+			want[base+w*1000]++
+			// Partition 1: 300 events a window, many polls.
+			for i := range 300 {
+				key := fmt.Sprintf("heavy:%d", i%50)
+				ev := accessEvent(key, base+w*1000+int64(i))
+				recs = append(recs, &kgo.Record{Topic: e.events, Partition: 1, Key: []byte(key), Value: schemas.AppendJSON(nil, &ev)})
 				want[base+w*1000]++
-				// Partition 1: 300 events a window, many polls.
-				for i := range 300 {
-					key := fmt.Sprintf("heavy:%d", i%50)
-					ev := accessEvent(key, base+w*1000+int64(i))
-					recs = append(recs, &kgo.Record{Topic: e.events, Partition: 1, Key: []byte(key), Value: schemas.AppendJSON(nil, &ev)})
-					want[base+w*1000]++
-				}
 			}
-			produce(t, e.seeds, recs...)
-			starveCPU(t)
-			cfg := e.config(t)
-			cfg.ExitAtEnd = true
-			cfg.Options.MaxPollRecords = 1000
-			svc, err := detect.New(cfg)
-			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-			defer cancel()
-			require.NoError(t, svc.Run(ctx))
+		}
+		produce(t, e.seeds, recs...)
+		starveCPU(t)
+		cfg := e.config(t)
+		cfg.ExitAtEnd = true
+		cfg.Options.MaxPollRecords = 1000
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		defer cancel()
+		require.NoError(t, svc.Run(ctx))
 
-			got := map[int64]uint64{}
-			partial := 0
-			for _, r := range readAll(t, e.seeds, e.reports) {
-				x, err := schemas.DecodeWindowReport(r.Value)
-				require.NoError(t, err)
-				if x.Scope != schemas.ScopeCluster {
-					continue
-				}
-				got[x.StartMs] += x.Events
-				if x.Partial {
-					partial++
-				}
+		got := map[int64]uint64{}
+		partial := 0
+		for _, r := range readAll(t, e.seeds, e.reports) {
+			x, err := schemas.DecodeWindowReport(r.Value)
+			require.NoError(t, err)
+			if x.Scope != schemas.ScopeCluster {
+				continue
 			}
-			require.Zero(t, partial, "an --exit-at-end run reports no window partial")
-			require.Equal(t, want, got, "every window's cluster total is exact")
-		})
-	}
+			got[x.StartMs] += x.Events
+			if x.Partial {
+				partial++
+			}
+		}
+		require.Zero(t, partial, "an --exit-at-end run reports no window partial")
+		require.Equal(t, want, got, "every window's cluster total is exact")
+	})
 }
 
 // TestLiveCatchUpUnevenPartitions: a live run that starts over a backlog
@@ -80,43 +79,41 @@ func TestExitAtEndUnevenPartitions(t *testing.T) {
 // for the dense one instead of running ahead of it, and the merger waits
 // for the dense one however slowly it moves.
 func TestLiveCatchUpUnevenPartitions(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			const parts, windows = 4, 60
-			e := newEnv(t, b.seeds(t), parts)
-			base := time.Now().Add(-5 * time.Minute).Truncate(time.Second).UnixMilli()
-			want := map[int64]uint64{}
-			var recs []*kgo.Record
-			for w := range int64(windows) {
-				start := base + w*1000
-				for p := int32(1); p < parts; p++ {
-					key := fmt.Sprintf("light:%d", p)
-					ev := accessEvent(key, start+int64(p))
-					recs = append(recs, &kgo.Record{Topic: e.events, Partition: p, Key: []byte(key), Value: schemas.AppendJSON(nil, &ev)})
-					want[start]++
-				}
-				for i := range 300 {
-					key := fmt.Sprintf("dense:%d", i%50)
-					ev := accessEvent(key, start+int64(i))
-					recs = append(recs, &kgo.Record{Topic: e.events, Partition: 0, Key: []byte(key), Value: schemas.AppendJSON(nil, &ev)})
-					want[start]++
-				}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		const parts, windows = 4, 60
+		e := newEnv(t, seeds, parts)
+		base := time.Now().Add(-5 * time.Minute).Truncate(time.Second).UnixMilli()
+		want := map[int64]uint64{}
+		var recs []*kgo.Record
+		for w := range int64(windows) {
+			start := base + w*1000
+			for p := int32(1); p < parts; p++ {
+				key := fmt.Sprintf("light:%d", p)
+				ev := accessEvent(key, start+int64(p))
+				recs = append(recs, &kgo.Record{Topic: e.events, Partition: p, Key: []byte(key), Value: schemas.AppendJSON(nil, &ev)})
+				want[start]++
 			}
-			produceMany(t, e.seeds, recs)
-			starveCPU(t)
-			cfg := e.config(t)
-			cfg.Options.MaxPollRecords = 1000
-			// The backlog's last windows close by the wall clock once the
-			// partitions are idle.
-			cfg.Pipeline.IdleTimeout = time.Second
-			require.Greater(t, windows, cfg.Merge.MaxPendingWindows, "the backlog spans more than max_pending_windows windows")
-			start(t, cfg)
+			for i := range 300 {
+				key := fmt.Sprintf("dense:%d", i%50)
+				ev := accessEvent(key, start+int64(i))
+				recs = append(recs, &kgo.Record{Topic: e.events, Partition: 0, Key: []byte(key), Value: schemas.AppendJSON(nil, &ev)})
+				want[start]++
+			}
+		}
+		produceMany(t, e.seeds, recs)
+		starveCPU(t)
+		cfg := e.config(t)
+		cfg.Options.MaxPollRecords = 1000
+		// The backlog's last windows close by the wall clock once the
+		// partitions are idle.
+		cfg.Pipeline.IdleTimeout = time.Second
+		require.Greater(t, windows, cfg.Merge.MaxPendingWindows, "the backlog spans more than max_pending_windows windows")
+		start(t, cfg)
 
-			// Once idle, the partitions' clocks move to the wall clock, and
-			// the backlog's last windows close.
-			got, partial := waitWindows(t, e.seeds, e.reports, want)
-			require.Zero(t, partial, "no window is reported partial")
-			require.Equal(t, want, got, "every window's cluster total is exact")
-		})
-	}
+		// Once idle, the partitions' clocks move to the wall clock, and
+		// the backlog's last windows close.
+		got, partial := waitWindows(t, e.seeds, e.reports, want)
+		require.Zero(t, partial, "no window is reported partial")
+		require.Equal(t, want, got, "every window's cluster total is exact")
+	})
 }

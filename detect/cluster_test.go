@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/archive"
@@ -83,23 +84,21 @@ func hotRecords(t *testing.T, seeds []string, topic string) ([]schemas.HotKeyEve
 // is at about 250/s, under the rule; the cluster stage sums the
 // partitions' candidates and raises one alert.
 func TestClusterAlertNginx(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 6)
-			recs, baseMs := nginxLines(e.events, 6)
-			produce(t, e.seeds, recs...)
-			cfg := e.config(t)
-			cfg.ExitAtEnd = true
-			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
-			cfg.Pipeline = clusterPipeline()
-			svc, err := detect.New(cfg)
-			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-			defer cancel()
-			require.NoError(t, svc.Run(ctx))
-			checkNginxAlerts(t, e, baseMs)
-		})
-	}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 6)
+		recs, baseMs := nginxLines(e.events, 6)
+		produce(t, e.seeds, recs...)
+		cfg := e.config(t)
+		cfg.ExitAtEnd = true
+		cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+		cfg.Pipeline = clusterPipeline()
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		require.NoError(t, svc.Run(ctx))
+		checkNginxAlerts(t, e, baseMs)
+	})
 }
 
 func checkNginxAlerts(t *testing.T, e *env, baseMs int64) {
@@ -134,36 +133,34 @@ func checkNginxAlerts(t *testing.T, e *env, baseMs int64) {
 // raises one hot and one cooled for the URL, from both instances'
 // candidates.
 func TestClusterAlertTwoInstances(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 6)
-			recs, baseMs := nginxLines(e.events, 6)
-			cfg := e.config(t)
-			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
-			cfg.Pipeline = clusterPipeline()
-			cfg.Limits.MaxSkew = 0 // the log is from March
-			cfg.Merge.MaxPendingWindows = 1000
-			assigned := `msg="partitions assigned" partitions="?map\[` + regexp.QuoteMeta(e.events) + `:\[\d`
-			m1 := startMember(t, cfg)
-			m1.waitLog(t, assigned)
-			m2 := startMember(t, cfg)
-			m2.waitLog(t, assigned)
-			require.Regexp(t, `msg="elected merger"`, m1.log.String()+m2.log.String())
-			produceMany(t, e.seeds, recs)
-			eventually(t, "the URL's cooled", func() bool {
-				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
-				for _, h := range evs {
-					if h.Type == schemas.HotKeyCooled {
-						return true
-					}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 6)
+		recs, baseMs := nginxLines(e.events, 6)
+		cfg := e.config(t)
+		cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+		cfg.Pipeline = clusterPipeline()
+		cfg.Limits.MaxSkew = 0 // the log is from March
+		cfg.Merge.MaxPendingWindows = 1000
+		assigned := `msg="partitions assigned" partitions="?map\[` + regexp.QuoteMeta(e.events) + `:\[\d`
+		m1 := startMember(t, cfg)
+		m1.waitLog(t, assigned)
+		m2 := startMember(t, cfg)
+		m2.waitLog(t, assigned)
+		require.Regexp(t, `msg="elected merger"`, m1.log.String()+m2.log.String())
+		produceMany(t, e.seeds, recs)
+		testenv.Eventually(t, "the URL's cooled", func() bool {
+			evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+			for _, h := range evs {
+				if h.Type == schemas.HotKeyCooled {
+					return true
 				}
-				return false
-			})
-			require.NoError(t, m1.stop(t))
-			require.NoError(t, m2.stop(t))
-			checkNginxAlerts(t, e, baseMs)
+			}
+			return false
 		})
-	}
+		require.NoError(t, m1.stop(t))
+		require.NoError(t, m2.stop(t))
+		checkNginxAlerts(t, e, baseMs)
+	})
 }
 
 // gather reads reg as name{label=value,…} → value.
@@ -194,51 +191,49 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // what the registry holds (one hot, one cooled), that every partition's
 // batches were used and rounds evaluated, and that no key was refused.
 func TestClusterMetrics(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			const parts = 3
-			e := newEnv(t, b.seeds(t), parts)
-			recs, _ := nginxLines(e.events, parts)
-			cfg := e.config(t)
-			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
-			cfg.Pipeline = clusterPipeline()
-			cfg.Limits.MaxSkew = 0 // the log is from March
-			cfg.Merge.MaxPendingWindows = 1000
-			reg := prometheus.NewPedanticRegistry()
-			cfg.Registerer = reg
-			m := startMember(t, cfg)
-			m.waitLog(t, `msg="elected merger"`)
-			produceMany(t, e.seeds, recs)
-			eventually(t, "the URL's cooled", func() bool {
-				evs, _ := hotRecords(t, e.seeds, e.hotkeys)
-				return len(evs) > 0 && evs[len(evs)-1].Type == schemas.HotKeyCooled
-			})
-			// The log spans 60 s of 1 s rule windows: a round per slot end
-			// the partitions' clocks all passed (the last second stays open
-			// live), each partition sending a batch for every one.
-			var got map[string]float64
-			eventually(t, "58 rounds", func() bool {
-				got = gather(t, reg)
-				return got["keyheat_cluster_rounds_total"] >= 58
-			})
-			require.NoError(t, m.stop(t))
-
-			require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=hot}"], "one hot for the URL")
-			require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=cooled}"], "one cooled for the URL")
-			require.Equal(t, 0.0, got["keyheat_cluster_keys_refused_total"])
-			rounds := got["keyheat_cluster_rounds_total"]
-			require.LessOrEqual(t, rounds, 59.0, "a round per slot end, once")
-			require.GreaterOrEqual(t, got["keyheat_cluster_batches_total"], parts*rounds, "a batch per partition per round")
-			require.Contains(t, got, "keyheat_cluster_stale_batches_total")
-			keys, ok := got["keyheat_cluster_keys"]
-			require.True(t, ok, "keys tracked is exported")
-			require.LessOrEqual(t, keys, float64(cfg.Pipeline.Detect.ClusterKeys))
-			lag, ok := got["keyheat_cluster_round_lag_seconds"]
-			require.True(t, ok, "round lag is exported")
-			require.GreaterOrEqual(t, lag, 0.0)
-			require.Equal(t, 1.0, got["keyheat_detect_merger"])
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		const parts = 3
+		e := newEnv(t, seeds, parts)
+		recs, _ := nginxLines(e.events, parts)
+		cfg := e.config(t)
+		cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+		cfg.Pipeline = clusterPipeline()
+		cfg.Limits.MaxSkew = 0 // the log is from March
+		cfg.Merge.MaxPendingWindows = 1000
+		reg := prometheus.NewPedanticRegistry()
+		cfg.Registerer = reg
+		m := startMember(t, cfg)
+		m.waitLog(t, `msg="elected merger"`)
+		produceMany(t, e.seeds, recs)
+		testenv.Eventually(t, "the URL's cooled", func() bool {
+			evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+			return len(evs) > 0 && evs[len(evs)-1].Type == schemas.HotKeyCooled
 		})
-	}
+		// The log spans 60 s of 1 s rule windows: a round per slot end
+		// the partitions' clocks all passed (the last second stays open
+		// live), each partition sending a batch for every one.
+		var got map[string]float64
+		testenv.Eventually(t, "58 rounds", func() bool {
+			got = gather(t, reg)
+			return got["keyheat_cluster_rounds_total"] >= 58
+		})
+		require.NoError(t, m.stop(t))
+
+		require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=hot}"], "one hot for the URL")
+		require.Equal(t, 1.0, got["keyheat_cluster_hotkeys_total{type=cooled}"], "one cooled for the URL")
+		require.Equal(t, 0.0, got["keyheat_cluster_keys_refused_total"])
+		rounds := got["keyheat_cluster_rounds_total"]
+		require.LessOrEqual(t, rounds, 59.0, "a round per slot end, once")
+		require.GreaterOrEqual(t, got["keyheat_cluster_batches_total"], parts*rounds, "a batch per partition per round")
+		require.Contains(t, got, "keyheat_cluster_stale_batches_total")
+		keys, ok := got["keyheat_cluster_keys"]
+		require.True(t, ok, "keys tracked is exported")
+		require.LessOrEqual(t, keys, float64(cfg.Pipeline.Detect.ClusterKeys))
+		lag, ok := got["keyheat_cluster_round_lag_seconds"]
+		require.True(t, ok, "round lag is exported")
+		require.GreaterOrEqual(t, lag, 0.0)
+		require.Equal(t, 1.0, got["keyheat_detect_merger"])
+	})
 }
 
 // TestClusterAlertArchived: with the archive on, the nginx case's cluster
@@ -247,71 +242,69 @@ func TestClusterMetrics(t *testing.T) {
 // windows topic and archives them again; read back, each ID is there
 // once, and none of a partition.
 func TestClusterAlertArchived(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 6)
-			recs, _ := nginxLines(e.events, 6)
-			produceMany(t, e.seeds, recs)
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-			defer cancel()
-			arOpts := archive.DefaultOptions()
-			arOpts.Root, arOpts.SegmentAge = t.TempDir(), time.Hour // only the merger's flushes make it durable
-			run := func(mergeGroup string) {
-				ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
-				require.NoError(t, err)
-				cfg := e.config(t)
-				cfg.ExitAtEnd = true
-				cfg.Parse.Format, cfg.Parse.App = "combined", "web"
-				cfg.Pipeline = clusterPipeline()
-				cfg.Archive, cfg.ArchiveFlush = ar, time.Hour
-				cfg.MergeGroup = mergeGroup
-				svc, err := detect.New(cfg)
-				require.NoError(t, err)
-				require.NoError(t, svc.Run(ctx))
-				require.NoError(t, ar.Close())
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 6)
+		recs, _ := nginxLines(e.events, 6)
+		produceMany(t, e.seeds, recs)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		arOpts := archive.DefaultOptions()
+		arOpts.Root, arOpts.SegmentAge = t.TempDir(), time.Hour // only the merger's flushes make it durable
+		run := func(mergeGroup string) {
+			ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
+			require.NoError(t, err)
+			cfg := e.config(t)
+			cfg.ExitAtEnd = true
+			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+			cfg.Pipeline = clusterPipeline()
+			cfg.Archive, cfg.ArchiveFlush = ar, time.Hour
+			cfg.MergeGroup = mergeGroup
+			svc, err := detect.New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, svc.Run(ctx))
+			require.NoError(t, ar.Close())
+		}
+		read := func() []*schemas.HotKeyEvent {
+			fsys, err := archive.NewDirFS(arOpts.Root)
+			require.NoError(t, err)
+			hs, bad, err := archive.ReadHotKeys(ctx, fsys, archive.Query{}, testLogger(t))
+			require.NoError(t, err)
+			require.Empty(t, bad)
+			return hs
+		}
+		run(e.mergeGroup)
+		published := map[string]schemas.HotKeyEvent{}
+		evs, _ := hotRecords(t, e.seeds, e.hotkeys)
+		for _, h := range evs {
+			published[h.ID] = h
+		}
+		require.Len(t, published, 2, "the URL's hot and cooled: %+v", evs)
+		check := func() {
+			t.Helper()
+			hs := read()
+			require.Len(t, hs, len(published), "each published cluster event archived, once")
+			for _, h := range hs {
+				p, ok := published[h.ID]
+				require.True(t, ok, "archived %+v was not published", h)
+				require.Equal(t, int32(schemas.ClusterPartition), h.Partition)
+				require.Equal(t, p.Type, h.Type)
+				require.Equal(t, p.Key, h.Key)
+				require.Equal(t, p.OnsetMs, h.OnsetMs)
+				require.Equal(t, p.Count, h.Count)
+				require.Equal(t, p.Topic, h.Topic)
+				require.Equal(t, p.Partitions, h.Partitions)
+				require.Equal(t, p.Error, h.Error)
 			}
-			read := func() []*schemas.HotKeyEvent {
-				fsys, err := archive.NewDirFS(arOpts.Root)
-				require.NoError(t, err)
-				hs, bad, err := archive.ReadHotKeys(ctx, fsys, archive.Query{}, testLogger(t))
-				require.NoError(t, err)
-				require.Empty(t, bad)
-				return hs
-			}
-			run(e.mergeGroup)
-			published := map[string]schemas.HotKeyEvent{}
-			evs, _ := hotRecords(t, e.seeds, e.hotkeys)
-			for _, h := range evs {
-				published[h.ID] = h
-			}
-			require.Len(t, published, 2, "the URL's hot and cooled: %+v", evs)
-			check := func() {
-				t.Helper()
-				hs := read()
-				require.Len(t, hs, len(published), "each published cluster event archived, once")
-				for _, h := range hs {
-					p, ok := published[h.ID]
-					require.True(t, ok, "archived %+v was not published", h)
-					require.Equal(t, int32(schemas.ClusterPartition), h.Partition)
-					require.Equal(t, p.Type, h.Type)
-					require.Equal(t, p.Key, h.Key)
-					require.Equal(t, p.OnsetMs, h.OnsetMs)
-					require.Equal(t, p.Count, h.Count)
-					require.Equal(t, p.Topic, h.Topic)
-					require.Equal(t, p.Partitions, h.Partitions)
-					require.Equal(t, p.Error, h.Error)
-				}
-			}
-			check()
-			run(e.mergeGroup + "-again")
-			evs, _ = hotRecords(t, e.seeds, e.hotkeys)
-			require.Greater(t, len(evs), len(published), "the second merger published again")
-			for _, h := range evs {
-				require.Contains(t, published, h.ID, "the second merger raised %+v, not the first's", h)
-			}
-			check()
-		})
-	}
+		}
+		check()
+		run(e.mergeGroup + "-again")
+		evs, _ = hotRecords(t, e.seeds, e.hotkeys)
+		require.Greater(t, len(evs), len(published), "the second merger published again")
+		for _, h := range evs {
+			require.Contains(t, published, h.ID, "the second merger raised %+v, not the first's", h)
+		}
+		check()
+	})
 }
 
 // TestClusterCapsWarned: when the cluster stage is full
@@ -319,25 +312,23 @@ func TestClusterAlertArchived(t *testing.T) {
 // batches (max_candidates), alerts can be lost or late; the log says so,
 // naming the setting, and the capped keys are counted.
 func TestClusterCapsWarned(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 6)
-			recs, _ := nginxLines(e.events, 6)
-			produce(t, e.seeds, recs[:60_000]...) // the first 13 s, the hot URL's first 3 included
-			cfg := e.config(t)
-			log := logTo(t, &cfg)
-			cfg.Parse.Format, cfg.Parse.App = "combined", "web"
-			cfg.Pipeline = clusterPipeline()
-			// Every key is a candidate: far more than either cap holds.
-			cfg.Pipeline.Detect.PreThreshold = 0.001
-			cfg.Pipeline.Detect.ClusterKeys = 1
-			cfg.Pipeline.Detect.MaxCandidates = 1
-			require.NoError(t, runExitAtEnd(t, cfg))
-			out := log.String()
-			require.Contains(t, out, `msg="cluster stage full`)
-			require.Contains(t, out, "raise pipeline.detect.cluster_keys")
-			require.Contains(t, out, `msg="candidate batches capped`)
-			require.Contains(t, out, "raise pipeline.detect.max_candidates")
-		})
-	}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 6)
+		recs, _ := nginxLines(e.events, 6)
+		produce(t, e.seeds, recs[:60_000]...) // the first 13 s, the hot URL's first 3 included
+		cfg := e.config(t)
+		log := logTo(t, &cfg)
+		cfg.Parse.Format, cfg.Parse.App = "combined", "web"
+		cfg.Pipeline = clusterPipeline()
+		// Every key is a candidate: far more than either cap holds.
+		cfg.Pipeline.Detect.PreThreshold = 0.001
+		cfg.Pipeline.Detect.ClusterKeys = 1
+		cfg.Pipeline.Detect.MaxCandidates = 1
+		require.NoError(t, runExitAtEnd(t, cfg))
+		out := log.String()
+		require.Contains(t, out, `msg="cluster stage full`)
+		require.Contains(t, out, "raise pipeline.detect.cluster_keys")
+		require.Contains(t, out, `msg="candidate batches capped`)
+		require.Contains(t, out, "raise pipeline.detect.max_candidates")
+	})
 }

@@ -19,9 +19,9 @@ import (
 
 // logTo makes cfg log at INFO into a buffer the test reads, shown when the
 // test fails.
-func logTo(t *testing.T, cfg *detect.Config) *syncBuffer {
+func logTo(t *testing.T, cfg *detect.Config) *testenv.SyncBuffer {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -59,51 +59,48 @@ func keptTopic(t *testing.T, e *env) {
 // as time_skew.
 func TestBackfillOfOldEvents(t *testing.T) {
 	tenMonthsAgo := time.Now().AddDate(0, -10, 0).Truncate(time.Second)
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			seeds := b.seeds(t)
-			for _, tc := range []struct {
-				name     string
-				produced func(eventTime time.Time) time.Time
-			}{
-				{"produced back then", func(et time.Time) time.Time { return et }},
-				{"produced now", func(time.Time) time.Time { return time.Now() }},
-			} {
-				t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-					e := newEnv(t, seeds, 1)
-					keptTopic(t, e)
-					const n = 300
-					var recs []*kgo.Record
-					for i := range n {
-						et := tenMonthsAgo.Add(time.Duration(i) * 10 * time.Millisecond)
-						recs = append(recs, stamped(e.events, fmt.Sprintf("k%d", i%7), et.UnixMilli(), tc.produced(et)))
-					}
-					// Microseconds read as milliseconds: decades ahead of
-					// any record.
-					last := tenMonthsAgo.Add(n * 10 * time.Millisecond)
-					recs = append(recs, stamped(e.events, "future", last.UnixMilli()*1000, tc.produced(last)))
-					produce(t, seeds, recs...)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		for _, tc := range []struct {
+			name     string
+			produced func(eventTime time.Time) time.Time
+		}{
+			{"produced back then", func(et time.Time) time.Time { return et }},
+			{"produced now", func(time.Time) time.Time { return time.Now() }},
+		} {
+			t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+				e := newEnv(t, seeds, 1)
+				keptTopic(t, e)
+				const n = 300
+				var recs []*kgo.Record
+				for i := range n {
+					et := tenMonthsAgo.Add(time.Duration(i) * 10 * time.Millisecond)
+					recs = append(recs, stamped(e.events, fmt.Sprintf("k%d", i%7), et.UnixMilli(), tc.produced(et)))
+				}
+				// Microseconds read as milliseconds: decades ahead of
+				// any record.
+				last := tenMonthsAgo.Add(n * 10 * time.Millisecond)
+				recs = append(recs, stamped(e.events, "future", last.UnixMilli()*1000, tc.produced(last)))
+				produce(t, seeds, recs...)
 
-					cfg := e.config(t)
-					require.Equal(t, schemas.DefaultMaxSkew, cfg.Limits.MaxSkew, "the default limits")
-					log := logTo(t, &cfg)
-					require.NoError(t, runExitAtEnd(t, cfg))
+				cfg := e.config(t)
+				require.Equal(t, schemas.DefaultMaxSkew, cfg.Limits.MaxSkew, "the default limits")
+				log := logTo(t, &cfg)
+				require.NoError(t, runExitAtEnd(t, cfg))
 
-					events, keys, _ := windowKeys(t, e)
-					require.EqualValues(t, n, events, "every old event is in a window")
-					require.NotContains(t, keys, "future")
-					dlq := readAll(t, seeds, e.dlq)
-					require.Len(t, dlq, 1, "only the event ahead of its record is dead-lettered")
-					var d schemas.DeadLetter
-					require.NoError(t, schemas.DecodeDeadLetter(dlq[0].Value, &d))
-					require.Equal(t, schemas.ReasonTimeSkew, d.Reason)
-					require.Contains(t, d.Detail, "ahead of its record's Kafka timestamp")
-					require.Contains(t, log.String(), fmt.Sprintf(`msg="records read" records=%d events=%d skipped=0 dlq=1 dlq_share=0.3%% dlq_reasons.time_skew=1 dlq_topic=%s`, n+1, n, e.dlq))
-					require.NotContains(t, log.String(), "most of what was read went to the DLQ")
-				})
-			}
-		})
-	}
+				events, keys, _ := windowKeys(t, e)
+				require.EqualValues(t, n, events, "every old event is in a window")
+				require.NotContains(t, keys, "future")
+				dlq := readAll(t, seeds, e.dlq)
+				require.Len(t, dlq, 1, "only the event ahead of its record is dead-lettered")
+				var d schemas.DeadLetter
+				require.NoError(t, schemas.DecodeDeadLetter(dlq[0].Value, &d))
+				require.Equal(t, schemas.ReasonTimeSkew, d.Reason)
+				require.Contains(t, d.Detail, "ahead of its record's Kafka timestamp")
+				require.Contains(t, log.String(), fmt.Sprintf(`msg="records read" records=%d events=%d skipped=0 dlq=1 dlq_share=0.3%% dlq_reasons.time_skew=1 dlq_topic=%s`, n+1, n, e.dlq))
+				require.NotContains(t, log.String(), "most of what was read went to the DLQ")
+			})
+		}
+	})
 }
 
 // junk is a topic's worth of records of which most are unusable: 1,000
@@ -133,31 +130,29 @@ func junk(topic string, baseMs int64) []*kgo.Record {
 // for the dominant reason. The run still ends well: some events were
 // detected.
 func TestDeadLetterSummary(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 1)
-			produce(t, e.seeds, junk(e.events, time.Now().Add(-time.Minute).UnixMilli())...)
-			cfg := e.config(t)
-			log := logTo(t, &cfg)
-			require.NoError(t, runExitAtEnd(t, cfg), "some events were detected: the run succeeded")
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 1)
+		produce(t, e.seeds, junk(e.events, time.Now().Add(-time.Minute).UnixMilli())...)
+		cfg := e.config(t)
+		log := logTo(t, &cfg)
+		require.NoError(t, runExitAtEnd(t, cfg), "some events were detected: the run succeeded")
 
-			byReason := map[schemas.Reason]int{}
-			for _, r := range readAll(t, e.seeds, e.dlq) {
-				var d schemas.DeadLetter
-				require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
-				byReason[d.Reason]++
-			}
-			require.Equal(t, map[schemas.Reason]int{schemas.ReasonParse: 664, schemas.ReasonKeyTooLong: 165}, byReason)
-			events, _, _ := windowKeys(t, e)
-			require.EqualValues(t, 171, events)
+		byReason := map[schemas.Reason]int{}
+		for _, r := range readAll(t, e.seeds, e.dlq) {
+			var d schemas.DeadLetter
+			require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
+			byReason[d.Reason]++
+		}
+		require.Equal(t, map[schemas.Reason]int{schemas.ReasonParse: 664, schemas.ReasonKeyTooLong: 165}, byReason)
+		events, _, _ := windowKeys(t, e)
+		require.EqualValues(t, 171, events)
 
-			out := log.String()
-			require.Contains(t, out, `level=INFO msg="records read" records=1000 events=171 skipped=0 dlq=829 dlq_share=82.9% `+
-				`dlq_reasons.parse=664 dlq_reasons.key_too_long=165 dlq_topic=`+e.dlq+"\n")
-			require.Regexp(t, `level=WARN msg="most of what was read went to the DLQ" dlq_topic=`+regexp.QuoteMeta(e.dlq)+
-				` read=1000 dlq=829 dlq_share=82.9% reason=parse reason_dlq=664 fix=".*set detect\.format to their format`, out)
-		})
-	}
+		out := log.String()
+		require.Contains(t, out, `level=INFO msg="records read" records=1000 events=171 skipped=0 dlq=829 dlq_share=82.9% `+
+			`dlq_reasons.parse=664 dlq_reasons.key_too_long=165 dlq_topic=`+e.dlq+"\n")
+		require.Regexp(t, `level=WARN msg="most of what was read went to the DLQ" dlq_topic=`+regexp.QuoteMeta(e.dlq)+
+			` read=1000 dlq=829 dlq_share=82.9% reason=parse reason_dlq=664 fix=".*set detect\.format to their format`, out)
+	})
 }
 
 // TestNothingDetected: an exit-at-end run whose every record went to the
@@ -165,69 +160,65 @@ func TestDeadLetterSummary(t *testing.T) {
 // names the setting, after warning in its log; a backfill script sees a
 // non-zero exit instead of a silent run that reported nothing.
 func TestNothingDetected(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 2)
-			nowMs := time.Now().UnixMilli()
-			var recs []*kgo.Record
-			for i := range 200 {
-				// In microseconds: decades ahead of when they were produced.
-				recs = append(recs, event(e.events, int32(i%2), fmt.Sprintf("k%d", i), (nowMs+int64(i))*1000))
-			}
-			produce(t, e.seeds, recs...)
-			cfg := e.config(t)
-			log := logTo(t, &cfg)
-			err := runExitAtEnd(t, cfg)
-			var nd *detect.NothingDetectedError
-			require.ErrorAs(t, err, &nd)
-			require.EqualValues(t, 200, nd.Records)
-			require.Equal(t, map[schemas.Reason]int64{schemas.ReasonTimeSkew: 200}, nd.DeadLetters)
-			require.ErrorContains(t, err, "none of the 200 records read gave an event, so nothing was detected: 200 went to the DLQ "+e.dlq+" (time_skew 200)")
-			require.ErrorContains(t, err, "events.max_skew")
-			require.ErrorContains(t, err, "Group "+e.group+" has committed past them")
-			require.Len(t, readAll(t, e.seeds, e.dlq), 200)
-			require.Regexp(t, `level=WARN msg="most of what was read went to the DLQ" .* read=200 dlq=200 dlq_share=100.0% reason=time_skew reason_dlq=200 fix=".*events\.max_skew: 0`, log.String())
-			for p, o := range committed(t, e.seeds, e.group, e.events) {
-				require.EqualValues(t, 100, o.At, "partition %d committed past its dead letters", p)
-			}
-		})
-	}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 2)
+		nowMs := time.Now().UnixMilli()
+		var recs []*kgo.Record
+		for i := range 200 {
+			// In microseconds: decades ahead of when they were produced.
+			recs = append(recs, event(e.events, int32(i%2), fmt.Sprintf("k%d", i), (nowMs+int64(i))*1000))
+		}
+		produce(t, e.seeds, recs...)
+		cfg := e.config(t)
+		log := logTo(t, &cfg)
+		err := runExitAtEnd(t, cfg)
+		var nd *detect.NothingDetectedError
+		require.ErrorAs(t, err, &nd)
+		require.EqualValues(t, 200, nd.Records)
+		require.Equal(t, map[schemas.Reason]int64{schemas.ReasonTimeSkew: 200}, nd.DeadLetters)
+		require.ErrorContains(t, err, "none of the 200 records read gave an event, so nothing was detected: 200 went to the DLQ "+e.dlq+" (time_skew 200)")
+		require.ErrorContains(t, err, "events.max_skew")
+		require.ErrorContains(t, err, "Group "+e.group+" has committed past them")
+		require.Len(t, readAll(t, e.seeds, e.dlq), 200)
+		require.Regexp(t, `level=WARN msg="most of what was read went to the DLQ" .* read=200 dlq=200 dlq_share=100.0% reason=time_skew reason_dlq=200 fix=".*events\.max_skew: 0`, log.String())
+		for p, o := range committed(t, e.seeds, e.group, e.events) {
+			require.EqualValues(t, 100, o.At, "partition %d committed past its dead letters", p)
+		}
+	})
 }
 
 // TestDeadLettersLoggedLive: a live run says what went to the DLQ every
 // few seconds, but only when more did, and once more when it stops.
 func TestDeadLettersLoggedLive(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 1)
-			cfg := e.config(t)
-			m := startMember(t, cfg)
-			m.waitLog(t, `msg="partitions assigned"`)
-			baseMs := time.Now().Add(-time.Minute).UnixMilli()
-			good := func(i int) *kgo.Record { return event(e.events, 0, fmt.Sprintf("k%d", i), baseMs+int64(i)) }
-			// A junk record last: once its dead letter counts, so do the
-			// records before it (they were handed over first), whichever
-			// fetches brought them.
-			produce(t, e.seeds, good(0), good(1), good(2), raw(e.events, 0, []byte("junk 1")))
-			m.waitLog(t, `level=INFO msg="records sent to the DLQ so far" records=4 events=3 skipped=0 dlq=1 dlq_share=25.0% dlq_reasons.parse=1 dlq_topic=`)
-			var more []*kgo.Record
-			for i := range 4 {
-				more = append(more, raw(e.events, 0, fmt.Appendf(nil, "junk %d", i+2)))
-			}
-			produce(t, e.seeds, more...)
-			m.waitLog(t, `level=WARN msg="records sent to the DLQ so far; most of what was read" records=8 events=3 skipped=0 dlq=5 dlq_share=62.5% dlq_reasons.parse=5 dlq_topic=\S+ fix=".*detect\.format`)
-			require.NoError(t, m.stop(t))
-			out := m.log.String()
-			require.Contains(t, out, `msg="records read" records=8 events=3 skipped=0 dlq=5 dlq_share=62.5% dlq_reasons.parse=5`)
-			// A line comes only when more went to the DLQ: never two with
-			// the same count, however the ticks fell.
-			seen := map[string]bool{}
-			for _, l := range regexp.MustCompile(`msg="records sent to the DLQ so far[^"]*" .* dlq=(\d+) `).FindAllStringSubmatch(out, -1) {
-				require.False(t, seen[l[1]], "said twice that %s records went to the DLQ:\n%s", l[1], out)
-				seen[l[1]] = true
-			}
-		})
-	}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 1)
+		cfg := e.config(t)
+		m := startMember(t, cfg)
+		m.waitLog(t, `msg="partitions assigned"`)
+		baseMs := time.Now().Add(-time.Minute).UnixMilli()
+		good := func(i int) *kgo.Record { return event(e.events, 0, fmt.Sprintf("k%d", i), baseMs+int64(i)) }
+		// A junk record last: once its dead letter counts, so do the
+		// records before it (they were handed over first), whichever
+		// fetches brought them.
+		produce(t, e.seeds, good(0), good(1), good(2), raw(e.events, 0, []byte("junk 1")))
+		m.waitLog(t, `level=INFO msg="records sent to the DLQ so far" records=4 events=3 skipped=0 dlq=1 dlq_share=25.0% dlq_reasons.parse=1 dlq_topic=`)
+		var more []*kgo.Record
+		for i := range 4 {
+			more = append(more, raw(e.events, 0, fmt.Appendf(nil, "junk %d", i+2)))
+		}
+		produce(t, e.seeds, more...)
+		m.waitLog(t, `level=WARN msg="records sent to the DLQ so far; most of what was read" records=8 events=3 skipped=0 dlq=5 dlq_share=62.5% dlq_reasons.parse=5 dlq_topic=\S+ fix=".*detect\.format`)
+		require.NoError(t, m.stop(t))
+		out := m.log.String()
+		require.Contains(t, out, `msg="records read" records=8 events=3 skipped=0 dlq=5 dlq_share=62.5% dlq_reasons.parse=5`)
+		// A line comes only when more went to the DLQ: never two with
+		// the same count, however the ticks fell.
+		seen := map[string]bool{}
+		for _, l := range regexp.MustCompile(`msg="records sent to the DLQ so far[^"]*" .* dlq=(\d+) `).FindAllStringSubmatch(out, -1) {
+			require.False(t, seen[l[1]], "said twice that %s records went to the DLQ:\n%s", l[1], out)
+			seen[l[1]] = true
+		}
+	})
 }
 
 // TestLiveRunJudgesTimesByItsClock: a live run checks event times against
@@ -237,30 +228,28 @@ func TestDeadLettersLoggedLive(t *testing.T) {
 // and, since they are most of what it read, points to --exit-at-end.
 func TestLiveRunJudgesTimesByItsClock(t *testing.T) {
 	tenMonthsAgo := time.Now().AddDate(0, -10, 0).Truncate(time.Second)
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 1)
-			keptTopic(t, e)
-			m := startMember(t, e.config(t))
-			m.waitLog(t, `msg="partitions assigned"`)
-			produce(t, e.seeds,
-				stamped(e.events, "then", tenMonthsAgo.UnixMilli(), tenMonthsAgo),
-				stamped(e.events, "now", tenMonthsAgo.UnixMilli()+1, time.Now()))
-			m.waitLog(t, `level=WARN msg="records sent to the DLQ so far; most of what was read" records=2 events=0 skipped=0 dlq=2 dlq_share=100.0% `+
-				`dlq_reasons.time_skew=2 dlq_topic=\S+ fix="a live run refuses event times further than events.max_skew from its clock: `+
-				`read a backfill of old events with --exit-at-end`)
-			require.NoError(t, m.stop(t), "a live run stopped is no failed batch")
-			require.Contains(t, m.log.String(), `level=WARN msg="most of what was read went to the DLQ"`)
-			dlq := readAll(t, e.seeds, e.dlq)
-			require.Len(t, dlq, 2)
-			for _, r := range dlq {
-				var d schemas.DeadLetter
-				require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
-				require.Equal(t, schemas.ReasonTimeSkew, d.Reason)
-				require.Contains(t, d.Detail, "from now")
-			}
-			events, _, _ := windowKeys(t, e)
-			require.Zero(t, events)
-		})
-	}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 1)
+		keptTopic(t, e)
+		m := startMember(t, e.config(t))
+		m.waitLog(t, `msg="partitions assigned"`)
+		produce(t, e.seeds,
+			stamped(e.events, "then", tenMonthsAgo.UnixMilli(), tenMonthsAgo),
+			stamped(e.events, "now", tenMonthsAgo.UnixMilli()+1, time.Now()))
+		m.waitLog(t, `level=WARN msg="records sent to the DLQ so far; most of what was read" records=2 events=0 skipped=0 dlq=2 dlq_share=100.0% `+
+			`dlq_reasons.time_skew=2 dlq_topic=\S+ fix="a live run refuses event times further than events.max_skew from its clock: `+
+			`read a backfill of old events with --exit-at-end`)
+		require.NoError(t, m.stop(t), "a live run stopped is no failed batch")
+		require.Contains(t, m.log.String(), `level=WARN msg="most of what was read went to the DLQ"`)
+		dlq := readAll(t, e.seeds, e.dlq)
+		require.Len(t, dlq, 2)
+		for _, r := range dlq {
+			var d schemas.DeadLetter
+			require.NoError(t, schemas.DecodeDeadLetter(r.Value, &d))
+			require.Equal(t, schemas.ReasonTimeSkew, d.Reason)
+			require.Contains(t, d.Detail, "from now")
+		}
+		events, _, _ := windowKeys(t, e)
+		require.Zero(t, events)
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,15 +25,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// brokers are the two Kafka implementations every service test runs on.
-var brokers = []struct {
-	name  string
-	seeds func(t *testing.T) []string
-}{
-	{"kfake", func(t *testing.T) []string { return testenv.KFake(t) }},
-	{"real_kafka", func(t *testing.T) []string { return testenv.KafkaSeeds(t) }},
-}
 
 // env is one test's topics and groups on a cluster.
 type env struct {
@@ -275,37 +265,6 @@ func committed(t *testing.T, seeds []string, group, topic string) map[int32]kadm
 		}
 	})
 	return out
-}
-
-// eventually retries cond every 50ms for up to 60s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// syncBuffer is a writer tests read while the service writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
 
 // registryEvents decodes records of the registry topic (readAll's order:

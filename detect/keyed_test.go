@@ -55,39 +55,37 @@ func mismatches(t *testing.T, reg *prometheus.Registry, topic string) float64 {
 // detect.keyed: auto. The log says at INFO, once per topic, which it
 // decided and from what record, and warns of nothing.
 func TestKeyedAutoSaidOncePerTopic(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 4)
-			unkeyed := testenv.NewTopic(t, e.seeds, 4)
-			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
-			var recs []*kgo.Record
-			for i := range 400 {
-				p := int32(i % 4)
-				ev := accessEvent(fmt.Sprintf("key:%d", i%37), base+int64(i))
-				recs = append(recs, event(e.events, p, ev.Key, ev.TimeMs),
-					&kgo.Record{Topic: unkeyed, Partition: p, Value: schemas.AppendJSON(nil, &ev)})
-			}
-			produce(t, e.seeds, recs...)
-			cfg := e.config(t)
-			cfg.Topics.Events = ""
-			cfg.Options.Topics = []string{e.events, unkeyed}
-			log := logTo(t, &cfg)
-			runToEnd(t, cfg)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 4)
+		unkeyed := testenv.NewTopic(t, e.seeds, 4)
+		base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+		var recs []*kgo.Record
+		for i := range 400 {
+			p := int32(i % 4)
+			ev := accessEvent(fmt.Sprintf("key:%d", i%37), base+int64(i))
+			recs = append(recs, event(e.events, p, ev.Key, ev.TimeMs),
+				&kgo.Record{Topic: unkeyed, Partition: p, Value: schemas.AppendJSON(nil, &ev)})
+		}
+		produce(t, e.seeds, recs...)
+		cfg := e.config(t)
+		cfg.Topics.Events = ""
+		cfg.Options.Topics = []string{e.events, unkeyed}
+		log := logTo(t, &cfg)
+		runToEnd(t, cfg)
 
-			out := log.String()
-			keyedLines := lines(out, `level=INFO msg="events topic keyed by access key`)
-			require.Len(t, keyedLines, 1, "once for the keyed topic:\n%s", out)
-			require.Contains(t, keyedLines[0], " topic="+e.events+" keyed=true setting=auto why=")
-			// Keys by their key_hash (log.keys: hash, the default).
-			require.Regexp(t, `record_key_hash=[0-9a-f]{16} access_key_hash=[0-9a-f]{16}$`, keyedLines[0])
-			require.NotRegexp(t, `key:\d`, keyedLines[0])
-			notKeyed := lines(out, `level=INFO msg="events topic not keyed by access key`)
-			require.Len(t, notKeyed, 1, "once for the topic without record keys:\n%s", out)
-			require.Contains(t, notKeyed[0], " topic="+unkeyed+" keyed=false setting=auto why=")
-			require.Regexp(t, `record_key_hash=`+schemas.KeyHash("")+` access_key_hash=[0-9a-f]{16}$`, notKeyed[0])
-			require.Empty(t, lines(out, `level=WARN .*keyed`), "nothing to warn of")
-		})
-	}
+		out := log.String()
+		keyedLines := lines(out, `level=INFO msg="events topic keyed by access key`)
+		require.Len(t, keyedLines, 1, "once for the keyed topic:\n%s", out)
+		require.Contains(t, keyedLines[0], " topic="+e.events+" keyed=true setting=auto why=")
+		// Keys by their key_hash (log.keys: hash, the default).
+		require.Regexp(t, `record_key_hash=[0-9a-f]{16} access_key_hash=[0-9a-f]{16}$`, keyedLines[0])
+		require.NotRegexp(t, `key:\d`, keyedLines[0])
+		notKeyed := lines(out, `level=INFO msg="events topic not keyed by access key`)
+		require.Len(t, notKeyed, 1, "once for the topic without record keys:\n%s", out)
+		require.Contains(t, notKeyed[0], " topic="+unkeyed+" keyed=false setting=auto why=")
+		require.Regexp(t, `record_key_hash=`+schemas.KeyHash("")+` access_key_hash=[0-9a-f]{16}$`, notKeyed[0])
+		require.Empty(t, lines(out, `level=WARN .*keyed`), "nothing to warn of")
+	})
 }
 
 // TestKeyedAutoSwitchesWhenNotKeyed: every partition's first record is
@@ -98,80 +96,78 @@ func TestKeyedAutoSaidOncePerTopic(t *testing.T) {
 // exactness only where they have it, one WARN says so for the topic, and
 // the mismatch metric counts every record that was not keyed.
 func TestKeyedAutoSwitchesWhenNotKeyed(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			const parts = 4
-			e := newEnv(t, b.seeds(t), parts)
-			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
-			exact := map[int64]map[string]uint64{}
-			var recs []*kgo.Record
-			const n = 30_000
-			for i := range n {
-				r := 1 + (i*7919)%3000
-				if i%2 == 0 {
-					r = 1 + (i/2*31)%40
-				}
-				ev := accessEvent(fmt.Sprintf("key:%d", r), base+int64(i)*1900/n)
-				w := ev.TimeMs - ev.TimeMs%1000
-				if exact[w] == nil {
-					exact[w] = map[string]uint64{}
-				}
-				exact[w][ev.Key]++
-				rec := &kgo.Record{Topic: e.events, Partition: int32(i % parts), Value: schemas.AppendJSON(nil, &ev)}
-				if i < parts {
-					rec.Key = []byte(ev.Key) // each partition's first record
-				}
-				recs = append(recs, rec)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		const parts = 4
+		e := newEnv(t, seeds, parts)
+		base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+		exact := map[int64]map[string]uint64{}
+		var recs []*kgo.Record
+		const n = 30_000
+		for i := range n {
+			r := 1 + (i*7919)%3000
+			if i%2 == 0 {
+				r = 1 + (i/2*31)%40
 			}
-			produceMany(t, e.seeds, recs)
-			reg := prometheus.NewRegistry()
-			cfg := e.config(t)
-			log := logTo(t, &cfg)
-			cfg.Registerer = reg
-			cfg.LogRawKeys = true
-			runToEnd(t, cfg)
+			ev := accessEvent(fmt.Sprintf("key:%d", r), base+int64(i)*1900/n)
+			w := ev.TimeMs - ev.TimeMs%1000
+			if exact[w] == nil {
+				exact[w] = map[string]uint64{}
+			}
+			exact[w][ev.Key]++
+			rec := &kgo.Record{Topic: e.events, Partition: int32(i % parts), Value: schemas.AppendJSON(nil, &ev)}
+			if i < parts {
+				rec.Key = []byte(ev.Key) // each partition's first record
+			}
+			recs = append(recs, rec)
+		}
+		produceMany(t, e.seeds, recs)
+		reg := prometheus.NewRegistry()
+		cfg := e.config(t)
+		log := logTo(t, &cfg)
+		cfg.Registerer = reg
+		cfg.LogRawKeys = true
+		runToEnd(t, cfg)
 
-			seen := 0
-			for _, r := range readAll(t, e.seeds, e.reports) {
-				rep, err := schemas.DecodeWindowReport(r.Value)
-				require.NoError(t, err)
-				truth := exact[rep.StartMs]
-				require.NotNil(t, truth, "window %d has no events", rep.StartMs)
-				if rep.Scope == schemas.ScopeCluster {
-					seen++
-				}
-				listed := map[string]bool{}
-				outside := 0
-				for _, k := range rep.Top {
-					listed[k.Key] = true
-					if k.Count-k.Error > truth[k.Key] || k.Count < truth[k.Key] {
-						outside++
-						if outside <= 3 {
-							t.Errorf("%s window %d %s: true %d outside [%d, %d]", rep.Scope, rep.StartMs, k.Key, truth[k.Key], k.Count-k.Error, k.Count)
-						}
-					}
-				}
-				require.Zero(t, outside, "%s window %d: every listed key's true count lies within its bounds", rep.Scope, rep.StartMs)
-				require.False(t, rep.Keyed, "%s window %d: its records are not keyed", rep.Scope, rep.StartMs)
-				require.True(t, rep.Approximate, "%s window %d: keys spread over partitions cut from their lists", rep.Scope, rep.StartMs)
-				for k, c := range truth {
-					if !listed[k] {
-						require.LessOrEqual(t, c, rep.Floor, "%s: true %d, not listed, above the floor", k, c)
+		seen := 0
+		for _, r := range readAll(t, e.seeds, e.reports) {
+			rep, err := schemas.DecodeWindowReport(r.Value)
+			require.NoError(t, err)
+			truth := exact[rep.StartMs]
+			require.NotNil(t, truth, "window %d has no events", rep.StartMs)
+			if rep.Scope == schemas.ScopeCluster {
+				seen++
+			}
+			listed := map[string]bool{}
+			outside := 0
+			for _, k := range rep.Top {
+				listed[k.Key] = true
+				if k.Count-k.Error > truth[k.Key] || k.Count < truth[k.Key] {
+					outside++
+					if outside <= 3 {
+						t.Errorf("%s window %d %s: true %d outside [%d, %d]", rep.Scope, rep.StartMs, k.Key, truth[k.Key], k.Count-k.Error, k.Count)
 					}
 				}
 			}
-			require.Equal(t, 2, seen, "both windows reported")
+			require.Zero(t, outside, "%s window %d: every listed key's true count lies within its bounds", rep.Scope, rep.StartMs)
+			require.False(t, rep.Keyed, "%s window %d: its records are not keyed", rep.Scope, rep.StartMs)
+			require.True(t, rep.Approximate, "%s window %d: keys spread over partitions cut from their lists", rep.Scope, rep.StartMs)
+			for k, c := range truth {
+				if !listed[k] {
+					require.LessOrEqual(t, c, rep.Floor, "%s: true %d, not listed, above the floor", k, c)
+				}
+			}
+		}
+		require.Equal(t, 2, seen, "both windows reported")
 
-			out := log.String()
-			require.Len(t, lines(out, `level=INFO msg="events topic keyed by access key.* topic=`+e.events+` `), 1, out)
-			warn := lines(out, `level=WARN msg="a record's key is not its access key on a partition detect.keyed: auto had found keyed`)
-			require.Len(t, warn, 1, "one WARN for the topic:\n%s", out)
-			require.Regexp(t, ` topic=`+e.events+` partition=\d offset=1 record_key="" record_key_hash=`+schemas.KeyHash("")+
-				` access_key=key:\d+ access_key_hash=[0-9a-f]{16}`, warn[0], "the keys themselves with LogRawKeys")
-			require.Len(t, lines(out, `level=INFO msg="another partition of the topic switched to not keyed" topic=`+e.events+` partition=\d offset=1 `), parts-1, out)
-			require.EqualValues(t, n-parts, mismatches(t, reg, e.events), "every record not keyed is counted, not only each partition's first")
-		})
-	}
+		out := log.String()
+		require.Len(t, lines(out, `level=INFO msg="events topic keyed by access key.* topic=`+e.events+` `), 1, out)
+		warn := lines(out, `level=WARN msg="a record's key is not its access key on a partition detect.keyed: auto had found keyed`)
+		require.Len(t, warn, 1, "one WARN for the topic:\n%s", out)
+		require.Regexp(t, ` topic=`+e.events+` partition=\d offset=1 record_key="" record_key_hash=`+schemas.KeyHash("")+
+			` access_key=key:\d+ access_key_hash=[0-9a-f]{16}`, warn[0], "the keys themselves with LogRawKeys")
+		require.Len(t, lines(out, `level=INFO msg="another partition of the topic switched to not keyed" topic=`+e.events+` partition=\d offset=1 `), parts-1, out)
+		require.EqualValues(t, n-parts, mismatches(t, reg, e.events), "every record not keyed is counted, not only each partition's first")
+	})
 }
 
 // TestKeyedTrueRefusesRecordsNotKeyed: with detect.keyed: true, partition
@@ -182,56 +178,54 @@ func TestKeyedAutoSwitchesWhenNotKeyed(t *testing.T) {
 // still open), an oracle core fed them says, no report covers a window
 // the record falls in, and the metric counts the one record.
 func TestKeyedTrueRefusesRecordsNotKeyed(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 2)
-			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
-			var recs []*kgo.Record
-			var before []at
-			for i := range 15 {
-				key := fmt.Sprintf("key:%d", i%3)
-				ts := base + int64(i)*100 // 100 ms apart: no key is hot
-				recs = append(recs, event(e.events, 0, key, ts))
-				before = append(before, at{accessEvent(key, ts), int64(i)})
-			}
-			bad := accessEvent("key:0", base+1500)
-			recs = append(recs, &kgo.Record{Topic: e.events, Partition: 0, Value: schemas.AppendJSON(nil, &bad)})
-			for i := range 10 {
-				recs = append(recs, event(e.events, 0, "key:1", base+2000+int64(i)), event(e.events, 1, "key:9", base+int64(i)*300))
-			}
-			produce(t, e.seeds, recs...)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 2)
+		base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+		var recs []*kgo.Record
+		var before []at
+		for i := range 15 {
+			key := fmt.Sprintf("key:%d", i%3)
+			ts := base + int64(i)*100 // 100 ms apart: no key is hot
+			recs = append(recs, event(e.events, 0, key, ts))
+			before = append(before, at{accessEvent(key, ts), int64(i)})
+		}
+		bad := accessEvent("key:0", base+1500)
+		recs = append(recs, &kgo.Record{Topic: e.events, Partition: 0, Value: schemas.AppendJSON(nil, &bad)})
+		for i := range 10 {
+			recs = append(recs, event(e.events, 0, "key:1", base+2000+int64(i)), event(e.events, 1, "key:9", base+int64(i)*300))
+		}
+		produce(t, e.seeds, recs...)
 
-			reg := prometheus.NewRegistry()
-			cfg := e.config(t)
-			cfg.Keyed = detect.KeyedTrue
-			cfg.ExitAtEnd = true
-			log := logTo(t, &cfg)
-			cfg.Registerer = reg
-			svc, err := detect.New(cfg)
+		reg := prometheus.NewRegistry()
+		cfg := e.config(t)
+		cfg.Keyed = detect.KeyedTrue
+		cfg.ExitAtEnd = true
+		log := logTo(t, &cfg)
+		cfg.Registerer = reg
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		err = svc.Run(ctx)
+		var km *detect.KeyMismatchError
+		require.ErrorAs(t, err, &km)
+		require.Equal(t, detect.KeyMismatchError{Topic: e.events, Partition: 0, Offset: 15, RecordKey: "", AccessKey: "key:0"}, *km)
+		require.Contains(t, err.Error(), "events topic "+e.events+" partition 0 offset 15: ")
+		require.Contains(t, err.Error(), "detect.keyed is true; set detect.keyed: false")
+
+		want := oracle(t, pipeline.Source{Topic: e.events, Partition: 0, Partitions: 2, Keyed: true}, pipeline.Start{Offset: 0}, false, before...)
+		require.Positive(t, want.Offset, "window 0 acknowledged moves the commit")
+		require.Less(t, want.Offset, int64(15))
+		c := committed(t, e.seeds, e.group, e.events)
+		require.Equal(t, want.Offset, c[0].At, "partition 0 committed where its keyed records put it, not past the refused one")
+		require.Equal(t, want.Metadata, c[0].Metadata)
+
+		for _, r := range readAll(t, e.seeds, e.reports) {
+			rep, err := schemas.DecodeWindowReport(r.Value)
 			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			err = svc.Run(ctx)
-			var km *detect.KeyMismatchError
-			require.ErrorAs(t, err, &km)
-			require.Equal(t, detect.KeyMismatchError{Topic: e.events, Partition: 0, Offset: 15, RecordKey: "", AccessKey: "key:0"}, *km)
-			require.Contains(t, err.Error(), "events topic "+e.events+" partition 0 offset 15: ")
-			require.Contains(t, err.Error(), "detect.keyed is true; set detect.keyed: false")
-
-			want := oracle(t, pipeline.Source{Topic: e.events, Partition: 0, Partitions: 2, Keyed: true}, pipeline.Start{Offset: 0}, false, before...)
-			require.Positive(t, want.Offset, "window 0 acknowledged moves the commit")
-			require.Less(t, want.Offset, int64(15))
-			c := committed(t, e.seeds, e.group, e.events)
-			require.Equal(t, want.Offset, c[0].At, "partition 0 committed where its keyed records put it, not past the refused one")
-			require.Equal(t, want.Metadata, c[0].Metadata)
-
-			for _, r := range readAll(t, e.seeds, e.reports) {
-				rep, err := schemas.DecodeWindowReport(r.Value)
-				require.NoError(t, err)
-				require.Equal(t, base, rep.StartMs, "only window 0, before the refused record, may be reported")
-			}
-			require.EqualValues(t, 1, mismatches(t, reg, e.events))
-			require.Len(t, lines(log.String(), `level=INFO msg="events topic keyed by access key.* topic=`+e.events+` keyed=true setting=true why="configured`), 1, log.String())
-		})
-	}
+			require.Equal(t, base, rep.StartMs, "only window 0, before the refused record, may be reported")
+		}
+		require.EqualValues(t, 1, mismatches(t, reg, e.events))
+		require.Len(t, lines(log.String(), `level=INFO msg="events topic keyed by access key.* topic=`+e.events+` keyed=true setting=true why="configured`), 1, log.String())
+	})
 }

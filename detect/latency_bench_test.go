@@ -123,9 +123,12 @@ func alertLatency(b *testing.B, rate float64, keyed bool) (p50, p99, achieved fl
 			}
 		}
 	}()
-	for svc.Ready() != nil {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.EventuallyExplained(b, "the service ready", 0, func() (bool, string) {
+		if err := svc.Ready(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 	copts := []kgo.Opt{kgo.SeedBrokers(seeds...)}
 	if !keyed {
 		copts = append(copts, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))

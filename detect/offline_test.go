@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 	"github.com/keyheat/keyheat/sink/archive"
@@ -89,72 +90,70 @@ func replayArchive(t *testing.T, root string, q archive.Query, cfg detect.Config
 // content) and the same hot-key events, updates included (same IDs, same
 // content except the wall-clock DetectedMs).
 func TestReplayMatchesLive(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			const parts = 3
-			e := newEnv(t, b.seeds(t), parts)
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			recs := replayInput(e.events, parts, base)
-			produce(t, e.seeds, recs...)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		const parts = 3
+		e := newEnv(t, seeds, parts)
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		recs := replayInput(e.events, parts, base)
+		produce(t, e.seeds, recs...)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			arOpts := archive.DefaultOptions()
-			arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond
-			arOpts.SegmentBytes = 64 << 10 // several segments per partition
-			ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		arOpts := archive.DefaultOptions()
+		arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond
+		arOpts.SegmentBytes = 64 << 10 // several segments per partition
+		ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
+		require.NoError(t, err)
+		cfg := e.config(t)
+		cfg.ExitAtEnd = true
+		cfg.Archive, cfg.ArchiveFlush = ar, arOpts.SegmentAge
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		require.NoError(t, svc.Run(ctx))
+		require.NoError(t, ar.Close())
+
+		live := map[string]string{}
+		for _, r := range readAll(t, e.seeds, e.reports) {
+			rep, err := schemas.DecodeWindowReport(r.Value)
 			require.NoError(t, err)
-			cfg := e.config(t)
-			cfg.ExitAtEnd = true
-			cfg.Archive, cfg.ArchiveFlush = ar, arOpts.SegmentAge
-			svc, err := detect.New(cfg)
-			require.NoError(t, err)
-			require.NoError(t, svc.Run(ctx))
-			require.NoError(t, ar.Close())
+			live[rep.ID] = reportJSON(t, rep)
+		}
+		liveHot := map[string]string{}
+		for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
+			liveHot[h.ID] = hotJSON(t, &h)
+		}
+		require.NotEmpty(t, live, "the live run reported")
+		require.NotEmpty(t, liveHot, "the live run found hot keys")
+		updates := 0
+		for id := range liveHot {
+			if strings.Contains(id, "/"+schemas.HotKeyUpdate+"/") {
+				updates++
+			}
+		}
+		require.Positive(t, updates, "the live run published updates, which the replay must reproduce")
 
-			live := map[string]string{}
-			for _, r := range readAll(t, e.seeds, e.reports) {
-				rep, err := schemas.DecodeWindowReport(r.Value)
-				require.NoError(t, err)
-				live[rep.ID] = reportJSON(t, rep)
-			}
-			liveHot := map[string]string{}
-			for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
-				liveHot[h.ID] = hotJSON(t, &h)
-			}
-			require.NotEmpty(t, live, "the live run reported")
-			require.NotEmpty(t, liveHot, "the live run found hot keys")
-			updates := 0
-			for id := range liveHot {
-				if strings.Contains(id, "/"+schemas.HotKeyUpdate+"/") {
-					updates++
-				}
-			}
-			require.Positive(t, updates, "the live run published updates, which the replay must reproduce")
-
-			got, st := replayArchive(t, arOpts.Root, archive.Query{}, cfg)
-			require.EqualValues(t, len(recs), st.Events, "every archived event replayed")
-			replayed := map[string]string{}
-			for _, r := range got.reports {
-				_, dup := replayed[r.ID]
-				require.False(t, dup, "report %s replayed once", r.ID)
-				replayed[r.ID] = reportJSON(t, r)
-			}
-			require.Equal(t, sortedKeys(live), sortedKeys(replayed), "the same report IDs")
-			for id, want := range live {
-				require.JSONEq(t, want, replayed[id], "report %s", id)
-			}
-			replayedHot := map[string]string{}
-			for _, h := range got.hot {
-				replayedHot[h.ID] = hotJSON(t, h)
-			}
-			require.Equal(t, sortedKeys(liveHot), sortedKeys(replayedHot), "the same hot-key event IDs")
-			for id, want := range liveHot {
-				require.JSONEq(t, want, replayedHot[id], "hot-key event %s", id)
-			}
-			t.Logf("%d reports and %d hot-key events identical", len(live), len(liveHot))
-		})
-	}
+		got, st := replayArchive(t, arOpts.Root, archive.Query{}, cfg)
+		require.EqualValues(t, len(recs), st.Events, "every archived event replayed")
+		replayed := map[string]string{}
+		for _, r := range got.reports {
+			_, dup := replayed[r.ID]
+			require.False(t, dup, "report %s replayed once", r.ID)
+			replayed[r.ID] = reportJSON(t, r)
+		}
+		require.Equal(t, sortedKeys(live), sortedKeys(replayed), "the same report IDs")
+		for id, want := range live {
+			require.JSONEq(t, want, replayed[id], "report %s", id)
+		}
+		replayedHot := map[string]string{}
+		for _, h := range got.hot {
+			replayedHot[h.ID] = hotJSON(t, h)
+		}
+		require.Equal(t, sortedKeys(liveHot), sortedKeys(replayedHot), "the same hot-key event IDs")
+		for id, want := range liveHot {
+			require.JSONEq(t, want, replayedHot[id], "hot-key event %s", id)
+		}
+		t.Logf("%d reports and %d hot-key events identical", len(live), len(liveHot))
+	})
 }
 
 func reportJSON(t *testing.T, r *schemas.WindowReport) string {
@@ -356,69 +355,67 @@ func rawMultiKeyInput(topic string, parts int32, baseMs int64) ([]*kgo.Record, i
 // several keys are archived whole, one row per key, and a replay of the
 // archive reports what the live run reported.
 func TestReplayMatchesLiveRawMultiKey(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			const parts = 2
-			e := newEnv(t, b.seeds(t), parts)
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			recs, keys := rawMultiKeyInput(e.events, parts, base)
-			produce(t, e.seeds, recs...)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		const parts = 2
+		e := newEnv(t, seeds, parts)
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		recs, keys := rawMultiKeyInput(e.events, parts, base)
+		produce(t, e.seeds, recs...)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			arOpts := archive.DefaultOptions()
-			arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond
-			arOpts.SegmentBytes = 32 << 10 // several segments per partition
-			ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		arOpts := archive.DefaultOptions()
+		arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond
+		arOpts.SegmentBytes = 32 << 10 // several segments per partition
+		ar, err := archive.Open(ctx, arOpts, testLogger(t), nil)
+		require.NoError(t, err)
+		cfg := e.config(t)
+		cfg.ExitAtEnd = true
+		cfg.Parse.Format, cfg.Parse.App = "redis", "cache"
+		cfg.Keyed = detect.KeyedFalse // raw records carry no access key
+		cfg.Archive, cfg.ArchiveFlush = ar, arOpts.SegmentAge
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		require.NoError(t, svc.Run(ctx))
+		require.NoError(t, ar.Close())
+
+		live := map[string]string{}
+		var liveEvents uint64
+		for _, r := range readAll(t, e.seeds, e.reports) {
+			rep, err := schemas.DecodeWindowReport(r.Value)
 			require.NoError(t, err)
-			cfg := e.config(t)
-			cfg.ExitAtEnd = true
-			cfg.Parse.Format, cfg.Parse.App = "redis", "cache"
-			cfg.Keyed = detect.KeyedFalse // raw records carry no access key
-			cfg.Archive, cfg.ArchiveFlush = ar, arOpts.SegmentAge
-			svc, err := detect.New(cfg)
-			require.NoError(t, err)
-			require.NoError(t, svc.Run(ctx))
-			require.NoError(t, ar.Close())
+			live[rep.ID] = reportJSON(t, rep)
+			if rep.Scope == schemas.ScopeCluster {
+				liveEvents += rep.Events
+			}
+		}
+		require.EqualValues(t, keys, liveEvents, "the live run counted one event per key")
+		liveHot := map[string]string{}
+		for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
+			liveHot[h.ID] = hotJSON(t, &h)
+		}
+		require.NotEmpty(t, liveHot, "the live run found hot keys")
 
-			live := map[string]string{}
-			var liveEvents uint64
-			for _, r := range readAll(t, e.seeds, e.reports) {
-				rep, err := schemas.DecodeWindowReport(r.Value)
-				require.NoError(t, err)
-				live[rep.ID] = reportJSON(t, rep)
-				if rep.Scope == schemas.ScopeCluster {
-					liveEvents += rep.Events
-				}
-			}
-			require.EqualValues(t, keys, liveEvents, "the live run counted one event per key")
-			liveHot := map[string]string{}
-			for _, h := range registryEvents(t, readAll(t, e.seeds, e.hotkeys)) {
-				liveHot[h.ID] = hotJSON(t, &h)
-			}
-			require.NotEmpty(t, liveHot, "the live run found hot keys")
-
-			got, st := replayArchive(t, arOpts.Root, archive.Query{}, cfg)
-			require.EqualValues(t, keys, st.Events, "the archive holds one row per key of every line")
-			replayed := map[string]string{}
-			for _, r := range got.reports {
-				replayed[r.ID] = reportJSON(t, r)
-			}
-			require.Equal(t, sortedKeys(live), sortedKeys(replayed), "the same report IDs")
-			for id, want := range live {
-				require.JSONEq(t, want, replayed[id], "report %s", id)
-			}
-			replayedHot := map[string]string{}
-			for _, h := range got.hot {
-				replayedHot[h.ID] = hotJSON(t, h)
-			}
-			require.Equal(t, sortedKeys(liveHot), sortedKeys(replayedHot), "the same hot-key event IDs")
-			for id, want := range liveHot {
-				require.JSONEq(t, want, replayedHot[id], "hot-key event %s", id)
-			}
-			t.Logf("%d keys in %d lines; %d reports and %d hot-key events identical", keys, len(recs), len(live), len(liveHot))
-		})
-	}
+		got, st := replayArchive(t, arOpts.Root, archive.Query{}, cfg)
+		require.EqualValues(t, keys, st.Events, "the archive holds one row per key of every line")
+		replayed := map[string]string{}
+		for _, r := range got.reports {
+			replayed[r.ID] = reportJSON(t, r)
+		}
+		require.Equal(t, sortedKeys(live), sortedKeys(replayed), "the same report IDs")
+		for id, want := range live {
+			require.JSONEq(t, want, replayed[id], "report %s", id)
+		}
+		replayedHot := map[string]string{}
+		for _, h := range got.hot {
+			replayedHot[h.ID] = hotJSON(t, h)
+		}
+		require.Equal(t, sortedKeys(liveHot), sortedKeys(replayedHot), "the same hot-key event IDs")
+		for id, want := range liveHot {
+			require.JSONEq(t, want, replayedHot[id], "hot-key event %s", id)
+		}
+		t.Logf("%d keys in %d lines; %d reports and %d hot-key events identical", keys, len(recs), len(live), len(liveHot))
+	})
 }
 
 // rowSource is an EventSource over rows in memory.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -22,50 +23,48 @@ func monitorLine(tsMs int64, args string) []byte {
 // access key make unkeyed summaries, which carry their sketches for the
 // merger.
 func TestRawLogRecords(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 1)
-			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
-			produce(t, e.seeds,
-				raw(e.events, 0, monitorLine(base, `"mget" "a" "b"`)),
-				raw(e.events, 0, monitorLine(base+1, `"ping"`)),
-				raw(e.events, 0, []byte("garbage\n")),
-				raw(e.events, 0, monitorLine(base+1500, `"get" "a"`)),
-				raw(e.events, 0, monitorLine(base+2100, `"set" "c" "v"`)),
-			)
-			cfg := e.config(t)
-			cfg.ExitAtEnd = true
-			cfg.Parse.Format, cfg.Parse.App = "redis", "cache"
-			svc, err := detect.New(cfg)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 1)
+		base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+		produce(t, e.seeds,
+			raw(e.events, 0, monitorLine(base, `"mget" "a" "b"`)),
+			raw(e.events, 0, monitorLine(base+1, `"ping"`)),
+			raw(e.events, 0, []byte("garbage\n")),
+			raw(e.events, 0, monitorLine(base+1500, `"get" "a"`)),
+			raw(e.events, 0, monitorLine(base+2100, `"set" "c" "v"`)),
+		)
+		cfg := e.config(t)
+		cfg.ExitAtEnd = true
+		cfg.Parse.Format, cfg.Parse.App = "redis", "cache"
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		require.NoError(t, svc.Run(ctx))
+
+		dlq := readAll(t, e.seeds, e.dlq)
+		require.Len(t, dlq, 1)
+		var d schemas.DeadLetter
+		require.NoError(t, schemas.DecodeDeadLetter(dlq[0].Value, &d))
+		require.Equal(t, schemas.ReasonParse, d.Reason)
+		require.Equal(t, "garbage\n", string(d.Raw), "the record as received")
+
+		var events uint64
+		keys := map[string]uint64{}
+		for _, r := range readAll(t, e.seeds, e.windows) {
+			w, err := schemas.DecodePartitionWindow(r.Value)
 			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			require.NoError(t, svc.Run(ctx))
-
-			dlq := readAll(t, e.seeds, e.dlq)
-			require.Len(t, dlq, 1)
-			var d schemas.DeadLetter
-			require.NoError(t, schemas.DecodeDeadLetter(dlq[0].Value, &d))
-			require.Equal(t, schemas.ReasonParse, d.Reason)
-			require.Equal(t, "garbage\n", string(d.Raw), "the record as received")
-
-			var events uint64
-			keys := map[string]uint64{}
-			for _, r := range readAll(t, e.seeds, e.windows) {
-				w, err := schemas.DecodePartitionWindow(r.Value)
-				require.NoError(t, err)
-				require.False(t, w.Keyed, "records without the access key as key are not keyed")
-				events += w.Events
-				for _, a := range w.Apps {
-					require.Equal(t, "cache/db0", a.App)
-					require.NotEmpty(t, a.Sketch, "an unkeyed summary carries its Count-Min sketch")
-					for _, k := range a.Top {
-						keys[k.Key] += k.Count
-					}
+			require.False(t, w.Keyed, "records without the access key as key are not keyed")
+			events += w.Events
+			for _, a := range w.Apps {
+				require.Equal(t, "cache/db0", a.App)
+				require.NotEmpty(t, a.Sketch, "an unkeyed summary carries its Count-Min sketch")
+				for _, k := range a.Top {
+					keys[k.Key] += k.Count
 				}
 			}
-			require.EqualValues(t, 4, events, "MGET gave two events, PING none")
-			require.Equal(t, map[string]uint64{"a": 2, "b": 1, "c": 1}, keys)
-		})
-	}
+		}
+		require.EqualValues(t, 4, events, "MGET gave two events, PING none")
+		require.Equal(t, map[string]uint64{"a": 2, "b": 1, "c": 1}, keys)
+	})
 }

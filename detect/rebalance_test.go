@@ -12,18 +12,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect"
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
 // member is a running service whose log the test reads.
 type member struct {
 	*running
-	log *syncBuffer
+	log *testenv.SyncBuffer
 }
 
 func startMember(t *testing.T, cfg detect.Config) member {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	m := member{running: start(t, cfg), log: log}
 	t.Cleanup(func() {
@@ -38,7 +39,7 @@ func startMember(t *testing.T, cfg detect.Config) member {
 func (m member) waitLog(t *testing.T, expr string) {
 	t.Helper()
 	re := regexp.MustCompile(expr)
-	eventually(t, expr, func() bool { return re.MatchString(m.log.String()) })
+	testenv.Eventually(t, expr, func() bool { return re.MatchString(m.log.String()) })
 }
 
 // closers are one event per partition at tsMs, each keyed to land on its
@@ -69,88 +70,86 @@ func closers(topic string, parts int32, tsMs int64) []*kgo.Record {
 func TestRebalanceMidRun(t *testing.T) {
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
 	const parts, seconds = 4, 12
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), parts)
-			evs := streamEvents(11, base, seconds*1000, 1)
-			third := func(i int) []schemas.AccessEvent {
-				var out []schemas.AccessEvent
-				for _, ev := range evs {
-					if (ev.TimeMs-base)*3/(seconds*1000) == int64(i) {
-						out = append(out, ev)
-					}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, parts)
+		evs := streamEvents(11, base, seconds*1000, 1)
+		third := func(i int) []schemas.AccessEvent {
+			var out []schemas.AccessEvent
+			for _, ev := range evs {
+				if (ev.TimeMs-base)*3/(seconds*1000) == int64(i) {
+					out = append(out, ev)
 				}
-				return out
 			}
-			live := goldenConfig(t, e)
-			live.Limits.MaxSkew = 0
-			// No window closes by the wall clock and none is reported
-			// partial while a partition moves (it is not silent for the
-			// partition timeout): the output depends on the input only.
-			live.Merge.MaxPendingWindows = 1000
-			assigned := `msg="partitions assigned" partitions="?map\[` + regexp.QuoteMeta(e.events) + `:\[\d`
+			return out
+		}
+		live := goldenConfig(t, e)
+		live.Limits.MaxSkew = 0
+		// No window closes by the wall clock and none is reported
+		// partial while a partition moves (it is not silent for the
+		// partition timeout): the output depends on the input only.
+		live.Merge.MaxPendingWindows = 1000
+		assigned := `msg="partitions assigned" partitions="?map\[` + regexp.QuoteMeta(e.events) + `:\[\d`
 
-			produceMany(t, e.seeds, records(e.events, parts, third(0)))
-			a := startMember(t, live)
-			a.waitLog(t, assigned)
-			a.waitLog(t, `msg="elected merger"`)
-			eventually(t, "a first report", func() bool { return readReports(t, e.seeds, e.reports).records > 0 })
+		produceMany(t, e.seeds, records(e.events, parts, third(0)))
+		a := startMember(t, live)
+		a.waitLog(t, assigned)
+		a.waitLog(t, `msg="elected merger"`)
+		testenv.Eventually(t, "a first report", func() bool { return readReports(t, e.seeds, e.reports).records > 0 })
 
-			// The second joins while the first reads the second third.
-			produceMany(t, e.seeds, records(e.events, parts, third(1)))
-			b2 := startMember(t, live)
-			b2.waitLog(t, assigned)
+		// The second joins while the first reads the second third.
+		produceMany(t, e.seeds, records(e.events, parts, third(1)))
+		b2 := startMember(t, live)
+		b2.waitLog(t, assigned)
 
-			// The third joins, and the first stops, while the last third
-			// arrives.
-			produced := make(chan error, 1)
-			go func() { produced <- produceAsync(e.seeds, records(e.events, parts, third(2))) }()
-			c := startMember(t, live)
-			c.waitLog(t, assigned)
-			require.NoError(t, a.stop(t), "the first member stops cleanly")
-			require.Regexp(t, `msg="partitions released" partitions="?map\[\S+:\[\d( \d)*\]\]"? lost=false`, a.log.String(),
-				"the first member gave partitions up in a rebalance, committing them")
-			require.NoError(t, <-produced)
-			endMs := base + (seconds+1)*1000
-			produce(t, e.seeds, closers(e.events, parts, endMs)...)
+		// The third joins, and the first stops, while the last third
+		// arrives.
+		produced := make(chan error, 1)
+		go func() { produced <- produceAsync(e.seeds, records(e.events, parts, third(2))) }()
+		c := startMember(t, live)
+		c.waitLog(t, assigned)
+		require.NoError(t, a.stop(t), "the first member stops cleanly")
+		require.Regexp(t, `msg="partitions released" partitions="?map\[\S+:\[\d( \d)*\]\]"? lost=false`, a.log.String(),
+			"the first member gave partitions up in a rebalance, committing them")
+		require.NoError(t, <-produced)
+		endMs := base + (seconds+1)*1000
+		produce(t, e.seeds, closers(e.events, parts, endMs)...)
 
-			// Windows before endMs: cluster and three apps each (the empty
-			// window before endMs has no report).
-			want := seconds * 4
-			t.Cleanup(func() {
-				if !t.Failed() {
-					return
-				}
-				for id, vs := range readReports(t, e.seeds, e.reports).byID {
-					t.Logf("report %s x%d", id, len(vs))
-				}
-				for _, r := range readAll(t, e.seeds, e.windows) {
-					w, err := schemas.DecodePartitionWindow(r.Value)
-					require.NoError(t, err)
-					t.Logf("summary %d p%d events=%d final=%v offset %d", (w.StartMs-base)/1000, w.Partition, w.Events, w.Final, r.Offset)
-				}
-			})
-			eventually(t, "every closed window reported", func() bool {
-				return len(readReports(t, e.seeds, e.reports).byID) >= want
-			})
-			require.Regexp(t, `msg="elected merger"`, b2.log.String()+c.log.String(), "another member took the merger over")
-			require.NoError(t, b2.stop(t))
-			require.NoError(t, c.stop(t))
-			got := readReports(t, e.seeds, e.reports).once(t)
-			require.Len(t, got, want, "no report for the window of the closers, which stays open")
-
-			ref := e.over(t)
-			runToEnd(t, func() detect.Config { c := goldenConfig(t, ref); c.Limits.MaxSkew = 0; return c }())
-			all := readReports(t, ref.seeds, ref.reports).once(t)
-			for _, scope := range []struct{ scope, app string }{{schemas.ScopeCluster, ""}, {schemas.ScopeApp, "shop"}} {
-				id := schemas.WindowReportID(scope.scope, scope.app, endMs)
-				require.Contains(t, all, id)
-				delete(all, id)
+		// Windows before endMs: cluster and three apps each (the empty
+		// window before endMs has no report).
+		want := seconds * 4
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
 			}
-			require.Equal(t, string(ordered(t, all, ref.events)), string(ordered(t, got, e.events)),
-				"the reports of one batch run, byte for byte")
+			for id, vs := range readReports(t, e.seeds, e.reports).byID {
+				t.Logf("report %s x%d", id, len(vs))
+			}
+			for _, r := range readAll(t, e.seeds, e.windows) {
+				w, err := schemas.DecodePartitionWindow(r.Value)
+				require.NoError(t, err)
+				t.Logf("summary %d p%d events=%d final=%v offset %d", (w.StartMs-base)/1000, w.Partition, w.Events, w.Final, r.Offset)
+			}
 		})
-	}
+		testenv.Eventually(t, "every closed window reported", func() bool {
+			return len(readReports(t, e.seeds, e.reports).byID) >= want
+		})
+		require.Regexp(t, `msg="elected merger"`, b2.log.String()+c.log.String(), "another member took the merger over")
+		require.NoError(t, b2.stop(t))
+		require.NoError(t, c.stop(t))
+		got := readReports(t, e.seeds, e.reports).once(t)
+		require.Len(t, got, want, "no report for the window of the closers, which stays open")
+
+		ref := e.over(t)
+		runToEnd(t, func() detect.Config { c := goldenConfig(t, ref); c.Limits.MaxSkew = 0; return c }())
+		all := readReports(t, ref.seeds, ref.reports).once(t)
+		for _, scope := range []struct{ scope, app string }{{schemas.ScopeCluster, ""}, {schemas.ScopeApp, "shop"}} {
+			id := schemas.WindowReportID(scope.scope, scope.app, endMs)
+			require.Contains(t, all, id)
+			delete(all, id)
+		}
+		require.Equal(t, string(ordered(t, all, ref.events)), string(ordered(t, got, e.events)),
+			"the reports of one batch run, byte for byte")
+	})
 }
 
 // produceAsync writes recs in order, for a goroutine other than the

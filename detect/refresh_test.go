@@ -49,77 +49,75 @@ func refreshInput(topic string, baseMs int64) ([]*kgo.Record, []int64) {
 // with the episode's peak; then, last on the topic, the key's tombstone.
 // ClickHouse has the same events, tombstone aside.
 func TestRegistryRefreshAndTombstone(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 1)
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			recs, hotTimes := refreshInput(e.events, base)
-			produce(t, e.seeds, recs...)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 1)
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		recs, hotTimes := refreshInput(e.events, base)
+		produce(t, e.seeds, recs...)
 
-			conn := testenv.ClickHouseConn(t)
-			db := testenv.ClickHouseDatabase(t, conn)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			chOpts := clickhouse.DefaultOptions()
-			chOpts.Addr, chOpts.Database, chOpts.FlushInterval = []string{testenv.ClickHouseAddr(t)}, db, 50*time.Millisecond
-			ch, err := clickhouse.Open(ctx, chOpts, clickhouse.Deps{Logger: testLogger(t)})
-			require.NoError(t, err)
-			defer func() { require.NoError(t, ch.Close(context.Background())) }()
+		conn := testenv.ClickHouseConn(t)
+		db := testenv.ClickHouseDatabase(t, conn)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		chOpts := clickhouse.DefaultOptions()
+		chOpts.Addr, chOpts.Database, chOpts.FlushInterval = []string{testenv.ClickHouseAddr(t)}, db, 50*time.Millisecond
+		ch, err := clickhouse.Open(ctx, chOpts, clickhouse.Deps{Logger: testLogger(t)})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, ch.Close(context.Background())) }()
 
-			cfg := e.config(t)
-			p := pipeline.DefaultOptions() // 1,000 events/s over 1 s; refresh at ±25 %
-			p.Lateness, p.IdleTimeout = 0, time.Hour
-			p.Detect.CoolDown = 3 * time.Second
-			cfg.Pipeline, cfg.ClickHouse = p, ch
-			runToEnd(t, cfg)
+		cfg := e.config(t)
+		p := pipeline.DefaultOptions() // 1,000 events/s over 1 s; refresh at ±25 %
+		p.Lateness, p.IdleTimeout = 0, time.Hour
+		p.Detect.CoolDown = 3 * time.Second
+		cfg.Pipeline, cfg.ClickHouse = p, ch
+		runToEnd(t, cfg)
 
-			all := readAll(t, e.seeds, e.hotkeys)
-			key := string(schemas.HotKeyRecordKey("web", "/checkout"))
-			var mine []*kgo.Record
-			for _, r := range all {
-				if string(r.Key) == key {
-					mine = append(mine, r)
-				}
+		all := readAll(t, e.seeds, e.hotkeys)
+		key := string(schemas.HotKeyRecordKey("web", "/checkout"))
+		var mine []*kgo.Record
+		for _, r := range all {
+			if string(r.Key) == key {
+				mine = append(mine, r)
 			}
-			evs := registryEvents(t, mine)
-			require.NotEmpty(t, mine)
-			require.Nil(t, mine[len(mine)-1].Value, "the key's last record is its tombstone")
-			require.GreaterOrEqual(t, len(evs), 3, "%+v", evs)
-			hot, up, cooled := evs[0], evs[1], evs[len(evs)-1]
-			require.Equal(t, schemas.HotKeyHot, hot.Type)
-			require.InDelta(t, 1000, hot.Rate, 2, "the crossing's rate")
-			require.Equal(t, schemas.HotKeyUpdate, up.Type)
-			atMs := updateAt(t, &up)
-			var n int
-			for _, ts := range hotTimes {
-				if ts >= atMs-1000 && ts < atMs {
-					n++
-				}
+		}
+		evs := registryEvents(t, mine)
+		require.NotEmpty(t, mine)
+		require.Nil(t, mine[len(mine)-1].Value, "the key's last record is its tombstone")
+		require.GreaterOrEqual(t, len(evs), 3, "%+v", evs)
+		hot, up, cooled := evs[0], evs[1], evs[len(evs)-1]
+		require.Equal(t, schemas.HotKeyHot, hot.Type)
+		require.InDelta(t, 1000, hot.Rate, 2, "the crossing's rate")
+		require.Equal(t, schemas.HotKeyUpdate, up.Type)
+		atMs := updateAt(t, &up)
+		var n int
+		for _, ts := range hotTimes {
+			if ts >= atMs-1000 && ts < atMs {
+				n++
 			}
-			require.Equal(t, float64(n), up.Rate, "the URL's events over [at − 1 s, at)")
-			require.Equal(t, 1500.0, up.Rate)
-			require.Equal(t, 1500.0, up.PeakRate)
-			require.Equal(t, hot.OnsetMs, up.OnsetMs)
-			for _, h := range evs[2 : len(evs)-1] {
-				require.Greater(t, updateAt(t, &h), base+22_000, "an update while the URL stayed at 1,500/s: %+v", h)
-			}
-			require.Equal(t, schemas.HotKeyCooled, cooled.Type)
-			require.Equal(t, 1500.0, cooled.PeakRate)
+		}
+		require.Equal(t, float64(n), up.Rate, "the URL's events over [at − 1 s, at)")
+		require.Equal(t, 1500.0, up.Rate)
+		require.Equal(t, 1500.0, up.PeakRate)
+		require.Equal(t, hot.OnsetMs, up.OnsetMs)
+		for _, h := range evs[2 : len(evs)-1] {
+			require.Greater(t, updateAt(t, &h), base+22_000, "an update while the URL stayed at 1,500/s: %+v", h)
+		}
+		require.Equal(t, schemas.HotKeyCooled, cooled.Type)
+		require.Equal(t, 1500.0, cooled.PeakRate)
 
-			type row struct {
-				ID       string  `ch:"id"`
-				Type     string  `ch:"type"`
-				Rate     float64 `ch:"rate"`
-				PeakRate float64 `ch:"peak_rate"`
-			}
-			var rows []row
-			require.NoError(t, conn.Select(ctx, &rows, "SELECT id, toString(type) AS type, rate, peak_rate FROM "+db+
-				".hotkey_events FINAL WHERE key = @k ORDER BY onset_ms, type, id", chgo.Named("k", "/checkout")))
-			var want []row
-			for _, h := range evs {
-				want = append(want, row{h.ID, h.Type, h.Rate, h.PeakRate})
-			}
-			require.Equal(t, want, rows, "ClickHouse holds the registry's events, updates included")
-		})
-	}
+		type row struct {
+			ID       string  `ch:"id"`
+			Type     string  `ch:"type"`
+			Rate     float64 `ch:"rate"`
+			PeakRate float64 `ch:"peak_rate"`
+		}
+		var rows []row
+		require.NoError(t, conn.Select(ctx, &rows, "SELECT id, toString(type) AS type, rate, peak_rate FROM "+db+
+			".hotkey_events FINAL WHERE key = @k ORDER BY onset_ms, type, id", chgo.Named("k", "/checkout")))
+		var want []row
+		for _, h := range evs {
+			want = append(want, row{h.ID, h.Type, h.Rate, h.PeakRate})
+		}
+		require.Equal(t, want, rows, "ClickHouse holds the registry's events, updates included")
+	})
 }

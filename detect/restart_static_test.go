@@ -2,6 +2,7 @@ package detect_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // ghost joins group on topic as a static member with instance id and
@@ -49,106 +52,90 @@ func ghost(t *testing.T, seeds []string, group, topic, id string, session time.D
 // merger's windows topic, back at once, instead of after the dead
 // member's session timeout (here five minutes, longer than the waits).
 func TestRestartTakesBackCrashedMembership(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 4)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_, err := e.admin(t).CreateTopic(ctx, 1, -1, nil, e.windows)
-			require.NoError(t, err)
-			ghost(t, e.seeds, e.group, e.events, "crashed-0", 5*time.Minute)
-			ghost(t, e.seeds, e.mergeGroup, e.windows, "crashed-0", 5*time.Minute)
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 4)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := e.admin(t).CreateTopic(ctx, 1, -1, nil, e.windows)
+		require.NoError(t, err)
+		ghost(t, e.seeds, e.group, e.events, "crashed-0", 5*time.Minute)
+		ghost(t, e.seeds, e.mergeGroup, e.windows, "crashed-0", 5*time.Minute)
 
-			cfg := e.config(t)
-			cfg.InstanceID = "crashed-0"
-			r := start(t, cfg)
-			eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 4 })
-			base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
-			var recs []*kgo.Record
-			for p := range int32(4) {
-				recs = append(recs, event(e.events, p, "a", base+100), event(e.events, p, "a", base+1100))
-			}
-			produce(t, e.seeds, recs...)
-			got, _ := waitWindowsWithin(t, e.seeds, e.reports, map[int64]uint64{base: 4}, time.Minute)
-			require.Equal(t, uint64(4), got[base], "the merger reports, elected at once")
-			require.NoError(t, r.stop(t))
-
-			// The stop left both groups, static member or not.
-			ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			adm := e.admin(t)
-			eventually(t, "both groups empty after the stop", func() bool {
-				dg, err := adm.DescribeGroups(ctx, e.group, e.mergeGroup)
-				return err == nil && len(dg[e.group].Members) == 0 && len(dg[e.mergeGroup].Members) == 0
-			})
+		cfg := e.config(t)
+		cfg.InstanceID = "crashed-0"
+		r := start(t, cfg)
+		// This test's waits keep the minute they had, not
+		// testenv.HangGuard: five minutes would reach the ghosts'
+		// session timeout, after which the group hands their
+		// partitions on whether or not the restart took them back.
+		testenv.EventuallyExplained(t, "every partition assigned", time.Minute, func() (bool, string) {
+			n := r.svc.Assigned()
+			return n == 4, fmt.Sprintf("%d of 4 assigned", n)
 		})
-	}
+		base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+		var recs []*kgo.Record
+		for p := range int32(4) {
+			recs = append(recs, event(e.events, p, "a", base+100), event(e.events, p, "a", base+1100))
+		}
+		produce(t, e.seeds, recs...)
+		got, _ := waitWindowsWithin(t, e.seeds, e.reports, map[int64]uint64{base: 4}, time.Minute)
+		require.Equal(t, uint64(4), got[base], "the merger reports, elected at once")
+		require.NoError(t, r.stop(t))
+
+		// The stop left both groups, static member or not.
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		adm := e.admin(t)
+		testenv.EventuallyExplained(t, "both groups empty after the stop", time.Minute, func() (bool, string) {
+			dg, err := adm.DescribeGroups(ctx, e.group, e.mergeGroup)
+			if err != nil {
+				return false, err.Error()
+			}
+			n, m := len(dg[e.group].Members), len(dg[e.mergeGroup].Members)
+			return n == 0 && m == 0, fmt.Sprintf("%d members in the group, %d in the merge group", n, m)
+		})
+	})
 }
 
 // TestWaitingForAssignmentSaysSo: a member that waits for a crashed
 // member's session to time out says what it waits for, and takes the
 // partitions once it has.
 func TestWaitingForAssignmentSaysSo(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 2)
-			ghost(t, e.seeds, e.group, e.events, "crashed-elsewhere", 20*time.Second)
-			cfg := e.config(t)
-			logs := &syncBuffer{}
-			cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-			r := start(t, cfg)
-			eventually(t, "the waiting said", func() bool {
-				return strings.Contains(logs.String(), "waiting for the group to assign partitions; a previous member may hold them until its session times out")
-			})
-			eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 2 })
-			require.NoError(t, r.stop(t))
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 2)
+		ghost(t, e.seeds, e.group, e.events, "crashed-elsewhere", 20*time.Second)
+		cfg := e.config(t)
+		logs := &testenv.SyncBuffer{}
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		r := start(t, cfg)
+		testenv.Eventually(t, "the waiting said", func() bool {
+			return strings.Contains(logs.String(), "waiting for the group to assign partitions; a previous member may hold them until its session times out")
 		})
-	}
+		testenv.Eventually(t, "every partition assigned", func() bool { return r.svc.Assigned() == 2 })
+		require.NoError(t, r.stop(t))
+	})
 }
 
 // TestSameInstanceIDFenced: a second instance started with the id of a
 // running one fences it out of the group; the first stops with an error
 // saying so, instead of both fencing each other in turn.
 func TestSameInstanceIDFenced(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.seeds(t), 2)
-			cfg := e.config(t)
-			cfg.InstanceID = "twin"
-			first := start(t, cfg)
-			eventually(t, "the first assigned", func() bool { return first.svc.Assigned() == 2 })
-			second := start(t, cfg)
-			var err error
-			select {
-			case err = <-first.done:
-				close(first.done)
-			case <-time.After(2 * time.Minute):
-				t.Fatal("the first instance kept running beside its twin")
-			}
-			require.ErrorContains(t, err, "instance id twin")
-			eventually(t, "the second assigned", func() bool { return second.svc.Assigned() == 2 })
-			require.NoError(t, second.stop(t))
-		})
-	}
-}
-
-// waitWindowsWithin is waitWindows with another hang guard.
-func waitWindowsWithin(t *testing.T, seeds []string, topic string, want map[int64]uint64, guard time.Duration) (map[int64]uint64, int) {
-	t.Helper()
-	var got map[int64]uint64
-	var partial int
-	deadline := time.Now().Add(guard)
-	for {
-		got, partial = clusterWindows(t, seeds, topic)
-		ok := true
-		for w := range want {
-			if _, in := got[w]; !in {
-				ok = false
-			}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 2)
+		cfg := e.config(t)
+		cfg.InstanceID = "twin"
+		first := start(t, cfg)
+		testenv.Eventually(t, "the first assigned", func() bool { return first.svc.Assigned() == 2 })
+		second := start(t, cfg)
+		var err error
+		select {
+		case err = <-first.done:
+			close(first.done)
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the first instance kept running beside its twin")
 		}
-		if ok || time.Now().After(deadline) {
-			return got, partial
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		require.ErrorContains(t, err, "instance id twin")
+		testenv.Eventually(t, "the second assigned", func() bool { return second.svc.Assigned() == 2 })
+		require.NoError(t, second.stop(t))
+	})
 }

@@ -160,8 +160,7 @@ func runCluster(tb testing.TB, seeds []string, recs []*kgo.Record, parts int32, 
 // they hold all parts: the group has taken in every instance.
 func waitSpread(tb testing.TB, svcs []*detect.Service, parts int32) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Minute) // a hang guard
-	for {
+	testenv.EventuallyExplained(tb, fmt.Sprintf("the group to spread %d partitions over %d instances", parts, len(svcs)), 10*time.Minute, func() (bool, string) {
 		total, idle := 0, 0
 		for _, s := range svcs {
 			a := s.Assigned()
@@ -170,14 +169,8 @@ func waitSpread(tb testing.TB, svcs []*detect.Service, parts int32) {
 				idle++
 			}
 		}
-		if idle == 0 && total == int(parts) {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the group did not spread %d partitions over %d instances: %d assigned, %d instances with none", parts, len(svcs), total, idle)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return idle == 0 && total == int(parts), fmt.Sprintf("%d assigned, %d instances with none", total, idle)
+	})
 }
 
 // checkComplete fails unless reports are windows cluster reports, each

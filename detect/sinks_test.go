@@ -157,7 +157,7 @@ func TestClickHouseBackpressure(t *testing.T) {
 	// The first window's reports reach Kafka; ClickHouse has no room for
 	// them, so fetching pauses (the later summaries may or may not have
 	// been fetched with the first).
-	eventually(t, "reports on Kafka", func() bool { return len(readAll(t, e.seeds, e.reports)) >= 2 })
+	testenv.Eventually(t, "reports on Kafka", func() bool { return len(readAll(t, e.seeds, e.reports)) >= 2 })
 	time.Sleep(500 * time.Millisecond) // several commit intervals
 	c := committed(t, e.seeds, e.mergeGroup, e.windows)
 	require.True(t, len(c) == 0 || c[0].At == 0 && c[0].Metadata == "khm1 done=0",
@@ -165,7 +165,7 @@ func TestClickHouseBackpressure(t *testing.T) {
 	require.ErrorContains(t, r.svc.Ready(), "clickhouse inserts failing")
 
 	close(ch.open)
-	eventually(t, "the merge commit past every closed window", func() bool {
+	testenv.Eventually(t, "the merge commit past every closed window", func() bool {
 		return committed(t, e.seeds, e.mergeGroup, e.windows)[0].Metadata == "khm1 done="+strconv.FormatInt(base+4000, 10)
 	})
 	require.NoError(t, r.svc.Ready())

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -86,23 +87,28 @@ func clusterWindows(t *testing.T, seeds []string, topic string) (events map[int6
 // and returns what was reported then.
 func waitWindows(t *testing.T, seeds []string, topic string, want map[int64]uint64) (map[int64]uint64, int) {
 	t.Helper()
-	var got map[int64]uint64
-	var partial int
-	done := func() bool {
-		got, partial = clusterWindows(t, seeds, topic)
-		for w := range want {
-			if _, ok := got[w]; !ok {
-				return false
-			}
-		}
-		return true
-	}
 	// Generous: a starved machine may take long, and the assertion is
 	// about what comes out, not when.
-	deadline := time.Now().Add(8 * time.Minute)
-	for !done() && time.Now().Before(deadline) {
-		time.Sleep(time.Second)
-	}
+	return waitWindowsWithin(t, seeds, topic, want, 8*time.Minute)
+}
+
+// waitWindowsWithin is waitWindows with another hang guard. The test
+// fails when the guard passes with a window of want still unreported.
+func waitWindowsWithin(t *testing.T, seeds []string, topic string, want map[int64]uint64, guard time.Duration) (map[int64]uint64, int) {
+	t.Helper()
+	var got map[int64]uint64
+	var partial int
+	testenv.EventuallyExplained(t, "a report of every window wanted", guard, func() (bool, string) {
+		got, partial = clusterWindows(t, seeds, topic)
+		var missing []int64
+		for w := range want {
+			if _, ok := got[w]; !ok {
+				missing = append(missing, w)
+			}
+		}
+		slices.Sort(missing)
+		return len(missing) == 0, fmt.Sprintf("windows %v not reported", missing)
+	})
 	return got, partial
 }
 
@@ -113,43 +119,41 @@ func waitWindows(t *testing.T, seeds []string, topic string, want map[int64]uint
 // over it hold nothing back and do not count towards the merger's
 // max_pending_windows.
 func TestEventTimeGaps(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			for _, gap := range []time.Duration{0, 20 * time.Second, 90 * time.Second} {
-				t.Run(fmt.Sprintf("gap=%v", gap), func(t *testing.T) {
-					const parts = 6
-					e := newEnv(t, b.seeds(t), parts)
-					base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-					// 20 s of traffic at 500 events/s, then the same
-					// again past the gap.
-					evs := streamEvents(7, base, 20_000, 0)
-					for i := range int64(10_000) {
-						evs = append(evs, schemas.AccessEvent{TimeMs: base + i*2, Key: fmt.Sprintf("k:%d", i%997), App: "a", Op: "GET"})
-					}
-					slices.SortStableFunc(evs, func(a, b schemas.AccessEvent) int { return cmp.Compare(a.TimeMs, b.TimeMs) })
-					shift := 20*time.Second + gap
-					n := len(evs)
-					for i := range n {
-						again := evs[i]
-						again.TimeMs += shift.Milliseconds()
-						evs = append(evs, again)
-					}
-					want := map[int64]uint64{}
-					for _, ev := range evs {
-						want[ev.TimeMs-ev.TimeMs%1000]++
-					}
-					produceMany(t, e.seeds, records(e.events, parts, evs))
-					cfg := e.config(t)
-					cfg.Options.MaxPollRecords = 500
-					cfg.Pipeline.IdleTimeout = time.Second
-					start(t, cfg)
-					got, partial := waitWindows(t, e.seeds, e.reports, want)
-					require.Zero(t, partial, "no window is reported partial")
-					require.Equal(t, want, got, "every window's cluster total is exact")
-				})
-			}
-		})
-	}
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		for _, gap := range []time.Duration{0, 20 * time.Second, 90 * time.Second} {
+			t.Run(fmt.Sprintf("gap=%v", gap), func(t *testing.T) {
+				const parts = 6
+				e := newEnv(t, seeds, parts)
+				base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+				// 20 s of traffic at 500 events/s, then the same
+				// again past the gap.
+				evs := streamEvents(7, base, 20_000, 0)
+				for i := range int64(10_000) {
+					evs = append(evs, schemas.AccessEvent{TimeMs: base + i*2, Key: fmt.Sprintf("k:%d", i%997), App: "a", Op: "GET"})
+				}
+				slices.SortStableFunc(evs, func(a, b schemas.AccessEvent) int { return cmp.Compare(a.TimeMs, b.TimeMs) })
+				shift := 20*time.Second + gap
+				n := len(evs)
+				for i := range n {
+					again := evs[i]
+					again.TimeMs += shift.Milliseconds()
+					evs = append(evs, again)
+				}
+				want := map[int64]uint64{}
+				for _, ev := range evs {
+					want[ev.TimeMs-ev.TimeMs%1000]++
+				}
+				produceMany(t, e.seeds, records(e.events, parts, evs))
+				cfg := e.config(t)
+				cfg.Options.MaxPollRecords = 500
+				cfg.Pipeline.IdleTimeout = time.Second
+				start(t, cfg)
+				got, partial := waitWindows(t, e.seeds, e.reports, want)
+				require.Zero(t, partial, "no window is reported partial")
+				require.Equal(t, want, got, "every window's cluster total is exact")
+			})
+		}
+	})
 }
 
 // TestLiveCatchUpTwoInstancesStarved: two instances of a group start
@@ -160,45 +164,43 @@ func TestEventTimeGaps(t *testing.T) {
 // dense one however slowly it moves: every window is reported complete,
 // with every event.
 func TestLiveCatchUpTwoInstancesStarved(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			const parts, windows = 4, 100
-			e := newEnv(t, b.seeds(t), parts)
-			base := time.Now().Add(-10 * time.Minute).Truncate(time.Second).UnixMilli()
-			want := map[int64]uint64{}
-			var recs []*kgo.Record
-			for w := range int64(windows) {
-				start := base + w*1000
-				for p := int32(1); p < parts; p++ {
-					for i := range 3 {
-						key := fmt.Sprintf("light:%d:%d", p, i)
-						recs = append(recs, event(e.events, p, key, start+int64(100*i+int(p))))
-						want[start]++
-					}
-				}
-				for i := range 300 {
-					recs = append(recs, event(e.events, 0, fmt.Sprintf("dense:%d", i%50), start+int64(i)))
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		const parts, windows = 4, 100
+		e := newEnv(t, seeds, parts)
+		base := time.Now().Add(-10 * time.Minute).Truncate(time.Second).UnixMilli()
+		want := map[int64]uint64{}
+		var recs []*kgo.Record
+		for w := range int64(windows) {
+			start := base + w*1000
+			for p := int32(1); p < parts; p++ {
+				for i := range 3 {
+					key := fmt.Sprintf("light:%d:%d", p, i)
+					recs = append(recs, event(e.events, p, key, start+int64(100*i+int(p))))
 					want[start]++
 				}
 			}
-			// Only events close windows (no wall clock), so the closers
-			// close the last.
-			recs = append(recs, closers(e.events, parts, base+windows*1000)...)
-			produceMany(t, e.seeds, recs)
+			for i := range 300 {
+				recs = append(recs, event(e.events, 0, fmt.Sprintf("dense:%d", i%50), start+int64(i)))
+				want[start]++
+			}
+		}
+		// Only events close windows (no wall clock), so the closers
+		// close the last.
+		recs = append(recs, closers(e.events, parts, base+windows*1000)...)
+		produceMany(t, e.seeds, recs)
 
-			starveCPU(t)
-			cfg := e.config(t)
-			cfg.Options.MaxPollRecords = 500
-			cfg.Pipeline.IdleTimeout = time.Hour
-			require.Greater(t, windows, 2*cfg.Merge.MaxPendingWindows, "the backlog spans far more than max_pending_windows windows")
-			one := start(t, cfg)
-			two := start(t, cfg)
-			got, partial := waitWindows(t, e.seeds, e.reports, want)
-			require.Zero(t, partial, "no window is reported partial")
-			require.Equal(t, want, got, "every window's cluster total is exact")
-			require.Positive(t, one.svc.Assigned()+two.svc.Assigned(), "the instances still hold the partitions")
-		})
-	}
+		starveCPU(t)
+		cfg := e.config(t)
+		cfg.Options.MaxPollRecords = 500
+		cfg.Pipeline.IdleTimeout = time.Hour
+		require.Greater(t, windows, 2*cfg.Merge.MaxPendingWindows, "the backlog spans far more than max_pending_windows windows")
+		one := start(t, cfg)
+		two := start(t, cfg)
+		got, partial := waitWindows(t, e.seeds, e.reports, want)
+		require.Zero(t, partial, "no window is reported partial")
+		require.Equal(t, want, got, "every window's cluster total is exact")
+		require.Positive(t, one.svc.Assigned()+two.svc.Assigned(), "the instances still hold the partitions")
+	})
 }
 
 // TestRestartAfterQuietGap: a live detect stopped through a quiet spell
@@ -207,46 +209,44 @@ func TestLiveCatchUpTwoInstancesStarved(t *testing.T) {
 // close the empty windows of the gap at once, and empty windows are
 // complete once every partition passed them.
 func TestRestartAfterQuietGap(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			const parts = 3
-			e := newEnv(t, b.seeds(t), parts)
-			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-			before := streamEvents(3, base, 5_000, 2)
-			want := map[int64]uint64{}
-			for _, ev := range before {
-				want[ev.TimeMs-ev.TimeMs%1000]++
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		const parts = 3
+		e := newEnv(t, seeds, parts)
+		base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+		before := streamEvents(3, base, 5_000, 2)
+		want := map[int64]uint64{}
+		for _, ev := range before {
+			want[ev.TimeMs-ev.TimeMs%1000]++
+		}
+		produceMany(t, e.seeds, records(e.events, parts, before))
+		cfg := e.config(t)
+		cfg.Pipeline.IdleTimeout = time.Hour // no wall clock: only events close windows
+		r := start(t, cfg)
+		// Windows close only as later events come: the first run
+		// reports the first four of five.
+		first := map[int64]uint64{}
+		for w, n := range want {
+			if w < base+4000 {
+				first[w] = n
 			}
-			produceMany(t, e.seeds, records(e.events, parts, before))
-			cfg := e.config(t)
-			cfg.Pipeline.IdleTimeout = time.Hour // no wall clock: only events close windows
-			r := start(t, cfg)
-			// Windows close only as later events come: the first run
-			// reports the first four of five.
-			first := map[int64]uint64{}
-			for w, n := range want {
-				if w < base+4000 {
-					first[w] = n
-				}
-			}
-			waitWindows(t, e.seeds, e.reports, first)
-			require.NoError(t, r.stop(t))
+		}
+		waitWindows(t, e.seeds, e.reports, first)
+		require.NoError(t, r.stop(t))
 
-			// 100 s later (more than the 32 windows the merger holds).
-			after := streamEvents(4, base+105_000, 5_000, 2)
-			for _, ev := range after {
-				want[ev.TimeMs-ev.TimeMs%1000]++
+		// 100 s later (more than the 32 windows the merger holds).
+		after := streamEvents(4, base+105_000, 5_000, 2)
+		for _, ev := range after {
+			want[ev.TimeMs-ev.TimeMs%1000]++
+		}
+		produceMany(t, e.seeds, records(e.events, parts, after))
+		start(t, cfg)
+		for w := range want {
+			if w >= base+109_000 {
+				delete(want, w) // stays open: no later event closes it
 			}
-			produceMany(t, e.seeds, records(e.events, parts, after))
-			start(t, cfg)
-			for w := range want {
-				if w >= base+109_000 {
-					delete(want, w) // stays open: no later event closes it
-				}
-			}
-			got, partial := waitWindows(t, e.seeds, e.reports, want)
-			require.Zero(t, partial, "no window is reported partial")
-			require.Equal(t, want, got, "every window's cluster total is exact")
-		})
-	}
+		}
+		got, partial := waitWindows(t, e.seeds, e.reports, want)
+		require.Zero(t, partial, "no window is reported partial")
+		require.Equal(t, want, got, "every window's cluster total is exact")
+	})
 }

@@ -19,30 +19,27 @@ import (
 // it writes. Otherwise an --exit-at-end run reads the empty new topic and
 // exits 0 having read nothing.
 func TestMissingInputTopicNotCreated(t *testing.T) {
-	for _, b := range brokers {
-		t.Run(b.name, func(t *testing.T) {
-			seeds := b.seeds(t)
-			e := newEnv(t, seeds, 1)
-			cfg := e.config(t)
-			typo := testenv.UniqueName(t, "typo")
-			cfg.Options.Topics = []string{e.events, typo}
-			cfg.ExitAtEnd = true
-			svc, err := detect.New(cfg)
-			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			err = svc.Run(ctx)
-			var me *detect.MissingInputError
-			require.ErrorAs(t, err, &me)
-			require.Equal(t, []string{typo}, me.Topics, "the error names the missing topic only")
-			require.ErrorContains(t, err, "detect.topics")
-			require.NotContains(t, err.Error(), "detect:", "the command adds its name; the error does not repeat it")
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 1)
+		cfg := e.config(t)
+		typo := testenv.UniqueName(t, "typo")
+		cfg.Options.Topics = []string{e.events, typo}
+		cfg.ExitAtEnd = true
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err = svc.Run(ctx)
+		var me *detect.MissingInputError
+		require.ErrorAs(t, err, &me)
+		require.Equal(t, []string{typo}, me.Topics, "the error names the missing topic only")
+		require.ErrorContains(t, err, "detect.topics")
+		require.NotContains(t, err.Error(), "detect:", "the command adds its name; the error does not repeat it")
 
-			td, err := e.admin(t).ListTopics(ctx, typo)
-			require.NoError(t, err)
-			require.False(t, td.Has(typo), "the input topic was not created")
-		})
-	}
+		td, err := e.admin(t).ListTopics(ctx, typo)
+		require.NoError(t, err)
+		require.False(t, td.Has(typo), "the input topic was not created")
+	})
 }
 
 // TestRegexTopicsNothingMatches: with regex topics nothing is created or
@@ -54,9 +51,9 @@ func TestRegexTopicsNothingMatches(t *testing.T) {
 	cfg := e.config(t)
 	cfg.Options.RegexTopics = true
 	cfg.Options.Topics = []string{"^" + testenv.UniqueName(t, "nomatch") + "$"}
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	r := start(t, cfg)
-	eventually(t, "the warning", func() bool { return strings.Contains(log.String(), "no kafka topic matches detect.topics") })
+	testenv.Eventually(t, "the warning", func() bool { return strings.Contains(log.String(), "no kafka topic matches detect.topics") })
 	require.NoError(t, r.stop(t))
 }
