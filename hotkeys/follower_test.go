@@ -518,9 +518,10 @@ func TestFollowerManualOverrides(t *testing.T) {
 	e = byKey["c"]
 	require.Equal(t, 333.0, e.Rate, "the update applied while the demote hid it")
 	require.True(t, f.IsHot("shop", "c"))
-	// Stats' counts are stored once a batch's changes were reported: a
-	// barrier's change comes after they are.
+	// Stats' counts are stored after a batch's changes were reported, the
+	// barrier's own among them: wait until they include the barrier's key.
 	c.barrier(r)
+	testenv.Eventually(t, "the stats to count the barrier's key", func() bool { return f.Stats().Detector >= 3+c.barriers })
 	st = f.Stats()
 	require.Zero(t, st.Demoted)
 	require.Zero(t, st.Manual)
