@@ -1,11 +1,6 @@
 package main
 
-import (
-	"github.com/spf13/cobra"
-
-	"github.com/keyheat/keyheat/cmd/internal/cli"
-	"github.com/keyheat/keyheat/config"
-)
+import "slices"
 
 // The config keys (or whole sections) each command reads, for its --help:
 // a key a command leaves alone is still accepted (one file serves every
@@ -30,33 +25,7 @@ var (
 	// Replay runs the archive through pipeline and merge; it writes to
 	// ClickHouse (--clickhouse), a Parquet folder in the archive's
 	// layout (--out-parquet) or a topic (--to-topic, events.codec).
-	replayReads = concat([]string{"log", "archive", "pipeline", "merge", "detect.keyed", "detect.flush_timeout", "events.codec",
+	replayReads = slices.Concat([]string{"log", "archive", "pipeline", "merge", "detect.keyed", "detect.flush_timeout", "events.codec",
 		"kafka.create_topics", "kafka.partitions", "kafka.replication_factor"}, kafkaConn, chConn, chWrite)
 	queryReads = chConn
 )
-
-func concat(lists ...[]string) []string {
-	var out []string
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	return out
-}
-
-// setupHelp gives the commands their --help and --help-all (see
-// cli.SetupHelp), once root has every command.
-func setupHelp(root *cobra.Command) {
-	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "run":
-			cli.Reads(c, runReads...)
-		case "demo":
-			cli.Reads(c, demoReads...)
-		case "replay":
-			cli.Reads(c, replayReads...)
-		case "query":
-			cli.Reads(c, queryReads...)
-		}
-	}
-	cli.SetupHelp(root, config.CmdDetect)
-}

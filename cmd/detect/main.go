@@ -89,7 +89,7 @@ func newRoot(stdout io.Writer) *cobra.Command {
 			return err
 		}}
 	root.AddCommand(run, demo, example, newReplayCmd(stdout), newQueryCmd(stdout))
-	setupHelp(root)
+	cli.SetupHelp(root, config.CmdDetect, map[string][]string{"run": runReads, "demo": demoReads, "replay": replayReads, "query": queryReads})
 	return root
 }
 

@@ -1,11 +1,6 @@
 package main
 
-import (
-	"github.com/spf13/cobra"
-
-	"github.com/keyheat/keyheat/cmd/internal/cli"
-	"github.com/keyheat/keyheat/config"
-)
+import "slices"
 
 // The config keys (or whole sections) each command reads, for its --help:
 // a key a command leaves alone is still accepted (one file serves every
@@ -21,36 +16,10 @@ var (
 	parsing = []string{"events.max_key_bytes", "events.max_skew", "events.allow_binary_keys", "ingest.format", "ingest.app",
 		"ingest.json", "ingest.combined", "ingest.regex", "ingest.max_line_bytes", "ingest.dlq_max_raw"}
 
-	tailReads = concat(common, parsing, []string{"ingest.tail_id", "ingest.positions_topic", "ingest.rotated", "ingest.rotated_idle",
+	tailReads = slices.Concat(common, parsing, []string{"ingest.tail_id", "ingest.positions_topic", "ingest.rotated", "ingest.rotated_idle",
 		"ingest.poll_interval", "ingest.commit_interval"})
-	stdinReads = concat(common, parsing, []string{"ingest.end_timeout", "ingest.spill_file"})
-	topicReads = concat(common, parsing, []string{"ingest.topic"})
+	stdinReads = slices.Concat(common, parsing, []string{"ingest.end_timeout", "ingest.spill_file"})
+	topicReads = slices.Concat(common, parsing, []string{"ingest.topic"})
 	// gen makes events, not lines; ingest.app names their app.
-	genReads = concat(common, []string{"ingest.app"})
+	genReads = slices.Concat(common, []string{"ingest.app"})
 )
-
-func concat(lists ...[]string) []string {
-	var out []string
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	return out
-}
-
-// setupHelp gives the commands their --help and --help-all (see
-// cli.SetupHelp), once root has every command.
-func setupHelp(root *cobra.Command) {
-	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "tail":
-			cli.Reads(c, tailReads...)
-		case "stdin":
-			cli.Reads(c, stdinReads...)
-		case "topic":
-			cli.Reads(c, topicReads...)
-		case "gen":
-			cli.Reads(c, genReads...)
-		}
-	}
-	cli.SetupHelp(root, config.CmdIngest)
-}

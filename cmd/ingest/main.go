@@ -174,7 +174,7 @@ func newRoot(force <-chan struct{}) *cobra.Command {
 			return err
 		}}
 	root.AddCommand(tail, stdin, topic, gen, example)
-	setupHelp(root)
+	cli.SetupHelp(root, config.CmdIngest, map[string][]string{"tail": tailReads, "stdin": stdinReads, "topic": topicReads, "gen": genReads})
 	return root
 }
 

@@ -91,5 +91,30 @@ func TestSetupHelpRefusesUnknownKeys(t *testing.T) {
 	sub := &cobra.Command{Use: "sub", Run: func(*cobra.Command, []string) {}}
 	root.AddCommand(sub)
 	Reads(sub, "clickhouse.adr")
-	require.PanicsWithValue(t, `cli: x sub reads "clickhouse.adr", which is no key of detect`, func() { SetupHelp(root, config.CmdDetect) })
+	require.PanicsWithValue(t, `cli: x sub reads "clickhouse.adr", which is no key of detect`, func() { SetupHelp(root, config.CmdDetect, nil) })
+}
+
+// TestSetupHelpReadsByName: the keys SetupHelp is given for a command by
+// name are the ones its help lists; a name root has no command of is a
+// typo, caught when the tree is built, and so is a key given that way.
+func TestSetupHelpReadsByName(t *testing.T) {
+	build := func() *cobra.Command {
+		root := &cobra.Command{Use: "x"}
+		config.AddFlags(root.PersistentFlags(), config.CmdDetect)
+		root.AddCommand(&cobra.Command{Use: "sub", Run: func(*cobra.Command, []string) {}})
+		return root
+	}
+	root := build()
+	SetupHelp(root, config.CmdDetect, map[string][]string{"sub": {"pipeline.window"}})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"sub", "--help"})
+	require.NoError(t, root.Execute())
+	require.Contains(t, out.String(), "--pipeline.window ")
+	require.NotContains(t, out.String(), "--clickhouse.addr ")
+
+	require.PanicsWithValue(t, `cli: x has no command "suv" to read [log]`,
+		func() { SetupHelp(build(), config.CmdDetect, map[string][]string{"suv": {"log"}}) })
+	require.PanicsWithValue(t, `cli: x sub reads "clickhouse.adr", which is no key of detect`,
+		func() { SetupHelp(build(), config.CmdDetect, map[string][]string{"sub": {"clickhouse.adr"}}) })
 }

@@ -35,11 +35,20 @@ func Reads(cmd *cobra.Command, keys ...string) {
 // SetupHelp gives root and every command below it a --help-all flag and
 // a help that lists, besides a command's own flags, only the flags of the
 // config keys of c it Reads, grouped by section, and says how many more
-// there are and that --help-all lists them too. The flags of c's keys are
-// root's persistent flags (config.AddFlags); call SetupHelp once the tree
-// is built. It panics when a command Reads a key c does not have: a typo
-// the commands' tests catch.
-func SetupHelp(root *cobra.Command, c config.Command) {
+// there are and that --help-all lists them too. reads names, for root's
+// commands by name, the keys each reads (as Reads). The flags of c's
+// keys are root's persistent flags (config.AddFlags); call SetupHelp once
+// the tree is built. It panics when reads names a command root does not
+// have, or a command reads a key c does not have: typos the commands'
+// tests catch.
+func SetupHelp(root *cobra.Command, c config.Command, reads map[string][]string) {
+	for name, keys := range reads {
+		i := slices.IndexFunc(root.Commands(), func(cmd *cobra.Command) bool { return cmd.Name() == name })
+		if i < 0 {
+			panic(fmt.Sprintf("cli: %s has no command %q to read %v", root.CommandPath(), name, keys))
+		}
+		Reads(root.Commands()[i], keys...)
+	}
 	h := &helper{cmd: c}
 	// cobra adds its help and completion commands when the tree runs;
 	// added now, they get --help-all like every command the help lists.

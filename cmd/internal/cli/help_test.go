@@ -22,7 +22,7 @@ func TestHelpAllOnEveryCommand(t *testing.T) {
 		sub := &cobra.Command{Use: "run", Short: "run it", RunE: func(*cobra.Command, []string) error { return nil }}
 		root.AddCommand(sub)
 		Reads(sub, "log")
-		SetupHelp(root, config.CmdDetect)
+		SetupHelp(root, config.CmdDetect, nil)
 		var out bytes.Buffer
 		root.SetOut(&out)
 		root.SetErr(&out)
