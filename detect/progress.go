@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/keyheat/keyheat/detect/internal/member"
+	"github.com/keyheat/keyheat/internal/kgolog"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
 )
@@ -102,7 +102,7 @@ func newBoard(s *Service) (*board, error) {
 		// Records are a few a second; a short wait keeps what the board
 		// knows current, and the loop sends its beats between polls.
 		kgo.FetchMaxWait(b.beat/2),
-		kgo.WithLogger(member.Logger(s.log)),
+		kgo.WithLogger(kgolog.New(s.log, kgolog.WarnAndAbove())),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/keyheat/keyheat/detect/internal/member"
 	"github.com/keyheat/keyheat/internal/deadletters"
+	"github.com/keyheat/keyheat/internal/kgolog"
 	"github.com/keyheat/keyheat/internal/topics"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
@@ -300,7 +301,7 @@ func New(cfg Config) (*Service, error) {
 		kgo.ProducerBatchCompression(kgo.ZstdCompression()),
 		kgo.MaxBufferedRecords(maxBufferedRecords),
 		kgo.ProducerBatchMaxBytes(maxRecordBytes),
-		kgo.WithLogger(member.Logger(cfg.Logger)),
+		kgo.WithLogger(kgolog.New(cfg.Logger, kgolog.WarnAndAbove())),
 	}, cfg.ClientOpts...)
 	out, err := kgo.NewClient(opts...)
 	if err != nil {

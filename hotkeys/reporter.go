@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/kgolog"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -333,7 +334,7 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 		kgo.DisableClientMetrics(),
 	}
 	if cfg.Logger != nil {
-		opts = append(opts, kgo.WithLogger(reporterKgoLogger{cfg.Logger}))
+		opts = append(opts, kgo.WithLogger(kgolog.New(cfg.Logger)))
 	}
 	cl, err := kgo.NewClient(append(opts, cfg.ClientOpts...)...)
 	if err != nil {
@@ -773,27 +774,5 @@ func (w *reporterWarned) warn(r *Reporter, now time.Time, final bool) {
 		r.log.Warn("hotkeys reporter: events not acknowledged by kafka",
 			"failed", st.Failed-w.failed, "failed_total", st.Failed, "topic", r.topic, "err", err)
 		w.at, w.failed = now, st.Failed
-	}
-}
-
-// reporterKgoLogger adapts slog to franz-go's logger: its warnings and errors,
-// and the rest when the logger is at debug.
-type reporterKgoLogger struct{ l *slog.Logger }
-
-func (k reporterKgoLogger) Level() kgo.LogLevel {
-	if k.l.Enabled(context.Background(), slog.LevelDebug) {
-		return kgo.LogLevelDebug
-	}
-	return kgo.LogLevelWarn
-}
-
-func (k reporterKgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	switch level {
-	case kgo.LogLevelError:
-		k.l.Error(msg, keyvals...)
-	case kgo.LogLevelWarn:
-		k.l.Warn(msg, keyvals...)
-	default:
-		k.l.Debug(msg, keyvals...)
 	}
 }

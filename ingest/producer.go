@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/keyheat/keyheat/internal/kgolog"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -239,7 +240,11 @@ func (p *Producer) Client() *kgo.Client { return p.cl }
 func clientLogOpts(log *slog.Logger, h *KafkaHealth) []kgo.Opt {
 	var opts []kgo.Opt
 	if log != nil {
-		opts = append(opts, kgo.WithLogger(kslog{l: log, h: h}))
+		var quiet []kgolog.Option
+		if h != nil {
+			quiet = append(quiet, kgolog.Quiet(h.Unreachable))
+		}
+		opts = append(opts, kgo.WithLogger(kgolog.New(log, quiet...)))
 	}
 	if h != nil {
 		opts = append(opts, kgo.WithHooks(h.hook()))
@@ -376,30 +381,3 @@ type partitionZero struct{}
 
 func (partitionZero) RequiresConsistency(*kgo.Record) bool { return true }
 func (partitionZero) Partition(*kgo.Record, int) int       { return 0 }
-
-// kslog adapts slog to kgo.Logger. franz-go's own lines are shown from
-// warn up, and below only when the logger is at debug; while KafkaHealth
-// knows Kafka is unreachable its retry warnings go to debug too, since the
-// outage was already said once, plainly.
-type kslog struct {
-	l *slog.Logger
-	h *KafkaHealth
-}
-
-func (k kslog) Level() kgo.LogLevel {
-	if k.l.Enabled(context.Background(), slog.LevelDebug) {
-		return kgo.LogLevelDebug
-	}
-	return kgo.LogLevelWarn
-}
-
-func (k kslog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	switch {
-	case level == kgo.LogLevelError:
-		k.l.Error(msg, keyvals...)
-	case level == kgo.LogLevelWarn && (k.h == nil || !k.h.Unreachable()):
-		k.l.Warn(msg, keyvals...)
-	default:
-		k.l.Debug(msg, keyvals...)
-	}
-}

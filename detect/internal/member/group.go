@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/keyheat/keyheat/internal/kgolog"
 )
 
 // Handler hears a group's assignment lifecycle, partition by partition.
@@ -69,7 +71,7 @@ func (c GroupConfig) Opts() []kgo.Opt {
 		}),
 		kgo.OnPartitionsRevoked(h.Revoked),
 		kgo.OnPartitionsLost(h.Lost),
-		kgo.WithLogger(Logger(c.Logger)),
+		kgo.WithLogger(kgolog.New(c.Logger, kgolog.WarnAndAbove())),
 	}
 	if c.Regex {
 		opts = append(opts, kgo.ConsumeRegex())
