@@ -5,7 +5,7 @@
 // order so a replay runs the live detection code on what was archived.
 //
 // It owns the archive's layout, its writers (Archive, PartitionWriter,
-// ReportWriter, HotKeyWriter) and readers (EventReader, ReadReports,
+// ReportWriter and HotKeyWriter, the two RecordWriters) and readers (EventReader, ReadReports,
 // ReadHotKeys). The row types are schemas.EventRow, ReportRow and
 // HotKeyRow. It does not consume Kafka or commit offsets: detect does, and
 // asks PartitionWriter.Durable how far it may commit.

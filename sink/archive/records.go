@@ -203,62 +203,52 @@ func (w *recordWriter[T]) roll() error {
 	return nil
 }
 
+// RecordWriter archives records of one kind (window reports, hot-key
+// events), one row per record, bucketed by the record's app and the UTC
+// hour of its time.
+type RecordWriter[R, Row any] struct {
+	w   *recordWriter[Row]
+	row func(R) (Row, error)
+}
+
 // ReportWriter archives WindowReports under kind=reports, by the report's
 // app (cluster-wide reports under the empty app's folder) and the UTC hour
 // of its window start.
-type ReportWriter struct {
-	w *recordWriter[schemas.ReportRow]
-}
+type ReportWriter = RecordWriter[*schemas.WindowReport, schemas.ReportRow]
+
+// HotKeyWriter archives HotKeyEvents under kind=hotkeys, by the event's
+// app and the UTC hour of its onset.
+type HotKeyWriter = RecordWriter[*schemas.HotKeyEvent, schemas.HotKeyRow]
 
 // Reports opens the report writer of source, a name unique among the
 // processes writing reports to this archive (the merger: "merger").
 func (a *Archive) Reports(source string) (*ReportWriter, error) {
-	w, err := newRecordWriter(a, KindReports, source, func(r *schemas.ReportRow) (string, string, int64) {
+	return openRecordWriter(a, KindReports, source, func(r *schemas.ReportRow) (string, string, int64) {
 		return r.ID, r.App, r.StartMs
-	}, "start_ms")
-	if err != nil {
-		return nil, err
-	}
-	return &ReportWriter{w: w}, nil
-}
-
-// Append buffers r; it is durable after the next roll (Flush forces one).
-func (w *ReportWriter) Append(r *schemas.WindowReport) error {
-	row, err := schemas.MakeReportRow(r)
-	if err != nil {
-		return err
-	}
-	return w.w.append(row)
-}
-
-// Flush writes what is buffered and returns once it is durable.
-func (w *ReportWriter) Flush(ctx context.Context) error { return w.w.flush(ctx) }
-
-// Close flushes and releases the writer; calling it again returns nil.
-func (w *ReportWriter) Close() error { return w.w.Close() }
-
-// HotKeyWriter archives HotKeyEvents under kind=hotkeys, by the event's
-// app and the UTC hour of its onset.
-type HotKeyWriter struct {
-	w *recordWriter[schemas.HotKeyRow]
+	}, "start_ms", schemas.MakeReportRow)
 }
 
 // HotKeys opens the hot-key writer of source, a name unique among the
 // writers of this archive: detect opens one per events partition, e.g.
 // "keyheat.events-3".
 func (a *Archive) HotKeys(source string) (*HotKeyWriter, error) {
-	w, err := newRecordWriter(a, KindHotKeys, source, func(r *schemas.HotKeyRow) (string, string, int64) {
+	return openRecordWriter(a, KindHotKeys, source, func(r *schemas.HotKeyRow) (string, string, int64) {
 		return r.ID, r.App, r.OnsetMs
-	}, "onset_ms")
+	}, "onset_ms", schemas.MakeHotKeyRow)
+}
+
+func openRecordWriter[R, Row any](a *Archive, kind, source string, key func(*Row) (string, string, int64), timeCol string,
+	row func(R) (Row, error)) (*RecordWriter[R, Row], error) {
+	w, err := newRecordWriter(a, kind, source, key, timeCol)
 	if err != nil {
 		return nil, err
 	}
-	return &HotKeyWriter{w: w}, nil
+	return &RecordWriter[R, Row]{w: w, row: row}, nil
 }
 
-// Append buffers h; it is durable after the next roll (Flush forces one).
-func (w *HotKeyWriter) Append(h *schemas.HotKeyEvent) error {
-	row, err := schemas.MakeHotKeyRow(h)
+// Append buffers r; it is durable after the next roll (Flush forces one).
+func (w *RecordWriter[R, Row]) Append(r R) error {
+	row, err := w.row(r)
 	if err != nil {
 		return err
 	}
@@ -266,7 +256,7 @@ func (w *HotKeyWriter) Append(h *schemas.HotKeyEvent) error {
 }
 
 // Flush writes what is buffered and returns once it is durable.
-func (w *HotKeyWriter) Flush(ctx context.Context) error { return w.w.flush(ctx) }
+func (w *RecordWriter[R, Row]) Flush(ctx context.Context) error { return w.w.flush(ctx) }
 
 // Close flushes and releases the writer; calling it again returns nil.
-func (w *HotKeyWriter) Close() error { return w.w.Close() }
+func (w *RecordWriter[R, Row]) Close() error { return w.w.Close() }

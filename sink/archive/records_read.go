@@ -18,56 +18,46 @@ import (
 // each once: a report archived twice after a crash is returned once. The
 // second result lists files skipped with Query.SkipBadFiles.
 func ReadReports(ctx context.Context, fsys FS, q Query, log *slog.Logger) ([]*schemas.WindowReport, []*BadFileError, error) {
-	rows, skipped, err := readRecords[schemas.ReportRow](ctx, fsys, KindReports, q, log, func(r *schemas.ReportRow) bool {
-		return q.hasTime(r.StartMs) && q.hasApp(r.App)
-	})
-	if err != nil {
-		return nil, skipped, err
-	}
-	out := make([]*schemas.WindowReport, 0, len(rows))
-	seen := make(map[string]bool, len(rows))
-	for i := range rows {
-		if seen[rows[i].row.ID] {
-			continue
-		}
-		seen[rows[i].row.ID] = true
-		rep, err := rows[i].row.Report()
-		if err != nil {
-			bf := &BadFileError{Path: rows[i].path, Err: err}
-			if !q.SkipBadFiles {
-				return nil, skipped, bf
-			}
-			skipped = append(skipped, bf)
-			continue
-		}
-		out = append(out, rep)
-	}
-	slices.SortStableFunc(out, func(a, b *schemas.WindowReport) int {
-		if c := cmpInt(a.StartMs, b.StartMs); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return out, skipped, nil
+	return readUnique(ctx, fsys, KindReports, q, log, func(r *schemas.ReportRow) (int64, string, bool) {
+		return r.StartMs, r.ID, q.hasTime(r.StartMs) && q.hasApp(r.App)
+	}, (*schemas.ReportRow).Report)
 }
 
 // ReadHotKeys returns the archived hot-key events q selects (by onset,
 // app and key prefix), ordered by onset, then ID, each once.
 func ReadHotKeys(ctx context.Context, fsys FS, q Query, log *slog.Logger) ([]*schemas.HotKeyEvent, []*BadFileError, error) {
-	rows, skipped, err := readRecords[schemas.HotKeyRow](ctx, fsys, KindHotKeys, q, log, func(r *schemas.HotKeyRow) bool {
-		return q.hasTime(r.OnsetMs) && q.hasApp(r.App) && strings.HasPrefix(r.Key, q.KeyPrefix)
+	return readUnique(ctx, fsys, KindHotKeys, q, log, func(r *schemas.HotKeyRow) (int64, string, bool) {
+		return r.OnsetMs, r.ID, q.hasTime(r.OnsetMs) && q.hasApp(r.App) && strings.HasPrefix(r.Key, q.KeyPrefix)
+	}, (*schemas.HotKeyRow).HotKeyEvent)
+}
+
+// readUnique reads kind's rows that sel keeps and makes a record of the
+// first row of each ID with conv, ordered by sel's time, then ID. A row
+// conv refuses is its file's BadFileError: returned, or skipped with
+// Query.SkipBadFiles.
+func readUnique[T, R any](ctx context.Context, fsys FS, kind string, q Query, log *slog.Logger,
+	sel func(*T) (at int64, id string, keep bool), conv func(*T) (R, error)) ([]R, []*BadFileError, error) {
+	rows, skipped, err := readRecords[T](ctx, fsys, kind, q, log, func(r *T) bool {
+		_, _, keep := sel(r)
+		return keep
 	})
 	if err != nil {
 		return nil, skipped, err
 	}
-	out := make([]*schemas.HotKeyEvent, 0, len(rows))
+	type rec struct {
+		at  int64
+		id  string
+		rec R
+	}
+	recs := make([]rec, 0, len(rows))
 	seen := make(map[string]bool, len(rows))
 	for i := range rows {
-		if seen[rows[i].row.ID] {
+		at, id, _ := sel(&rows[i].row)
+		if seen[id] {
 			continue
 		}
-		seen[rows[i].row.ID] = true
-		h, err := rows[i].row.HotKeyEvent()
+		seen[id] = true
+		r, err := conv(&rows[i].row)
 		if err != nil {
 			bf := &BadFileError{Path: rows[i].path, Err: err}
 			if !q.SkipBadFiles {
@@ -76,14 +66,18 @@ func ReadHotKeys(ctx context.Context, fsys FS, q Query, log *slog.Logger) ([]*sc
 			skipped = append(skipped, bf)
 			continue
 		}
-		out = append(out, h)
+		recs = append(recs, rec{at, id, r})
 	}
-	slices.SortStableFunc(out, func(a, b *schemas.HotKeyEvent) int {
-		if c := cmpInt(a.OnsetMs, b.OnsetMs); c != 0 {
+	slices.SortStableFunc(recs, func(a, b rec) int {
+		if c := cmpInt(a.at, b.at); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(a.id, b.id)
 	})
+	out := make([]R, len(recs))
+	for i := range recs {
+		out[i] = recs[i].rec
+	}
 	return out, skipped, nil
 }
 
