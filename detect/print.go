@@ -37,23 +37,15 @@ func newPrinter(w io.Writer, format string) *printer {
 }
 
 func (p *printer) hotKey(h *schemas.HotKeyEvent) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	b := p.buf[:0]
-	if p.json {
-		b, _ = h.AppendJSON(b)
-		b = append(b, '\n')
-	} else {
-		b = p.text.AppendHotKey(b, h)
-	}
-	p.buf = b
-	_, _ = p.w.Write(p.buf)
+	p.print(h.AppendJSON, func(b []byte) []byte { return p.text.AppendHotKey(b, h) })
 }
 
 func (p *printer) report(r *schemas.WindowReport) {
+	p.print(r.AppendJSON, func(b []byte) []byte { return p.text.AppendReport(b, r) })
+}
+
+// print writes one message: a JSON line, or its text (which may be none).
+func (p *printer) print(appendJSON func([]byte) ([]byte, error), appendText func([]byte) []byte) {
 	if p == nil {
 		return
 	}
@@ -61,14 +53,14 @@ func (p *printer) report(r *schemas.WindowReport) {
 	defer p.mu.Unlock()
 	b := p.buf[:0]
 	if p.json {
-		b, _ = r.AppendJSON(b)
+		b, _ = appendJSON(b)
 		b = append(b, '\n')
 	} else {
-		b = p.text.AppendReport(b, r)
+		b = appendText(b)
 	}
 	p.buf = b
 	if len(b) > 0 {
-		_, _ = p.w.Write(p.buf)
+		_, _ = p.w.Write(b)
 	}
 }
 
