@@ -363,16 +363,40 @@ func TestClusterEpisodeStart(t *testing.T) {
 // anew.
 func TestClusterCommitPointWithLaggingPartition(t *testing.T) {
 	o := clusterOpts("")
-	var items []*schemas.Candidates
-	at := func(p int32, end int64) *schemas.Candidates {
+	items := laggingItems(14000, 1500, func(p int32, end int64) *schemas.Candidates {
 		if end >= 2000 && end < 4000 {
 			return batch(p, end, 25, ck("k", 400))
 		}
 		return batch(p, end, 25)
+	})
+	ref, points := commitPoints(t, o, items)
+	feed := func(from []*schemas.Candidates, startMs int64) []schemas.HotKeyEvent { return feedCluster(t, o, from, startMs, nil) }
+	require.Len(t, ref, 2, "one hot, one cooled: %+v", ref)
+	ids := map[string]bool{}
+	for _, e := range ref {
+		ids[e.ID] = true
 	}
-	const lag = 1500
-	for end := int64(1000); end <= 14000+lag; end += 100 {
-		if end <= 14000 {
+	var anew int
+	for _, pt := range points {
+		for _, e := range feed(items[pt.off:], pt.fromMs) {
+			require.True(t, ids[e.ID], "from offset %d, start %d: %s %d is new", pt.off, pt.fromMs, e.Type, e.OnsetMs)
+		}
+		for _, e := range feed(items[pt.off:], noTime) {
+			if !ids[e.ID] {
+				anew++
+			}
+		}
+	}
+	require.Positive(t, anew, "without a start, some commit point raises the key anew")
+}
+
+// laggingItems is the windows topic's batches when partition 0 runs lag
+// ms ahead of partitions 1 to 3: at(p, end) for every 100 ms slot end
+// from 1 s to last (partition 0's), in the order they would arrive.
+func laggingItems(last, lag int64, at func(p int32, end int64) *schemas.Candidates) []*schemas.Candidates {
+	var items []*schemas.Candidates
+	for end := int64(1000); end <= last+lag; end += 100 {
+		if end <= last {
 			items = append(items, at(0, end))
 		}
 		if e := end - lag; e >= 1000 {
@@ -381,25 +405,41 @@ func TestClusterCommitPointWithLaggingPartition(t *testing.T) {
 			}
 		}
 	}
-	feed := func(from []*schemas.Candidates, startMs int64, watch func(int, *ClusterAlerts)) []schemas.HotKeyEvent {
-		c := newCluster(t, o)
-		c.SetStart(startMs)
-		var evs []schemas.HotKeyEvent
-		for i, b := range from {
-			c.Add(b)
-			evs = c.Ready(nil, evs)
-			if watch != nil {
-				watch(i, c)
-			}
+	return items
+}
+
+// feedCluster runs a new cluster stage, started at startMs, over from;
+// watch, if not nil, sees the stage after each batch.
+func feedCluster(t *testing.T, o Options, from []*schemas.Candidates, startMs int64, watch func(int, *ClusterAlerts)) []schemas.HotKeyEvent {
+	c := newCluster(t, o)
+	c.SetStart(startMs)
+	var evs []schemas.HotKeyEvent
+	for i, b := range from {
+		c.Add(b)
+		evs = c.Ready(nil, evs)
+		if watch != nil {
+			watch(i, c)
 		}
-		return c.Finish(evs)
 	}
-	type point struct {
-		off    int
-		fromMs int64
-	}
-	var points []point
-	ref := feed(items, noTime, func(i int, c *ClusterAlerts) {
+	return c.Finish(evs)
+}
+
+// commitPoint is where a new stage may resume: the first batch at or
+// after fromMs, and fromMs as its start.
+type commitPoint struct {
+	off    int
+	fromMs int64
+}
+
+// commitPoints runs items through a stage from the start and returns its
+// events and, after each batch, the commit point detect's merger would
+// choose (as detect/mergerunner.go's clusterHold: two rule windows, the
+// cool-down and the suppression before the last round decided, and two
+// rule windows before an open episode's start; 2000 + 2000 + 1000 for
+// these options).
+func commitPoints(t *testing.T, o Options, items []*schemas.Candidates) ([]schemas.HotKeyEvent, []commitPoint) {
+	var points []commitPoint
+	ref := feedCluster(t, o, items, noTime, func(i int, c *ClusterAlerts) {
 		done, ok := c.DoneMs()
 		if !ok {
 			return
@@ -415,23 +455,7 @@ func TestClusterCommitPointWithLaggingPartition(t *testing.T) {
 				break
 			}
 		}
-		points = append(points, point{off, from})
+		points = append(points, commitPoint{off, from})
 	})
-	require.Len(t, ref, 2, "one hot, one cooled: %+v", ref)
-	ids := map[string]bool{}
-	for _, e := range ref {
-		ids[e.ID] = true
-	}
-	var anew int
-	for _, pt := range points {
-		for _, e := range feed(items[pt.off:], pt.fromMs, nil) {
-			require.True(t, ids[e.ID], "from offset %d, start %d: %s %d is new", pt.off, pt.fromMs, e.Type, e.OnsetMs)
-		}
-		for _, e := range feed(items[pt.off:], noTime, nil) {
-			if !ids[e.ID] {
-				anew++
-			}
-		}
-	}
-	require.Positive(t, anew, "without a start, some commit point raises the key anew")
+	return ref, points
 }

@@ -357,8 +357,7 @@ func TestClusterRefresh(t *testing.T) {
 // holds its commit before the episode, so the stage sees it whole.
 func TestClusterRefreshFromCommitPoints(t *testing.T) {
 	o := clusterOpts("")
-	var items []*schemas.Candidates
-	at := func(p int32, end int64) *schemas.Candidates {
+	items := laggingItems(16000, 700, func(p int32, end int64) *schemas.Candidates {
 		switch {
 		case end >= 2000 && end < 3500:
 			return batch(p, end, 25, ck("k", 300))
@@ -368,54 +367,9 @@ func TestClusterRefreshFromCommitPoints(t *testing.T) {
 			return batch(p, end, 25, ck("k", 450))
 		}
 		return batch(p, end, 25)
-	}
-	const lag = 700
-	for end := int64(1000); end <= 16000+lag; end += 100 {
-		if end <= 16000 {
-			items = append(items, at(0, end))
-		}
-		if e := end - lag; e >= 1000 {
-			for p := int32(1); p < 4; p++ {
-				items = append(items, at(p, e))
-			}
-		}
-	}
-	feed := func(from []*schemas.Candidates, startMs int64, watch func(int, *ClusterAlerts)) []schemas.HotKeyEvent {
-		c := newCluster(t, o)
-		c.SetStart(startMs)
-		var evs []schemas.HotKeyEvent
-		for i, b := range from {
-			c.Add(b)
-			evs = c.Ready(nil, evs)
-			if watch != nil {
-				watch(i, c)
-			}
-		}
-		return c.Finish(evs)
-	}
-	type point struct {
-		off    int
-		fromMs int64
-	}
-	var points []point
-	ref := feed(items, noTime, func(i int, c *ClusterAlerts) {
-		done, ok := c.DoneMs()
-		if !ok {
-			return
-		}
-		from := done - (2000 + 2000 + 1000)
-		if s, ok := c.EpisodeStartMs(); ok {
-			from = min(from, s-2000)
-		}
-		off := i
-		for j := 0; j <= i; j++ {
-			if items[j].SlotEndMs >= from {
-				off = j
-				break
-			}
-		}
-		points = append(points, point{off, from})
 	})
+	ref, points := commitPoints(t, o, items)
+	feed := func(from []*schemas.Candidates, startMs int64) []schemas.HotKeyEvent { return feedCluster(t, o, from, startMs, nil) }
 	require.Equal(t, []string{"hot", "update", "update", "cooled"}, typesOf(ref), "%+v", ref)
 	require.Equal(t, []float64{1200, 2800, 1800, 0}, []float64{ref[0].Rate, ref[1].Rate, ref[2].Rate, ref[3].Rate})
 	require.Equal(t, []float64{1200, 2800, 2800, 2800}, []float64{ref[0].PeakRate, ref[1].PeakRate, ref[2].PeakRate, ref[3].PeakRate})
@@ -425,7 +379,7 @@ func TestClusterRefreshFromCommitPoints(t *testing.T) {
 	}
 	updates := 0
 	for _, pt := range points {
-		for _, e := range feed(items[pt.off:], pt.fromMs, nil) {
+		for _, e := range feed(items[pt.off:], pt.fromMs) {
 			want, ok := byID[e.ID]
 			require.True(t, ok, "from offset %d, start %d: %s %d is new", pt.off, pt.fromMs, e.Type, e.OnsetMs)
 			require.Equal(t, want, e, "from offset %d, start %d", pt.off, pt.fromMs)
