@@ -370,7 +370,9 @@ func TestClusterCommitPointWithLaggingPartition(t *testing.T) {
 		return batch(p, end, 25)
 	})
 	ref, points := commitPoints(t, o, items)
-	feed := func(from []*schemas.Candidates, startMs int64) []schemas.HotKeyEvent { return feedCluster(t, o, from, startMs, nil) }
+	feed := func(from []*schemas.Candidates, startMs int64) []schemas.HotKeyEvent {
+		return feedCluster(t, o, from, startMs, nil)
+	}
 	require.Len(t, ref, 2, "one hot, one cooled: %+v", ref)
 	ids := map[string]bool{}
 	for _, e := range ref {

@@ -369,7 +369,9 @@ func TestClusterRefreshFromCommitPoints(t *testing.T) {
 		return batch(p, end, 25)
 	})
 	ref, points := commitPoints(t, o, items)
-	feed := func(from []*schemas.Candidates, startMs int64) []schemas.HotKeyEvent { return feedCluster(t, o, from, startMs, nil) }
+	feed := func(from []*schemas.Candidates, startMs int64) []schemas.HotKeyEvent {
+		return feedCluster(t, o, from, startMs, nil)
+	}
 	require.Equal(t, []string{"hot", "update", "update", "cooled"}, typesOf(ref), "%+v", ref)
 	require.Equal(t, []float64{1200, 2800, 1800, 0}, []float64{ref[0].Rate, ref[1].Rate, ref[2].Rate, ref[3].Rate})
 	require.Equal(t, []float64{1200, 2800, 2800, 2800}, []float64{ref[0].PeakRate, ref[1].PeakRate, ref[2].PeakRate, ref[3].PeakRate})
