@@ -270,40 +270,8 @@ func TestTailKillCopyTruncate(t *testing.T) {
 		w := &rotatingWriter{path: path, rotateEvery: 2500, linesPerMs: 10, copyTruncate: true,
 			stopc: make(chan struct{}), done: make(chan error, 1)}
 		go func() { w.done <- w.run(rand.New(rand.NewPCG(8, 8))) }()
-		kills := 0
-		for {
-			_, rotations := w.counts()
-			if rotations >= 12 && kills >= 5 {
-				break
-			}
-			p := startIngest(t, nil, args...)
-			time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
-			p.Kill()
-			kills++
-			if kills%2 == 0 {
-				// Down across a truncation: the start finds the saved
-				// position's content in a copy, and the file at the path
-				// new.
-				_, r0 := w.counts()
-				deadline := time.Now().Add(30 * time.Second)
-				for _, r := w.counts(); r < r0+1 && time.Now().Before(deadline); _, r = w.counts() {
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-		}
-		n := w.stop(t)
-		_, rotations := w.counts()
-		p := startIngest(t, nil, args...)
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			got := tp.lineNumbers(t)
-			if len(got) >= n || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		require.Equal(t, 0, p.Stop(), "a stop with every line delivered exits 0")
-		requireExactlyOnce(t, tp.lineNumbers(t), n)
+		kills := killAcross(t, w, args, rng, 12, 2, 1)
+		n, rotations := deliverAll(t, w, tp, args)
 		t.Logf("%d lines, %d copytruncate rotations, %d kills", n, rotations, kills)
 	}
 	t.Run("kfake", func(t *testing.T) { run(t, testenv.KFake(t)) })
@@ -325,44 +293,52 @@ func TestTailKillRotate(t *testing.T) {
 			"--ingest.commit_interval=50ms", "--ingest.poll_interval=5ms", "--ingest.rotated_idle=400ms"}, tp.flags()...)
 		rng := rand.New(rand.NewPCG(42, 42))
 		w := startRotatingWriter(path, 2500, 300*time.Millisecond, 10, 7)
-		kills := 0
-		for {
-			_, rotations := w.counts()
-			if rotations >= 22 && kills >= 5 {
-				break
-			}
-			p := startIngest(t, nil, args...)
-			time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
-			p.Kill()
-			kills++
-			if kills%3 == 0 {
-				// Down across rotations: those files are found by their
-				// rotated names at the restart.
-				_, r0 := w.counts()
-				deadline := time.Now().Add(30 * time.Second)
-				for _, r := w.counts(); r < r0+2 && time.Now().Before(deadline); _, r = w.counts() {
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-		}
-		n := w.stop(t)
-		_, rotations := w.counts()
-		p := startIngest(t, nil, args...)
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			got := tp.lineNumbers(t)
-			if len(got) >= n || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		require.Equal(t, 0, p.Stop(), "a stop with every line delivered exits 0")
-		require.Contains(t, p.Stderr.String(), "every line read was delivered")
-		requireExactlyOnce(t, tp.lineNumbers(t), n)
+		kills := killAcross(t, w, args, rng, 22, 3, 2)
+		n, rotations := deliverAll(t, w, tp, args)
 		t.Logf("%d lines, %d rotations, %d kills", n, rotations, kills)
 	}
 	t.Run("kfake", func(t *testing.T) { run(t, testenv.KFake(t)) })
 	t.Run("real_kafka", func(t *testing.T) { run(t, testenv.KafkaSeeds(t)) })
+}
+
+// killAcross starts ingest with args and kills it with SIGKILL after a
+// random 0.3 to 1.2 s, again and again, until w rotated its file at least
+// rotations times and ingest was killed at least five times; after every
+// downEvery-th kill it stays down until w rotated downRotations more
+// times (or 30 s passed). It returns the kills.
+func killAcross(t *testing.T, w *rotatingWriter, args []string, rng *rand.Rand, rotations, downEvery, downRotations int) int {
+	kills := 0
+	for {
+		if _, r := w.counts(); r >= rotations && kills >= 5 {
+			return kills
+		}
+		p := startIngest(t, nil, args...)
+		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+		p.Kill()
+		kills++
+		if kills%downEvery == 0 {
+			_, r0 := w.counts()
+			deadline := time.Now().Add(30 * time.Second)
+			for _, r := w.counts(); r < r0+downRotations && time.Now().Before(deadline); _, r = w.counts() {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// deliverAll stops w, starts ingest once more with args, waits until the
+// topic holds as many lines as w wrote, and stops it: it exits 0, saying
+// every line was delivered, and each line came exactly once. It returns
+// the lines and w's rotations.
+func deliverAll(t *testing.T, w *rotatingWriter, tp topicsFor, args []string) (lines, rotations int) {
+	n := w.stop(t)
+	_, rotations = w.counts()
+	p := startIngest(t, nil, args...)
+	testenv.Eventually(t, "every line written on the events topic", func() bool { return len(tp.lineNumbers(t)) >= n })
+	require.Equal(t, 0, p.Stop(), "a stop with every line delivered exits 0")
+	require.Contains(t, p.Stderr.String(), "every line read was delivered")
+	requireExactlyOnce(t, tp.lineNumbers(t), n)
+	return n, rotations
 }
 
 // TestOutages runs ingest against a broker of the test's own that goes
