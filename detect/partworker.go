@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -529,7 +530,15 @@ func (w *partWorker) decode(r *kgo.Record, nowMs int64) ([]schemas.AccessEvent, 
 	if s.parser == nil {
 		evs = evs[:1]
 		evs[0] = schemas.AccessEvent{}
-		err = schemas.DecodeAny(r.Value, &evs[0])
+		if s.cfg.Archive == nil {
+			// The core copies what it keeps beyond the event, and
+			// franz-go never reuses a record's buffer: the strings may
+			// point into it. The archive keeps its events' strings until
+			// it rolls a file, so with it they are copied, as before.
+			err = schemas.DecodeAnyShared(r.Value, &evs[0])
+		} else {
+			err = schemas.DecodeAny(r.Value, &evs[0])
+		}
 	} else {
 		line := bytes.TrimSuffix(bytes.TrimSuffix(r.Value, []byte{'\n'}), []byte{'\r'})
 		var dropped logparse.Fields
@@ -593,7 +602,7 @@ func (w *partWorker) notKeyed(r *kgo.Record, accessKey string) bool {
 	if s.cfg.Keyed == KeyedTrue {
 		w.refused = true
 		s.fail(&KeyMismatchError{Topic: w.tp.topic, Partition: w.tp.partition, Offset: r.Offset,
-			RecordKey: string(r.Key), AccessKey: accessKey})
+			RecordKey: string(r.Key), AccessKey: strings.Clone(accessKey)})
 		return false
 	}
 	if w.keyed {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/keyheat/keyheat/internal/faststr"
 	"github.com/keyheat/keyheat/schemas"
@@ -145,7 +146,15 @@ type Partition struct {
 	// ops caches the classes of the last two operations seen: logs
 	// alternate between few of them.
 	ops [2]opCache
+	// opNames are the ops the cache has held, each copied once (at most
+	// maxOpNames): the cache never keeps an event's own string, which
+	// may point into the record it was decoded from.
+	opNames map[string]string
 }
+
+// maxOpNames bounds Partition.opNames; ops past it are classified
+// without the cache.
+const maxOpNames = 64
 
 type opCache struct {
 	op  string
@@ -343,9 +352,19 @@ func (p *Partition) classify(op string) opClass {
 		p.ops[0], p.ops[1] = p.ops[1], p.ops[0]
 		return p.ops[0].cls
 	}
-	// Kept without a copy: pins at most two small strings.
 	c := p.rules.ops.classify(op)
-	p.ops[1], p.ops[0] = p.ops[0], opCache{op: op, cls: c}
+	name, ok := p.opNames[op]
+	if !ok {
+		if len(p.opNames) >= maxOpNames {
+			return c
+		}
+		if p.opNames == nil {
+			p.opNames = make(map[string]string)
+		}
+		name = strings.Clone(op)
+		p.opNames[name] = name
+	}
+	p.ops[1], p.ops[0] = p.ops[0], opCache{op: name, cls: c}
 	return c
 }
 

@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/binary"
 	"strconv"
+	"unsafe"
 )
 
 // BinaryMagic is the first byte of every binary-encoded event.
@@ -65,7 +66,7 @@ func AppendBinary(dst []byte, e *AccessEvent) []byte {
 // when required). As with DecodeJSON, they do not alias src and share one
 // allocated backing array.
 func DecodeBinary(src []byte, e *AccessEvent) error {
-	if err := decodeBinary(src, e); err != nil {
+	if err := decodeBinary(src, e, false); err != nil {
 		e.Reset()
 		return err
 	}
@@ -96,7 +97,7 @@ func uvarintSlow(src []byte, p int) (uint64, int) {
 // unzigzag undoes the zig-zag mapping of encoding/binary.AppendVarint.
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
-func decodeBinary(src []byte, e *AccessEvent) error {
+func decodeBinary(src []byte, e *AccessEvent, shared bool) error {
 	if len(src) < 1 || src[0] != BinaryMagic {
 		return &InvalidEventError{Reason: ReasonParse, Detail: "not a binary event (missing magic byte 0xc1)"}
 	}
@@ -154,9 +155,14 @@ func decodeBinary(src []byte, e *AccessEvent) error {
 			Detail: strconv.FormatUint(rest-sum, 10) + " unexpected bytes after a binary event"}
 	}
 
-	// One allocation holds every string of the event; the fields are
-	// substrings of it.
-	all := string(src[p:])
+	// One allocation holds every string of the event, or src itself when
+	// shared; the fields are substrings of it.
+	var all string
+	if shared {
+		all = unsafe.String(unsafe.SliceData(src[p:]), len(src)-p)
+	} else {
+		all = string(src[p:])
+	}
 	e.TimeMs = ts
 	e.Bytes = nbytes
 	e.Status = int32(status)

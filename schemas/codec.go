@@ -95,3 +95,22 @@ func DecodeAny(src []byte, e *AccessEvent) error {
 	}
 	return DecodeJSON(src, e)
 }
+
+// DecodeAnyShared is DecodeAny without the copy of a binary event's
+// strings: they point into src, which must then stay unchanged for as
+// long as any of them is used, and keep it alive (all of it, and the
+// buffer it is part of) for as long as any is kept. It is for a consumer
+// that handles an event at once and copies what it keeps beyond it, on
+// buffers no one reuses (a franz-go record's Value): one allocation and
+// copy less per event. A JSON event's strings are copied, as DecodeJSON
+// does.
+func DecodeAnyShared(src []byte, e *AccessEvent) error {
+	if len(src) > 0 && src[0] == BinaryMagic {
+		if err := decodeBinary(src, e, true); err != nil {
+			e.Reset()
+			return err
+		}
+		return nil
+	}
+	return DecodeJSON(src, e)
+}

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -126,4 +127,27 @@ func requireReason(t *testing.T, err error, want Reason, e *AccessEvent) {
 	require.Equal(t, want, ie.Reason, "error: %v", err)
 	require.NotEmpty(t, ie.Detail)
 	require.Equal(t, AccessEvent{}, *e, "event must be reset on error")
+}
+
+// TestDecodeAnyShared: a binary event's strings point into the record
+// (changing its bytes changes them), a JSON event's are copies, and
+// either decodes as DecodeAny does.
+func TestDecodeAnyShared(t *testing.T) {
+	bin := AppendBinary(nil, &fullEvent)
+	var e AccessEvent
+	require.NoError(t, DecodeAnyShared(bin, &e))
+	require.Equal(t, fullEvent, e)
+	i := bytes.LastIndex(bin, []byte(fullEvent.Key))
+	require.Positive(t, i)
+	bin[i] ^= 0x20
+	require.NotEqual(t, fullEvent.Key, e.Key, "the key points into the record")
+
+	js := AppendJSON(nil, &fullEvent)
+	require.NoError(t, DecodeAnyShared(js, &e))
+	require.Equal(t, fullEvent, e)
+	clear(js)
+	require.Equal(t, fullEvent, e, "a JSON event's strings are copies")
+
+	require.Error(t, DecodeAnyShared(bin[:5], &e))
+	require.Equal(t, AccessEvent{}, e, "an error resets the event")
 }

@@ -34,7 +34,10 @@
 //
 // Decoding is on the hot path of every detect worker, so the decoders cost
 // one allocation per event: all string fields of a decoded event share one
-// backing array that does not alias the input. Decoding checks the format
+// backing array that does not alias the input. DecodeAnyShared saves that
+// one for binary events, whose strings then point into the input: for a
+// consumer that copies what it keeps (detect without an archive; the
+// pipeline keeps no event string). Decoding checks the format
 // only; whether an event is acceptable (key present, not too long, time
 // near now) is Limits.Validate's job, so a record that decodes but is
 // invalid still reaches the dead-letter topic with a precise reason.

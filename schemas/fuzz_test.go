@@ -59,6 +59,13 @@ func FuzzDecodeJSON(f *testing.F) {
 func FuzzDecodeBinary(f *testing.F) {
 	f.Add(AppendBinary(nil, &fullEvent))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var anyE, shared AccessEvent
+		anyErr, sharedErr := DecodeAny(data, &anyE), DecodeAnyShared(data, &shared)
+		require.Equal(t, anyE, shared, "DecodeAnyShared decodes what DecodeAny does")
+		require.Equal(t, anyErr == nil, sharedErr == nil)
+		if anyErr != nil {
+			require.Equal(t, anyErr.Error(), sharedErr.Error())
+		}
 		var e AccessEvent
 		if err := DecodeBinary(data, &e); err != nil {
 			require.Equal(t, ReasonParse, ReasonOf(err))
