@@ -445,6 +445,12 @@ func (w *partWorker) handle(recs []*kgo.Record) {
 		if events > 0 {
 			w.lastEventAt = s.now()
 		}
+		// The decoded events may point into the batch's records (see
+		// decode), whose Values share franz-go's fetch buffer: kept in
+		// the scratch until the partition's next record, the last one
+		// would keep that whole buffer alive, for ever on a partition
+		// gone quiet.
+		clear(w.evs[:cap(w.evs)])
 	}()
 	// Positions of partitions assigned since the last batch count from
 	// this one on.

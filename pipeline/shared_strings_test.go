@@ -19,8 +19,27 @@ import (
 // A key, app or op kept anywhere (the exact table, the top-K, the ring,
 // an alert, a window's app, a summary) would read back as the scribble.
 func TestEventStringsNotKept(t *testing.T) {
+	for name, st := range sharedStreams() {
+		for _, keyed := range []bool{true, false} {
+			t.Run(name+"/keyed="+map[bool]string{true: "true", false: "false"}[keyed], func(t *testing.T) {
+				src := testSource
+				src.Keyed = keyed
+				want := runOutputs(t, st.o, src, st.events, false)
+				got := runOutputs(t, st.o, src, st.events, true)
+				require.Positive(t, bytes.Count(want, []byte("\n")))
+				require.Equal(t, string(want), string(got))
+			})
+		}
+	}
+}
+
+// sharedStreams are the streams TestEventStringsNotKept runs.
+func sharedStreams() map[string]struct {
+	o      Options
+	events []event
+} {
 	long := strings.Repeat("k", 300) // past MaxKeyBytes below: shortened
-	streams := map[string]struct {
+	return map[string]struct {
 		o      Options
 		events []event
 	}{
@@ -37,18 +56,6 @@ func TestEventStringsNotKept(t *testing.T) {
 				{app: "cart", key: long, op: "SET", bytes: 10, rate: steady(1500, 1000, 3000)},
 			}})},
 	}
-	for name, st := range streams {
-		for _, keyed := range []bool{true, false} {
-			t.Run(name+"/keyed="+map[bool]string{true: "true", false: "false"}[keyed], func(t *testing.T) {
-				src := testSource
-				src.Keyed = keyed
-				want := runOutputs(t, st.o, src, st.events, false)
-				got := runOutputs(t, st.o, src, st.events, true)
-				require.Positive(t, bytes.Count(want, []byte("\n")))
-				require.Equal(t, string(want), string(got))
-			})
-		}
-	}
 }
 
 // runOutputs runs events through a new partition and returns every output
@@ -58,24 +65,7 @@ func runOutputs(t *testing.T, o Options, src Source, events []event, shared bool
 	p := newPart(t, o, src, Start{Offset: events[0].off})
 	var buf bytes.Buffer
 	var out Output
-	write := func() {
-		for i := range out.HotKeys {
-			b, err := out.HotKeys[i].AppendJSON(nil)
-			require.NoError(t, err)
-			buf.Write(append(b, '\n'))
-		}
-		for i := range out.Candidates {
-			b, err := out.Candidates[i].AppendJSON(nil)
-			require.NoError(t, err)
-			buf.Write(append(b, '\n'))
-		}
-		for i := range out.Windows {
-			b, err := out.Windows[i].AppendJSON(nil)
-			require.NoError(t, err)
-			buf.Write(append(b, '\n'))
-		}
-		out.Reset()
-	}
+	write := func() { writeOutputs(t, &buf, &out) }
 	scratch := make([]byte, 0, 4096)
 	alias := func(s string) string {
 		if s == "" {
@@ -102,4 +92,24 @@ func runOutputs(t *testing.T, o Options, src Source, events []event, shared bool
 	p.End(&out)
 	write()
 	return buf.Bytes()
+}
+
+// writeOutputs appends out's outputs to buf as JSON lines and resets it.
+func writeOutputs(t *testing.T, buf *bytes.Buffer, out *Output) {
+	for i := range out.HotKeys {
+		b, err := out.HotKeys[i].AppendJSON(nil)
+		require.NoError(t, err)
+		buf.Write(append(b, '\n'))
+	}
+	for i := range out.Candidates {
+		b, err := out.Candidates[i].AppendJSON(nil)
+		require.NoError(t, err)
+		buf.Write(append(b, '\n'))
+	}
+	for i := range out.Windows {
+		b, err := out.Windows[i].AppendJSON(nil)
+		require.NoError(t, err)
+		buf.Write(append(b, '\n'))
+	}
+	out.Reset()
 }
