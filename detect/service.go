@@ -69,7 +69,10 @@ var _ ClickHouseSink = (*clickhouse.Writer)(nil)
 type Config struct {
 	Options
 	// ClientOpts connect to the brokers (config.Kafka.ClientOpts); the
-	// service adds its consumer and producer options.
+	// service adds its consumer and producer options. A decompressor
+	// (kgo.WithDecompressor) must return memory it does not reuse:
+	// without an archive, a binary event's strings point into its
+	// record's value while the record is handled.
 	ClientOpts []kgo.Opt
 	Topics     OutputTopics
 	// CreateTopics creates missing output topics at start with
