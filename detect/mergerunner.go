@@ -60,7 +60,9 @@ type mergeRunner struct {
 	// outboxLen is len(outbox), for what a stop logs from another
 	// goroutine (sayDraining).
 	outboxLen atomic.Int64
-	paused    bool
+	// pauses holds the windows partition's fetching while ClickHouse
+	// has no room for the outbox.
+	pauses member.Pauses
 	// arch archives the reports, hotArch the cluster stage's hot-key
 	// events (both nil without an archive); archLed and hotLed
 	// acknowledge what they appended once flushed.
@@ -217,10 +219,7 @@ func (mr *mergeRunner) drop() {
 	mr.led.Reset()
 	mr.outbox = nil
 	mr.outboxLen.Store(0)
-	if mr.paused {
-		mr.paused = false
-		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
-	}
+	mr.pauses.Forget(mr.cl, mr.windowsTP())
 	mr.committer.Forget(mr.windowsTP())
 	if mr.arch != nil {
 		if err := mr.arch.Close(); err != nil {
@@ -590,15 +589,10 @@ func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
 		mr.outbox = mr.outbox[1:]
 		mr.outboxLen.Store(int64(len(mr.outbox)))
 	}
-	full := len(mr.outbox) > 0
-	if full != mr.paused {
-		mr.paused = full
-		p := map[string][]int32{mr.s.cfg.Topics.Windows: {0}}
-		if full {
-			mr.cl.PauseFetchPartitions(p)
-		} else {
-			mr.cl.ResumeFetchPartitions(p)
-		}
+	if len(mr.outbox) > 0 {
+		mr.pauses.Pause(mr.cl, mr.windowsTP(), member.Behind)
+	} else {
+		mr.pauses.Resume(mr.cl, mr.windowsTP(), member.Behind)
 	}
 }
 

@@ -192,7 +192,10 @@ type Service struct {
 	// first by the assignment callback, which may run before NewClient
 	// returns and starts the workers that pause and resume through it.
 	cons atomic.Pointer[kgo.Client]
-	adm  *kadm.Client
+	// pauses are the partitions whose fetching cons has paused, and why
+	// (a worker behind, or at its end).
+	pauses member.Pauses
+	adm    *kadm.Client
 
 	rules    atomic.Pointer[pipeline.Rules] // in force
 	rulesGen atomic.Uint64                  // reloads so far
