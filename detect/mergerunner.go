@@ -258,15 +258,7 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 			return nil
 		case <-s.failed:
 			return nil
-		case e := <-mr.endCh:
-			mr.endAt = e
 		default:
-		}
-		if mr.endAt >= 0 {
-			done, err := mr.checkEnd(ctx)
-			if done || err != nil {
-				return err
-			}
 		}
 		if stop, err := mr.turn(ctx, &lastCommit); stop || err != nil {
 			return err
@@ -276,7 +268,9 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 
 // turn is one poll and what follows it, up to AllowRebalance, which it
 // always calls: a loop leaving without it would hold every rebalance,
-// its own group leave included, for ever.
+// its own group leave included, for ever. An ExitAtEnd run's end check
+// is part of the turn: it commits, and uses the merger the revoke
+// callback drops, so no rebalance may run beside it.
 func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
 	s := mr.s
 	wake := context.Background()
@@ -289,7 +283,17 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 			stop = true
 			return
 		}
-		stop, err = mr.handle(ctx, fs, lastCommit)
+		if stop, err = mr.handle(ctx, fs, lastCommit); stop || err != nil {
+			return
+		}
+		select {
+		case e := <-mr.endCh:
+			mr.endAt = e
+		default:
+		}
+		if mr.endAt >= 0 {
+			stop, err = mr.checkEnd(ctx)
+		}
 	})
 	return closed || stop, err
 }
@@ -684,9 +688,10 @@ func (mr *mergeRunner) point() (member.Point, bool) {
 // windowsTP is the windows topic's one partition, the merge group's.
 func (mr *mergeRunner) windowsTP() member.TP { return member.TP{Topic: mr.s.cfg.Topics.Windows} }
 
-// checkEnd, in an ExitAtEnd run, reports everything once the summaries up
-// to endAt are read, waits for the reports and commits. It returns true
-// when the merger is done: that, or another instance merges.
+// checkEnd, in an ExitAtEnd run and inside a turn (see turn), reports
+// everything once the summaries up to endAt are read, waits for the
+// reports and commits. It returns true when the merger is done: that, or
+// another instance merges.
 func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
 	mr.mu.Lock()
 	joined, owned, st := mr.joined, mr.owned, mr.start
@@ -715,6 +720,9 @@ func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
 	fctx, cancel := context.WithTimeout(ctx, mr.s.cfg.FlushTimeout)
 	defer cancel()
 	mr.drain(fctx)
+	if h := mr.s.atMergerEnd; h != nil {
+		h(mr.cl)
+	}
 	mr.commit(fctx)
 	return true, nil
 }

@@ -229,6 +229,9 @@ type Service struct {
 	committer *member.Committer
 
 	merge *mergeRunner
+	// atMergerEnd, a test's hook (export_test.go), runs in an ExitAtEnd
+	// merger's end check between its drain and its commit; nil otherwise.
+	atMergerEnd func(*kgo.Client)
 	// board follows the progress topic; align keeps the partitions held
 	// here in step with every other (both set by Run).
 	board *board
