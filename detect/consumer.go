@@ -359,7 +359,7 @@ func (g givenUp) Close() {
 	delete(s.parts, w.tp)
 	w.align.leave(w)
 	s.mu.Unlock()
-	s.committer.Forget(member.TP{Topic: w.tp.topic, Partition: w.tp.partition})
+	s.committer.Forget(w.memberTP())
 	w.close()
 }
 
@@ -450,7 +450,7 @@ func (s *Service) commit(ctx context.Context, ws []*partWorker) {
 	want := map[member.TP]member.Point{}
 	for _, w := range ws {
 		if p := w.point.Load(); p != nil {
-			want[member.TP{Topic: w.tp.topic, Partition: w.tp.partition}] = member.Point(*p)
+			want[w.memberTP()] = member.Point(*p)
 		}
 	}
 	s.commitPoints(ctx, want)

@@ -3,6 +3,8 @@ package detect
 import (
 	"context"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Lose makes the service lose partitions as a fatal group error would.
@@ -27,3 +29,7 @@ func (s *Service) Heard(topic string, partition int32) bool {
 	defer s.board.mu.Unlock()
 	return s.board.parts[tp{topic, partition}] != nil
 }
+
+// AtMergerEnd makes an ExitAtEnd merger call f, with its group's client,
+// in its end check once its reports are drained and before it commits.
+func (s *Service) AtMergerEnd(f func(cl *kgo.Client)) { s.atMergerEnd = f }

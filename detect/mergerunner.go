@@ -60,7 +60,9 @@ type mergeRunner struct {
 	// outboxLen is len(outbox), for what a stop logs from another
 	// goroutine (sayDraining).
 	outboxLen atomic.Int64
-	paused    bool
+	// pauses holds the windows partition's fetching while ClickHouse
+	// has no room for the outbox.
+	pauses member.Pauses
 	// arch archives the reports, hotArch the cluster stage's hot-key
 	// events (both nil without an archive); archLed and hotLed
 	// acknowledge what they appended once flushed.
@@ -217,10 +219,7 @@ func (mr *mergeRunner) drop() {
 	mr.led.Reset()
 	mr.outbox = nil
 	mr.outboxLen.Store(0)
-	if mr.paused {
-		mr.paused = false
-		mr.cl.ResumeFetchPartitions(map[string][]int32{mr.s.cfg.Topics.Windows: {0}})
-	}
+	mr.pauses.Forget(mr.cl, mr.windowsTP())
 	mr.committer.Forget(mr.windowsTP())
 	if mr.arch != nil {
 		if err := mr.arch.Close(); err != nil {
@@ -259,15 +258,7 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 			return nil
 		case <-s.failed:
 			return nil
-		case e := <-mr.endCh:
-			mr.endAt = e
 		default:
-		}
-		if mr.endAt >= 0 {
-			done, err := mr.checkEnd(ctx)
-			if done || err != nil {
-				return err
-			}
 		}
 		if stop, err := mr.turn(ctx, &lastCommit); stop || err != nil {
 			return err
@@ -277,7 +268,9 @@ func (mr *mergeRunner) run(ctx context.Context) error {
 
 // turn is one poll and what follows it, up to AllowRebalance, which it
 // always calls: a loop leaving without it would hold every rebalance,
-// its own group leave included, for ever.
+// its own group leave included, for ever. An ExitAtEnd run's end check
+// is part of the turn: it commits, and uses the merger the revoke
+// callback drops, so no rebalance may run beside it.
 func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bool, err error) {
 	s := mr.s
 	wake := context.Background()
@@ -290,7 +283,17 @@ func (mr *mergeRunner) turn(ctx context.Context, lastCommit *time.Time) (stop bo
 			stop = true
 			return
 		}
-		stop, err = mr.handle(ctx, fs, lastCommit)
+		if stop, err = mr.handle(ctx, fs, lastCommit); stop || err != nil {
+			return
+		}
+		select {
+		case e := <-mr.endCh:
+			mr.endAt = e
+		default:
+		}
+		if mr.endAt >= 0 {
+			stop, err = mr.checkEnd(ctx)
+		}
 	})
 	return closed || stop, err
 }
@@ -590,15 +593,10 @@ func (mr *mergeRunner) retryClickHouse(ctx context.Context) {
 		mr.outbox = mr.outbox[1:]
 		mr.outboxLen.Store(int64(len(mr.outbox)))
 	}
-	full := len(mr.outbox) > 0
-	if full != mr.paused {
-		mr.paused = full
-		p := map[string][]int32{mr.s.cfg.Topics.Windows: {0}}
-		if full {
-			mr.cl.PauseFetchPartitions(p)
-		} else {
-			mr.cl.ResumeFetchPartitions(p)
-		}
+	if len(mr.outbox) > 0 {
+		mr.pauses.Pause(mr.cl, mr.windowsTP(), member.Behind)
+	} else {
+		mr.pauses.Resume(mr.cl, mr.windowsTP(), member.Behind)
 	}
 }
 
@@ -690,9 +688,10 @@ func (mr *mergeRunner) point() (member.Point, bool) {
 // windowsTP is the windows topic's one partition, the merge group's.
 func (mr *mergeRunner) windowsTP() member.TP { return member.TP{Topic: mr.s.cfg.Topics.Windows} }
 
-// checkEnd, in an ExitAtEnd run, reports everything once the summaries up
-// to endAt are read, waits for the reports and commits. It returns true
-// when the merger is done: that, or another instance merges.
+// checkEnd, in an ExitAtEnd run and inside a turn (see turn), reports
+// everything once the summaries up to endAt are read, waits for the
+// reports and commits. It returns true when the merger is done: that, or
+// another instance merges.
 func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
 	mr.mu.Lock()
 	joined, owned, st := mr.joined, mr.owned, mr.start
@@ -721,6 +720,9 @@ func (mr *mergeRunner) checkEnd(ctx context.Context) (bool, error) {
 	fctx, cancel := context.WithTimeout(ctx, mr.s.cfg.FlushTimeout)
 	defer cancel()
 	mr.drain(fctx)
+	if h := mr.s.atMergerEnd; h != nil {
+		h(mr.cl)
+	}
 	mr.commit(fctx)
 	return true, nil
 }

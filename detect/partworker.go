@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/keyheat/keyheat/detect/internal/ledger"
+	"github.com/keyheat/keyheat/detect/internal/member"
 	"github.com/keyheat/keyheat/logparse"
 	"github.com/keyheat/keyheat/pipeline"
 	"github.com/keyheat/keyheat/schemas"
@@ -63,9 +64,10 @@ type partWorker struct {
 	// for the keyheat-id header of their dead letters.
 	idPrefix string
 
-	qmu    sync.Mutex
-	queue  [][]*kgo.Record
-	paused bool
+	// qmu guards queue and atEnd, and orders the partition's pauses
+	// (Service.pauses) with them.
+	qmu   sync.Mutex
+	queue [][]*kgo.Record
 	// atEnd: ExitAtEnd, the records up to the end were fetched; the
 	// partition stays paused.
 	atEnd bool
@@ -236,9 +238,14 @@ func (w *partWorker) enqueue(recs []*kgo.Record) {
 	if end >= 0 && recs[len(recs)-1].Offset+1 >= end {
 		w.atEnd = true
 	}
-	if (w.atEnd || len(w.queue) >= maxQueued) && !w.paused {
-		w.paused = true
-		w.s.consumer().PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+	var why member.Why
+	if w.atEnd {
+		why |= member.AtEnd
+	}
+	if len(w.queue) >= maxQueued {
+		why |= member.Behind
+	}
+	if w.s.pauses.Pause(w.s.consumer(), w.memberTP(), why) {
 		w.mPause.Set(1)
 	}
 	w.qmu.Unlock()
@@ -250,7 +257,11 @@ func (w *partWorker) enqueue(recs []*kgo.Record) {
 func (w *partWorker) full() bool {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
-	return len(w.queue) >= maxQueued && !w.paused
+	return len(w.queue) >= maxQueued && w.s.pauses.Why(w.memberTP()) == 0
+}
+
+func (w *partWorker) memberTP() member.TP {
+	return member.TP{Topic: w.tp.topic, Partition: w.tp.partition}
 }
 
 // end is the offset an ExitAtEnd run stops at, -1 if none or not known
@@ -278,9 +289,9 @@ func (w *partWorker) takeBatch() []*kgo.Record {
 	if len(w.queue) < maxQueued {
 		w.s.signalRoom()
 	}
-	if len(w.queue) <= resumeQueued && w.paused && !w.ended && !w.atEnd {
-		w.paused = false
-		w.s.consumer().ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
+	// An ended partition stays paused: ended or atEnd, it is paused
+	// AtEnd too.
+	if len(w.queue) <= resumeQueued && w.s.pauses.Resume(w.s.consumer(), w.memberTP(), member.Behind) {
 		w.mPause.Set(0)
 	}
 	return b
@@ -856,10 +867,7 @@ func (w *partWorker) checkEnd() {
 		w.align.set(w, alignFree)
 		w.sendProgress(true)
 		w.qmu.Lock()
-		if !w.paused {
-			w.paused = true
-			w.s.consumer().PauseFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
-		}
+		w.s.pauses.Pause(w.s.consumer(), w.memberTP(), member.AtEnd)
 		w.queue = nil
 		w.qmu.Unlock()
 		if w.core == nil && w.st.committed >= 0 && w.st.meta != "" {
@@ -1000,10 +1008,7 @@ func (w *partWorker) drain(ctx context.Context) {
 // (the archive has no way yet to drop a buffer unwritten).
 func (w *partWorker) close() {
 	w.qmu.Lock()
-	if w.paused {
-		w.paused = false
-		w.s.consumer().ResumeFetchPartitions(map[string][]int32{w.tp.topic: {w.tp.partition}})
-	}
+	w.s.pauses.Forget(w.s.consumer(), w.memberTP())
 	w.queue = nil
 	w.qmu.Unlock()
 	if w.hotArch != nil {

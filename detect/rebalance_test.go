@@ -164,3 +164,64 @@ func produceAsync(seeds []string, recs []*kgo.Record) error {
 	defer cancel()
 	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
+
+// TestMergerEndCheckHoldsRebalances: an ExitAtEnd merger's end check
+// (report everything, drain, commit) runs inside a turn of its group
+// loop, so a rebalance asked for meanwhile waits for it. Let in, the
+// revoke callback would drain, commit and drop the merger while the end
+// check still uses it, and commit the windows topic in a generation the
+// end check does not know of.
+func TestMergerEndCheckHoldsRebalances(t *testing.T) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		e := newEnv(t, seeds, 1)
+		base := time.Now().Add(-time.Minute).Truncate(time.Second).UnixMilli()
+		produce(t, e.seeds, event(e.events, 0, "k", base), event(e.events, 0, "k", base+1500))
+		cfg := e.config(t)
+		cfg.ExitAtEnd = true
+		// Eager balancing: a rebalance revokes every partition, the
+		// windows topic's included (cooperative-sticky would keep it).
+		cfg.ClientOpts = append(cfg.ClientOpts, kgo.Balancers(kgo.RangeBalancer()))
+		// No periodic commit: only the end check and a revoke commit the
+		// windows topic.
+		cfg.CommitInterval = time.Hour
+		svc, err := detect.New(cfg)
+		require.NoError(t, err)
+		adm := e.admin(t)
+		var atCheck, duringCheck int
+		svc.AtMergerEnd(func(cl *kgo.Client) {
+			atCheck++
+			cl.ForceRebalance()
+			// A revoke let in now commits the windows topic at once,
+			// before the end check does. Held, it never comes: the
+			// watch ends without a commit however long it is (a machine
+			// too slow to revoke within it only hides the fault).
+			for range 40 {
+				time.Sleep(50 * time.Millisecond)
+				os, err := adm.FetchOffsets(context.Background(), e.mergeGroup)
+				if err != nil {
+					continue
+				}
+				if _, ok := os.Lookup(e.windows, 0); ok {
+					duringCheck++
+					return
+				}
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		require.NoError(t, svc.Run(ctx))
+		require.Equal(t, 1, atCheck, "end checks that reached their commit")
+		require.Zero(t, duringCheck, "the windows topic was committed during the merger's end check: a rebalance revoked it meanwhile")
+		m := committed(t, e.seeds, e.mergeGroup, e.windows)
+		require.Contains(t, m, int32(0), "the end check commits the windows topic")
+		var reported uint64
+		for _, r := range readAll(t, e.seeds, e.reports) {
+			rep, err := schemas.DecodeWindowReport(r.Value)
+			require.NoError(t, err)
+			if rep.Scope == schemas.ScopeCluster {
+				reported += rep.Events
+			}
+		}
+		require.EqualValues(t, 2, reported, "events in the cluster reports")
+	})
+}

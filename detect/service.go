@@ -196,7 +196,10 @@ type Service struct {
 	// first by the assignment callback, which may run before NewClient
 	// returns and starts the workers that pause and resume through it.
 	cons atomic.Pointer[kgo.Client]
-	adm  *kadm.Client
+	// pauses are the partitions whose fetching cons has paused, and why
+	// (a worker behind, or at its end).
+	pauses member.Pauses
+	adm    *kadm.Client
 
 	rules    atomic.Pointer[pipeline.Rules] // in force
 	rulesGen atomic.Uint64                  // reloads so far
@@ -230,6 +233,9 @@ type Service struct {
 	committer *member.Committer
 
 	merge *mergeRunner
+	// atMergerEnd, a test's hook (export_test.go), runs in an ExitAtEnd
+	// merger's end check between its drain and its commit; nil otherwise.
+	atMergerEnd func(*kgo.Client)
 	// board follows the progress topic; align keeps the partitions held
 	// here in step with every other (both set by Run).
 	board *board

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -177,9 +176,9 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 		return nil
 	}
 
-	sinks := &replaySinks{}
+	var to detect.ReplayTo
 	if o.outParquet == "" && !o.clickhouse {
-		sinks.print = &replayPrinter{w: stdout, json: o.json, top: o.top}
+		to.Print = &replayPrinter{w: stdout, json: o.json, top: o.top}
 	}
 	if o.outParquet != "" {
 		// A new folder is made (not its parents: a typo in them is
@@ -194,13 +193,13 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 			return fmt.Errorf("replay: --out-parquet: %w", err)
 		}
 		defer a.Close() // idempotent; closed below to see its error
-		if sinks.reports, err = a.Reports("replay"); err != nil {
+		if to.Reports, err = a.Reports("replay"); err != nil {
 			return fmt.Errorf("replay: --out-parquet: %w", err)
 		}
-		if sinks.hot, err = a.HotKeys("replay"); err != nil {
+		if to.HotKeys, err = a.HotKeys("replay"); err != nil {
 			return fmt.Errorf("replay: --out-parquet: %w", err)
 		}
-		sinks.archive = a
+		to.Archive, to.ArchiveName = a, "--out-parquet"
 	}
 	if o.clickhouse {
 		w, err := clickhouse.Open(ctx, cfg.ClickHouse.Options, clickhouse.Deps{Logger: log})
@@ -212,8 +211,9 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 			defer cancel()
 			_ = w.Close(cctx) // idempotent; closed below to see its error
 		}()
-		sinks.ch, sinks.ctx = w, ctx
+		to.ClickHouse = w
 	}
+	sinks := detect.NewReplayOutputs(ctx, to)
 	rc := detect.ReplayConfig{
 		Pipeline:   cfg.Pipeline,
 		Merge:      pipeline.MergerConfig{MergerOptions: cfg.Merge, Window: cfg.Pipeline.Window, Lateness: cfg.Pipeline.Lateness, Logger: log},
@@ -227,7 +227,7 @@ func runReplay(ctx context.Context, cfg *config.Config, o replayOpts, stdout, st
 	if err != nil {
 		return err
 	}
-	if err := sinks.close(ctx, cfg.Detect.FlushTimeout); err != nil {
+	if err := sinks.Close(ctx, cfg.Detect.FlushTimeout); err != nil {
 		return err
 	}
 	prog.End()
@@ -241,89 +241,6 @@ func reportSkipped(log *slog.Logger, skipped []*archive.BadFileError) {
 	}
 }
 
-// replaySinks fans a replay's output out to the outputs asked for.
-type replaySinks struct {
-	print   *replayPrinter
-	archive *archive.Archive
-	reports *archive.ReportWriter
-	hot     *archive.HotKeyWriter
-	ch      *clickhouse.Writer
-	ctx     context.Context
-
-	mu    sync.Mutex
-	chErr error // the first refusal ClickHouse acknowledged
-}
-
-var _ detect.ReplaySink = (*replaySinks)(nil)
-
-func (s *replaySinks) HotKey(h *schemas.HotKeyEvent) error {
-	s.print.hotKey(h)
-	if s.hot != nil {
-		if err := s.hot.Append(h); err != nil {
-			return fmt.Errorf("--out-parquet: %w", err)
-		}
-	}
-	if s.ch != nil {
-		if err := s.ch.WriteHotKey(s.ctx, h, s.chAck); err != nil {
-			return fmt.Errorf("clickhouse: %w", err)
-		}
-	}
-	return s.chFailed()
-}
-
-func (s *replaySinks) Report(r *schemas.WindowReport) error {
-	s.print.report(r)
-	if s.reports != nil {
-		if err := s.reports.Append(r); err != nil {
-			return fmt.Errorf("--out-parquet: %w", err)
-		}
-	}
-	if s.ch != nil {
-		if err := s.ch.WriteReport(s.ctx, r, s.chAck); err != nil {
-			return fmt.Errorf("clickhouse: %w", err)
-		}
-	}
-	return s.chFailed()
-}
-
-func (s *replaySinks) chAck(err error) {
-	if err == nil {
-		return
-	}
-	s.mu.Lock()
-	if s.chErr == nil {
-		s.chErr = err
-	}
-	s.mu.Unlock()
-}
-
-func (s *replaySinks) chFailed() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.chErr != nil {
-		return fmt.Errorf("clickhouse: %w", s.chErr)
-	}
-	return nil
-}
-
-// close makes every output durable and says whether all of it got there.
-func (s *replaySinks) close(ctx context.Context, timeout time.Duration) error {
-	var errs []error
-	if s.archive != nil {
-		errs = append(errs, s.reports.Close(), s.hot.Close(), s.archive.Close())
-	}
-	if s.ch != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		errs = append(errs, s.ch.Close(cctx))
-		cancel()
-		errs = append(errs, s.chFailed())
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	return nil
-}
-
 // replayPrinter writes to the terminal what detect run --print would.
 type replayPrinter struct {
 	w    io.Writer
@@ -333,10 +250,9 @@ type replayPrinter struct {
 	buf  []byte
 }
 
-func (p *replayPrinter) hotKey(h *schemas.HotKeyEvent) {
-	if p == nil {
-		return
-	}
+var _ detect.ReplaySink = (*replayPrinter)(nil)
+
+func (p *replayPrinter) HotKey(h *schemas.HotKeyEvent) error {
 	if p.json {
 		p.buf, _ = h.AppendJSON(p.buf[:0])
 		p.buf = append(p.buf, '\n')
@@ -344,12 +260,10 @@ func (p *replayPrinter) hotKey(h *schemas.HotKeyEvent) {
 		p.buf = p.text.AppendHotKey(p.buf[:0], h)
 	}
 	_, _ = p.w.Write(p.buf)
+	return nil
 }
 
-func (p *replayPrinter) report(r *schemas.WindowReport) {
-	if p == nil {
-		return
-	}
+func (p *replayPrinter) Report(r *schemas.WindowReport) error {
 	if p.json {
 		p.buf, _ = r.AppendJSON(p.buf[:0])
 		p.buf = append(p.buf, '\n')
@@ -360,6 +274,7 @@ func (p *replayPrinter) report(r *schemas.WindowReport) {
 	if len(p.buf) > 0 {
 		_, _ = p.w.Write(p.buf)
 	}
+	return nil
 }
 
 // replayToTopic produces the events r yields to o.toTopic, paced at

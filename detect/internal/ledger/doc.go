@@ -14,7 +14,9 @@
 // what was appended durable when its owner flushes it, on the owner's
 // goroutine: Archive acknowledges everything appended since the last
 // flush at once. Only the first kind is "in flight" (Pending): a stage
-// waits for those, then flushes.
+// waits for those, then flushes. Fanout sends each output to some of
+// each kind (Destination, Appender) and records it once, for all of
+// them; replay's outputs go through one.
 //
 // A failed acknowledgement never completes its output: whatever that
 // output holds back (a core's commit point, an offset given to AddHeld)

@@ -149,10 +149,17 @@ func TestWaitDrainsConcurrentAcks(t *testing.T) {
 
 type fakeAppender struct {
 	appended, durable []string
-	fail              error
+	fail              error // of Flush
+	refuse            error // of Append
 }
 
-func (a *fakeAppender) Append(v string) error { a.appended = append(a.appended, v); return nil }
+func (a *fakeAppender) Append(v string) error {
+	if a.refuse != nil {
+		return a.refuse
+	}
+	a.appended = append(a.appended, v)
+	return nil
+}
 func (a *fakeAppender) Flush(context.Context) error {
 	if a.fail != nil {
 		return a.fail

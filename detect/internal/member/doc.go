@@ -15,6 +15,9 @@
 //   - Release: how partitions are given up: revoked, they stop, drain
 //     their outputs until a deadline and are committed; lost, they are
 //     never committed (another member may own them already).
+//   - Pauses: which partitions' fetching is paused, and why (Behind: what
+//     they feed has no room; AtEnd: a batch run read them to its end);
+//     a partition resumes once no reason is left.
 //
 // What may be committed is not its business: a stage computes each
 // partition's point from its core and its outputs' acknowledgements
