@@ -201,7 +201,11 @@
 // windows topic's end, commits and returns: a batch run whose output
 // depends only on its input (the wall clock advances nothing). A batch
 // whose records gave no event while some went to the DLQ returns a
-// *NothingDetectedError, so the command exits non-zero. Live, a
+// *NothingDetectedError, so the command exits non-zero. The merger's end
+// check (report everything, drain, commit) runs inside a turn of its
+// group loop, between a poll and AllowRebalance, like every other commit:
+// a rebalance asked for meanwhile waits for it, so the revoke callback
+// never drains or drops the merger under it. Live, a
 // quiet partition's windows close by the wall clock (Idle) after the
 // pipeline's idle timeout.
 //
