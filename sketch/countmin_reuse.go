@@ -51,34 +51,61 @@ func (s *CountMin) decodeReuse(data []byte) error {
 		counters = make([]uint64, n)
 	}
 	counters = counters[:n]
-	// Most counters of a sketch of default width fit one varint byte:
-	// that case is decoded inline, the rest by binary.Uvarint, with the
-	// reader's error for a bad one.
+	// Most counters of a sketch fit one varint byte: eight of them are
+	// taken at once while they do, summed row by row as they go, the rest
+	// by binary.Uvarint with the reader's error for a bad one. The rows'
+	// sums are checked only once every counter decoded, as
+	// decodeCountMin does, so a blob bad in both ways fails the same way.
 	buf := r.buf[r.off:]
-	for i := range counters {
-		if len(buf) > 0 && buf[0] < 0x80 {
-			counters[i] = uint64(buf[0])
-			buf = buf[1:]
-			continue
+	var sums, carries [MaxDepth]uint64
+	w := int(width)
+	for row := range int(depth) {
+		c := counters[row*w : (row+1)*w]
+		var sum, carry uint64
+		i := 0
+		for i < len(c) {
+			if len(c)-i >= 8 && len(buf) >= 8 {
+				if x := binary.LittleEndian.Uint64(buf); x&0x8080808080808080 == 0 {
+					c := c[i : i+8 : i+8]
+					c[0], c[1], c[2], c[3] = x&0x7f, x>>8&0x7f, x>>16&0x7f, x>>24&0x7f
+					c[4], c[5], c[6], c[7] = x>>32&0x7f, x>>40&0x7f, x>>48&0x7f, x>>56
+					// The eight bytes' sum, at most 8 × 127: no carry.
+					pairs := x&0x00ff00ff00ff00ff + x>>8&0x00ff00ff00ff00ff
+					quads := pairs&0x0000ffff0000ffff + pairs>>16&0x0000ffff0000ffff
+					var cy uint64
+					sum, cy = bits.Add64(sum, quads&0xffffffff+quads>>32, 0)
+					carry |= cy
+					buf = buf[8:]
+					i += 8
+					continue
+				}
+			}
+			var v uint64
+			if len(buf) > 0 && buf[0] < 0x80 {
+				v = uint64(buf[0])
+				buf = buf[1:]
+			} else {
+				var k int
+				v, k = binary.Uvarint(buf)
+				if k <= 0 {
+					r.off = len(r.buf) - len(buf)
+					r.fail("%s at offset %d: bad or truncated varint", "counter", r.off)
+					return r.err
+				}
+				buf = buf[k:]
+			}
+			c[i] = v
+			var cy uint64
+			sum, cy = bits.Add64(sum, v, 0)
+			carry |= cy
+			i++
 		}
-		v, k := binary.Uvarint(buf)
-		if k <= 0 {
-			r.off = len(r.buf) - len(buf)
-			r.fail("%s at offset %d: bad or truncated varint", "counter", r.off)
-			return r.err
-		}
-		counters[i] = v
-		buf = buf[k:]
+		sums[row], carries[row] = sum, carry
 	}
 	r.off = len(r.buf) - len(buf)
 	conservative := flags&1 != 0
 	for row := range int(depth) {
-		var sum, carry uint64
-		for _, v := range counters[row*int(width) : (row+1)*int(width)] {
-			var c uint64
-			sum, c = bits.Add64(sum, v, 0)
-			carry |= c
-		}
+		sum, carry := sums[row], carries[row]
 		if carry != 0 || sum > total || (!conservative && sum != total) {
 			return corruptf("count-min: row %d sums to %d (overflow %v), total is %d", row, sum, carry != 0, total)
 		}
