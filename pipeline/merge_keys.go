@@ -64,6 +64,12 @@ type mergeScratch struct {
 	// app of the window being merged used: what release clears, and
 	// what the buffers' sizes are held to.
 	usedAccs, usedMore int
+	// sums, pass and lower rule keys out before the fold (prune);
+	// usedSums is the most slots any app used.
+	sums     []slotSums
+	pass     []uint64
+	lower    [5]distinctTop
+	usedSums int
 }
 
 // minScratchKeys is the fewest keys the scratch is sized for: a window
@@ -131,7 +137,10 @@ func (s *mergeScratch) release() {
 	if len(s.tab) > 4*(2<<bitsFor(keys)) {
 		s.tab = nil
 	}
-	s.usedAccs, s.usedMore = 0, 0
+	if cap(s.sums) > 4*s.usedSums {
+		s.sums, s.pass = nil, nil
+	}
+	s.usedAccs, s.usedMore, s.usedSums = 0, 0, 0
 }
 
 // bitsFor is the number of bits n takes (0 for 0).
@@ -185,13 +194,18 @@ func (s *mergeScratch) grow() {
 }
 
 // fold adds app window wi's lists, whose keys' hashes are hashes (list
-// by list), to the keys' sums.
-func (s *mergeScratch) fold(wi int32, a *schemas.AppWindow, hashes *[numLists][]uint64, keyed bool) {
+// by list), to the keys' sums, skipping the keys prune ruled out (none
+// when pruned is nil); it returns how many entries it skipped.
+func (s *mergeScratch) fold(wi int32, a *schemas.AppWindow, hashes *[numLists][]uint64, keyed bool, pruned *pruneSet) (skipped int) {
 	s.cur = s.cur[:0]
 	for li, l := range [numLists][]schemas.KeyCount{a.Top, a.Big, a.TopReads, a.TopWrites, a.TopLatency} {
 		hs := hashes[li]
 		for i := range l {
 			e := &l[i]
+			if pruned != nil && !pruned.keeps(hs[i]) {
+				skipped++
+				continue
+			}
 			if i+prefetchAhead < len(hs) {
 				prefetch.Line(unsafe.Pointer(&s.tab[hs[i+prefetchAhead]&uint64(len(s.tab)-1)]))
 			}
@@ -226,6 +240,7 @@ func (s *mergeScratch) fold(wi int32, a *schemas.AppWindow, hashes *[numLists][]
 		}
 		acc.listings++
 	}
+	return skipped
 }
 
 // prefetchAhead is how many keys ahead fold asks for the table slot a

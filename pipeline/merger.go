@@ -172,6 +172,10 @@ type Merger struct {
 	// few keys a report may show. Placement does not reach a report
 	// (merge_window.go), so a seed drawn per merger keeps them identical.
 	keySeed maphash.Seed
+	// pruneMin is the listed entries (with repeats) from which an app's
+	// keys are ruled out before the fold when they can be (prune); tests
+	// change it to hold both ways to the same reports.
+	pruneMin int
 }
 
 type topicState struct {
@@ -315,6 +319,7 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 		doneThroughMs:    cfg.DoneThroughMs,
 		nextOffset:       -1,
 		keySeed:          maphash.MakeSeed(),
+		pruneMin:         defaultPruneMin,
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
