@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"math"
 	"strconv"
 	"testing"
 
@@ -37,7 +36,6 @@ func scratchWindow(startMs int64, parts int32, keysPer int) []*schemas.Partition
 func TestMergerScratchShrinksAfterSpike(t *testing.T) {
 	m, err := NewMerger(testMergerConfig(10))
 	require.NoError(t, err)
-	m.pruneMin = math.MaxInt // the whole table at once; the bucketed fold below
 	offset := int64(0)
 	window := func(startMs int64, parts int32, keysPer int) {
 		t.Helper()
