@@ -18,7 +18,7 @@ import (
 // contributions of the windows that do not list it.
 type keyAcc struct {
 	key  string
-	hash uint64 // the merger's maphash of key (Merger.keySeed)
+	hash uint64 // sketch.Hash(key)
 	// upper and lower are the sums of the listing windows' count bounds;
 	// bytes … latencyUs the sums of their figures' lower bounds.
 	upper, lower                    uint64
@@ -153,7 +153,7 @@ func bitsFor(n int) int {
 	return b
 }
 
-// intern returns the index in accs of key, whose hash is h,
+// intern returns the index in accs of key, whose sketch.Hash is h,
 // adding it.
 func (s *mergeScratch) intern(key string, h uint64) int32 {
 	mask := uint64(len(s.tab) - 1)

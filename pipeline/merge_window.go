@@ -321,8 +321,6 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 			listedTopic[topicOf[wi]] = true
 		}
 		count, spread := a.upper, false
-		var sketchHash uint64 // sketch.Hash(a.key), for the Count-Min sketches
-		hashed := false
 		for ti, sp := range spans {
 			if sp.keyed {
 				if !listedTopic[ti] && sp.floor > 0 {
@@ -338,10 +336,7 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 				aw := wins[wi]
 				bound := aw.window().Floor
 				if cms := aw.s.apps[aw.app].cms; cms != nil && bound > 0 {
-					if !hashed {
-						sketchHash, hashed = sketch.Hash(a.key), true
-					}
-					bound = min(bound, cms.EstimateHash(sketchHash))
+					bound = min(bound, cms.EstimateHash(a.hash))
 				}
 				if bound > 0 {
 					count = saturatingAdd(count, bound)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"math"
 	"math/bits"
@@ -165,13 +164,6 @@ type Merger struct {
 	// unkeyed partitions decodes 64 MiB of them): at most as many as the
 	// last window merged released, so a spike does not stay pinned.
 	freeCMS []*sketch.CountMin
-	// keySeed seeds the hash the merger places keys by: the runtime's
-	// (maphash), several times faster than sketch.Hash on short keys and
-	// needed for every listed key of every summary, where sketch.Hash
-	// (what Count-Min sketches are probed with) is needed only for the
-	// few keys a report may show. Placement does not reach a report
-	// (merge_window.go), so a seed drawn per merger keeps them identical.
-	keySeed maphash.Seed
 	// pruneMin is the listed entries (with repeats) from which an app's
 	// keys are ruled out before the fold when they can be (prune); tests
 	// change it to hold both ways to the same reports.
@@ -274,7 +266,7 @@ type heldSummary struct {
 type decodedApp struct {
 	distinct *sketch.Cardinality // nil when the app window carried none
 	cms      *sketch.CountMin    // nil when the app window carried none
-	// hashes are the keyHash of every listed key, list by list (Top,
+	// hashes are the sketch.Hash of every listed key, list by list (Top,
 	// Big, TopReads, TopWrites, TopLatency): hashed once, they check Top
 	// for repeats here and place the keys when the window is merged.
 	hashes [numLists][]uint64
@@ -318,7 +310,6 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 		emittedThroughMs: cfg.DoneThroughMs,
 		doneThroughMs:    cfg.DoneThroughMs,
 		nextOffset:       -1,
-		keySeed:          maphash.MakeSeed(),
 		pruneMin:         defaultPruneMin,
 	}
 	if m.log == nil {
@@ -795,7 +786,7 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 			hs := hashes[:len(l):len(l)]
 			hashes = hashes[len(l):]
 			for j := range l {
-				hs[j] = maphash.String(m.keySeed, l[j].Key)
+				hs[j] = sketch.Hash(l[j].Key)
 			}
 			s.apps[i].hashes[li] = hs
 		}
