@@ -263,15 +263,6 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		lo = hi
 	}
 
-	// Candidates. A report lists the first TopN+1 keys by count (the
-	// last to raise its Floor) and the first TopN by each figure, ties by
-	// count. A key's count is at least its listed upper bounds' sum and
-	// at most that plus every Floor of the windows not listing it; its
-	// figures are final. So a key whose most is below the (TopN+1)-th
-	// largest least is after TopN+1 keys by count, and one whose figure
-	// is below the TopN-th largest after TopN keys by it: neither can
-	// show, in this scope or in one combining it with other apps (whose
-	// keys only add competitors). Only the others' counts are worked out.
 	// Keys folded: all, or, for an app of many listed entries whose
 	// unlisting windows add little (no Floors of unkeyed windows), those
 	// prune does not rule out.
@@ -290,6 +281,15 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		m.stats.KeysFolded.Add(int64(len(s.accs)))
 	}
 
+	// Candidates. A report lists the first TopN+1 keys by count (the
+	// last to raise its Floor) and the first TopN by each figure, ties by
+	// count. A key's count is at least its listed upper bounds' sum and
+	// at most that plus every Floor of the windows not listing it; its
+	// figures are final. So a key whose most is below the (TopN+1)-th
+	// largest least is after TopN+1 keys by count, and one whose figure
+	// is below the TopN-th largest after TopN keys by it: neither can
+	// show, in this scope or in one combining it with other apps (whose
+	// keys only add competitors). Only the others' counts are worked out.
 	least, figMin := s.thresholds(m.cfg.TopN)
 	s.cands = s.cands[:0]
 	for id := range s.accs {
