@@ -213,7 +213,11 @@ func requireSameReports(t *testing.T, want, got []MergedWindow, what string) {
 func TestMergePrunedFoldMatchesWhole(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	pruned := int64(0)
-	for round := range 150 {
+	rounds := 150
+	if raceEnabled {
+		rounds = 30 // the merger owns no goroutine; the race detector only slows it
+	}
+	for round := range rounds {
 		shape := randomFoldShape(r)
 		cfg := testMergerConfig(1 + r.IntN(20))
 		cfg.MaxApps = 1 + r.IntN(3) // so apps fold into OtherApp
