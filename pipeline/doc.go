@@ -283,6 +283,14 @@
 // the keys a report can show: a key whose largest possible count is below
 // the (TopN+1)-th largest least count, and each of whose figures is below
 // that figure's TopN-th largest, is left out, which changes no report.
+// For an app of 32,768 listed entries or more with no unkeyed Floors (a
+// keyed topic over many partitions lists a million keys a window) the
+// merger rules such keys out before folding them (merge_prune.go): the
+// thresholds are bounded from below by distinct keys' counts in one window
+// each, every key from above by the sums of the entries hashing to its
+// slot of a table, and a key below both is never placed nor summed
+// (keyheat_merge_key_folds_total, keyheat_merge_pruned_entries_total); the
+// thresholds, and so the reports, are those of the whole fold.
 // Skew is
 // the max/mean and Gini coefficient of the load per partition and per Redis
 // Cluster node (slots mapped to the configured nodes), with the busiest
@@ -312,7 +320,11 @@
 // about 140 bytes per key listed in the largest window it merged, so
 // bounded by what summaries list (per partition and app, the top and big
 // lists' capacities): about 140 MB at 1,000 partitions listing 1,024
-// keys each.
+// keys each, far less where keys are ruled out before the fold (the
+// table of slot sums that rules them out is at most 5 MiB). It keeps the
+// Count-Min sketches of the last window merged, at most, to decode the
+// next summaries' into. A buffer more than four times the size the last
+// window needed is freed, so a spike does not stay pinned.
 //
 // # Determinism
 //

@@ -163,8 +163,16 @@ func TestMergeCandidatesMatchModel(t *testing.T) {
 // left out.
 func requireCandidates(t *testing.T, topN int, ws []*schemas.PartitionWindow) int {
 	t.Helper()
+	return requireCandidatesWith(t, topN, ws, defaultPruneMin)
+}
+
+// requireCandidatesWith is requireCandidates with keys ruled out before
+// the fold for apps of pruneMin listed entries or more.
+func requireCandidatesWith(t *testing.T, topN int, ws []*schemas.PartitionWindow, pruneMin int) int {
+	t.Helper()
 	m, err := NewMerger(testMergerConfig(topN))
 	require.NoError(t, err)
+	m.pruneMin = pruneMin
 	for i, w := range ws {
 		require.NoError(t, m.Add(w, int64(i), 0))
 	}

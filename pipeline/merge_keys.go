@@ -64,6 +64,12 @@ type mergeScratch struct {
 	// app of the window being merged used: what release clears, and
 	// what the buffers' sizes are held to.
 	usedAccs, usedMore int
+	// sums, pass and lower rule keys out before the fold (prune);
+	// usedSums is the most slots any app used.
+	sums     []slotSums
+	pass     []uint64
+	lower    [5]distinctTop
+	usedSums int
 }
 
 // minScratchKeys is the fewest keys the scratch is sized for: a window
@@ -131,7 +137,10 @@ func (s *mergeScratch) release() {
 	if len(s.tab) > 4*(2<<bitsFor(keys)) {
 		s.tab = nil
 	}
-	s.usedAccs, s.usedMore = 0, 0
+	if cap(s.sums) > 4*s.usedSums {
+		s.sums, s.pass = nil, nil
+	}
+	s.usedAccs, s.usedMore, s.usedSums = 0, 0, 0
 }
 
 // bitsFor is the number of bits n takes (0 for 0).
@@ -185,15 +194,26 @@ func (s *mergeScratch) grow() {
 }
 
 // fold adds app window wi's lists, whose keys' hashes are hashes (list
-// by list), to the keys' sums.
-func (s *mergeScratch) fold(wi int32, a *schemas.AppWindow, hashes *[numLists][]uint64, keyed bool) {
+// by list), to the keys' sums, skipping the keys prune ruled out (none
+// when pruned is nil); it returns how many entries it skipped.
+func (s *mergeScratch) fold(wi int32, a *schemas.AppWindow, hashes *[numLists][]uint64, keyed bool, pruned *pruneSet) (skipped int) {
+	floorListed := uint64(0) // what the window's Floor adds to floorListed
+	if !keyed {
+		floorListed = a.Floor
+	}
+	// A key in several of the window's lists takes the tightest bounds
+	// they give (windowKey.and) before it adds to its sums. Top lists a
+	// key once (decode checks it) and is by far the longest, so the
+	// other lists are gathered first, and a Top entry whose key they do
+	// not list adds at once, without the gathering.
 	s.cur = s.cur[:0]
-	for li, l := range [numLists][]schemas.KeyCount{a.Top, a.Big, a.TopReads, a.TopWrites, a.TopLatency} {
+	for li, l := range [numLists][]schemas.KeyCount{nil, a.Big, a.TopReads, a.TopWrites, a.TopLatency} {
 		hs := hashes[li]
 		for i := range l {
 			e := &l[i]
-			if i+prefetchAhead < len(hs) {
-				prefetch.Line(unsafe.Pointer(&s.tab[hs[i+prefetchAhead]&uint64(len(s.tab)-1)]))
+			if pruned != nil && !pruned.keeps(hs[i]) {
+				skipped++
+				continue
 			}
 			id := s.intern(e.Key, hs[i])
 			acc := &s.accs[id]
@@ -205,27 +225,49 @@ func (s *mergeScratch) fold(wi int32, a *schemas.AppWindow, hashes *[numLists][]
 			s.cur = append(s.cur, curEntry{id: id, windowKey: windowKeyOf(e)})
 		}
 	}
+	hs := hashes[0]
+	for i := range a.Top {
+		e := &a.Top[i]
+		if pruned != nil && !pruned.keeps(hs[i]) {
+			skipped++
+			continue
+		}
+		if i+prefetchAhead < len(hs) {
+			prefetch.Line(unsafe.Pointer(&s.tab[hs[i+prefetchAhead]&uint64(len(s.tab)-1)]))
+		}
+		id := s.intern(e.Key, hs[i])
+		acc := &s.accs[id]
+		if acc.curWin == wi {
+			s.cur[acc.cur].and(windowKeyOf(e))
+			continue
+		}
+		s.add(acc, wi, windowKeyOf(e), floorListed)
+	}
 	for i := range s.cur {
 		c := &s.cur[i]
-		acc := &s.accs[c.id]
-		acc.upper = saturatingAdd(acc.upper, c.upper)
-		acc.lower = saturatingAdd(acc.lower, min(c.lower, c.upper))
-		acc.bytes = saturatingAdd(acc.bytes, c.bytes)
-		acc.reads = saturatingAdd(acc.reads, c.reads)
-		acc.writes = saturatingAdd(acc.writes, c.writes)
-		acc.latencyUs = saturatingAdd(acc.latencyUs, c.latencyUs)
-		acc.shortened = acc.shortened || c.shortened
-		if !keyed {
-			acc.floorListed = saturatingAdd(acc.floorListed, a.Floor)
-		}
-		if acc.listings == 0 {
-			acc.firstWin = wi
-		} else {
-			s.more = append(s.more, listNode{win: wi, next: acc.more})
-			acc.more = int32(len(s.more) - 1)
-		}
-		acc.listings++
+		s.add(&s.accs[c.id], wi, c.windowKey, floorListed)
 	}
+	return skipped
+}
+
+// add adds what app window wi says of a key, k, to its sums; floorListed
+// is the window's Floor when its topic is not keyed, else 0.
+func (s *mergeScratch) add(acc *keyAcc, wi int32, k windowKey, floorListed uint64) {
+	acc.upper = saturatingAdd(acc.upper, k.upper)
+	acc.lower = saturatingAdd(acc.lower, min(k.lower, k.upper))
+	acc.bytes = saturatingAdd(acc.bytes, k.bytes)
+	acc.reads = saturatingAdd(acc.reads, k.reads)
+	acc.writes = saturatingAdd(acc.writes, k.writes)
+	acc.latencyUs = saturatingAdd(acc.latencyUs, k.latencyUs)
+	acc.shortened = acc.shortened || k.shortened
+	acc.floorListed = saturatingAdd(acc.floorListed, floorListed)
+	if acc.listings == 0 {
+		acc.firstWin = wi
+	} else {
+		s.more = append(s.more, listNode{win: wi, next: acc.more})
+		acc.more = int32(len(s.more) - 1)
+	}
+	acc.listings++
 }
 
 // prefetchAhead is how many keys ahead fold asks for the table slot a

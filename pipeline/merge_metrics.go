@@ -32,6 +32,12 @@ type MergerStats struct {
 	Partial atomic.Int64
 	// Pending is the number of windows held now.
 	Pending atomic.Int64
+	// Keys summed over the partitions, per app and window: KeysFolded
+	// by apps folded whole, KeysPrunedFolded by apps whose keys unable
+	// to reach a report were ruled out first (their listed entries,
+	// never placed nor summed, are EntriesPruned). Reports are the same
+	// either way.
+	KeysFolded, KeysPrunedFolded, EntriesPruned atomic.Int64
 }
 
 // register exports s to reg; nil reg registers nothing.
@@ -60,6 +66,11 @@ func (s *MergerStats) register(reg prometheus.Registerer) error {
 		counter("late_events_total", "Events of summaries dropped because their window was already reported without their partition: in no report.",
 			&s.LateEvents, nil),
 		counter("partial_windows_total", "Windows reported without hearing from every partition.", &s.Partial, nil),
+		counter("key_folds_total", "Keys the merger summed over the partitions, per app and window, by whether keys unable to reach a report were ruled out first.",
+			&s.KeysFolded, prometheus.Labels{"pruning": "off"}),
+		counter("key_folds_total", "Keys the merger summed over the partitions, per app and window, by whether keys unable to reach a report were ruled out first.",
+			&s.KeysPrunedFolded, prometheus.Labels{"pruning": "on"}),
+		counter("pruned_entries_total", "Listed entries the merger skipped, their keys ruled out as unable to reach a report.", &s.EntriesPruned, nil),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "keyheat", Subsystem: "merge", Name: "pending_windows",
 			Help: "Windows held waiting for partition summaries.",

@@ -60,3 +60,46 @@ func TestMergerScratchShrinksAfterSpike(t *testing.T) {
 		require.Empty(t, a.key, "entry %d of the key table still holds a key once its window is reported", i)
 	}
 }
+
+// TestMergerPrunedScratchShrinksAfterSpike is the same for an app whose
+// keys are ruled out before the fold: the table of slot sums holds no
+// spike, nor does the key table, which holds only the keys that may show.
+func TestMergerPrunedScratchShrinksAfterSpike(t *testing.T) {
+	m, err := NewMerger(testMergerConfig(10))
+	require.NoError(t, err)
+	m.pruneMin = 0
+	offset := int64(0)
+	window := func(startMs int64, parts int32, keysPer int) {
+		t.Helper()
+		ws := scratchWindow(startMs, parts, keysPer)
+		for _, w := range ws {
+			// Skewed as traffic is: a few heavy keys, a long light tail.
+			a := &w.Apps[0]
+			a.Events = 0
+			for i := range a.Top {
+				a.Top[i].Count = uint64(keysPer/(i+1) + 1)
+				a.Events += a.Top[i].Count
+			}
+			w.Events = a.Events
+		}
+		for _, w := range ws {
+			require.NoError(t, m.Add(w, offset, 0))
+			offset++
+		}
+		out := m.Ready(nil)
+		require.Len(t, out, 1)
+		require.Len(t, out[0].Reports[0].Top, 10)
+	}
+	window(0, 64, 2000) // 128,000 keys
+	s := &m.scratch
+	spike := cap(s.sums)
+	require.GreaterOrEqual(t, spike, 128_000/8)
+	require.Positive(t, m.stats.EntriesPruned.Load(), "the spike's light keys should be ruled out")
+	require.Less(t, cap(s.accs), 128_000/4, "every key of the spike was placed")
+
+	window(1000, 64, 1)
+	require.Less(t, cap(s.sums), spike/4, "the slot sums keep the spike's size after a small window")
+	for i, a := range s.accs[:cap(s.accs)] {
+		require.Empty(t, a.key, "entry %d of the key table still holds a key once its window is reported", i)
+	}
+}

@@ -201,9 +201,11 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		allKeyed = allKeyed && keyed[aw.s.w.Topic]
 	}
 	s := &m.scratch
-	s.reset(listed, allKeyed, len(wins))
+	// Keyed, the table is sized for every listed key, unless prune may
+	// rule most of them out.
+	s.reset(listed, allKeyed && listed < m.pruneMin, len(wins))
 	slotLists := make([][]schemas.SlotCount, 0, len(wins))
-	for wi, aw := range wins {
+	for _, aw := range wins {
 		a := aw.window()
 		sc.events += a.Events
 		sc.bytes += a.Bytes
@@ -214,11 +216,9 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		sc.partBytes[aw.load] += a.Bytes
 		sc.inexact = sc.inexact || a.Approximate || (!keyed[aw.s.w.Topic] && a.Floor > 0)
 		slotLists = append(slotLists, a.Slots)
-		d := &aw.s.apps[aw.app]
-		if d.distinct != nil {
+		if d := &aw.s.apps[aw.app]; d.distinct != nil {
 			sc.distinct = m.mergeDistinct(sc.distinct, d.distinct)
 		}
-		s.fold(int32(wi), a, &d.hashes, keyed[aw.s.w.Topic])
 	}
 	sc.slots = m.sumSlots(slotLists)
 
@@ -261,6 +261,24 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		}
 		spans = append(spans, sp)
 		lo = hi
+	}
+
+	// Keys folded: all, or, for an app of many listed entries whose
+	// unlisting windows add little (no Floors of unkeyed windows), those
+	// prune does not rule out.
+	var pruned *pruneSet
+	if listed >= m.pruneMin && floorSum == 0 {
+		pruned = s.prune(wins, m.cfg.TopN, keyedFloors)
+	}
+	skipped := 0
+	for wi, aw := range wins {
+		skipped += s.fold(int32(wi), aw.window(), &aw.s.apps[aw.app].hashes, keyed[aw.s.w.Topic], pruned)
+	}
+	if pruned != nil {
+		m.stats.KeysPrunedFolded.Add(int64(len(s.accs)))
+		m.stats.EntriesPruned.Add(int64(skipped))
+	} else {
+		m.stats.KeysFolded.Add(int64(len(s.accs)))
 	}
 
 	// Candidates. A report lists the first TopN+1 keys by count (the

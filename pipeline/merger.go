@@ -113,7 +113,9 @@ type MergedWindow struct {
 // its distinct sketch (up to 2^precision bytes) and, when not keyed, its
 // Count-Min sketch (depth × width × 8 bytes, 64 KiB by default). The
 // merger holds at most MaxPendingWindows × partitions of them, and per
-// partition a few ranges of windows it was reported missing from.
+// partition a few ranges of windows it was reported missing from. It
+// keeps the Count-Min sketches of the last window merged, at most, to
+// decode the next summaries' into.
 //
 // The merger is pure: no I/O, no goroutines, no clock. The same summaries,
 // interleaved across partitions in any way and with duplicates, give
@@ -157,6 +159,15 @@ type Merger struct {
 	// seenTab finds keys listed twice in a Top (decode): an
 	// open-addressing table of indices into it + 1.
 	seenTab []int32
+	// freeCMS are Count-Min sketches of summaries merged or dropped,
+	// decoded into again by the next summaries (a window of 1,000
+	// unkeyed partitions decodes 64 MiB of them): at most as many as the
+	// last window merged released, so a spike does not stay pinned.
+	freeCMS []*sketch.CountMin
+	// pruneMin is the listed entries (with repeats) from which an app's
+	// keys are ruled out before the fold when they can be (prune); tests
+	// change it to hold both ways to the same reports.
+	pruneMin int
 }
 
 type topicState struct {
@@ -299,6 +310,7 @@ func NewMerger(cfg MergerConfig) (*Merger, error) {
 		emittedThroughMs: cfg.DoneThroughMs,
 		doneThroughMs:    cfg.DoneThroughMs,
 		nextOffset:       -1,
+		pruneMin:         defaultPruneMin,
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -368,13 +380,22 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 		m.stats.Invalid.Add(1)
 		return err
 	}
+	if !m.hold(s, w, offset, nowMs) {
+		m.recycle(s)
+	}
+	return nil
+}
+
+// hold files the decoded summary s of w, read at offset, and reports
+// whether it keeps it (Add).
+func (m *Merger) hold(s *heldSummary, w *schemas.PartitionWindow, offset, nowMs int64) bool {
 	m.nextOffset = max(m.nextOffset, offset+1)
 	ps := m.track(w)
 	empty := w.Events == 0 && w.Late == 0 && len(w.Apps) == 0
 	switch {
 	case w.EndMs <= m.cfg.DoneThroughMs:
 		m.stats.Resumed.Add(1)
-		return nil
+		return false
 	case w.EndMs <= m.emittedThroughMs:
 		if ps.wasMissed(w.StartMs) && !empty {
 			m.stats.Late.Add(1)
@@ -385,10 +406,10 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 			// the report has what it says.
 			m.stats.Duplicates.Add(1)
 		}
-		return nil
+		return false
 	case empty:
 		m.stats.Empty.Add(1)
-		return nil
+		return false
 	}
 	p := m.pending[w.StartMs]
 	if p == nil {
@@ -411,7 +432,7 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 			m.log.Warn("partition window summary re-sent with other content; keeping the first",
 				"id", w.ID, "first_offset", p.minOffset, "offset", offset)
 		}
-		return nil
+		return false
 	}
 	p.parts[k] = s
 	p.minOffset = min(p.minOffset, offset)
@@ -422,7 +443,7 @@ func (m *Merger) Add(w *schemas.PartitionWindow, offset, nowMs int64) error {
 		m.queued = append(m.queued, m.emitOldest(&m.stats.Capped, m.lastStatus))
 	}
 	m.stats.Pending.Store(int64(len(m.order)))
-	return nil
+	return true
 }
 
 // track learns topics, partition counts and progress from w, and returns
@@ -538,6 +559,17 @@ func (m *Merger) emitOldest(how *atomic.Int64, status StatusFunc) MergedWindow {
 		held += h.w.Events
 	}
 	mw := m.merge(p, missing, idle)
+	// The window's sketches are decoded into again by the summaries of
+	// the next ones; beyond what this window released the free list
+	// drops them, so a window of many sketches does not pin them.
+	released := 0
+	for _, h := range p.parts {
+		released += m.recycle(h)
+	}
+	if len(m.freeCMS) > released {
+		clear(m.freeCMS[released:])
+		m.freeCMS = m.freeCMS[:released]
+	}
 	delete(m.pending, p.startMs)
 	m.order = m.order[1:]
 	m.emittedThroughMs = p.startMs + m.windowMs
@@ -783,8 +815,8 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 			s.apps[i].distinct = c
 		}
 		if len(a.Sketch) > 0 {
-			c := new(sketch.CountMin)
-			if err := c.UnmarshalBinary(a.Sketch); err != nil {
+			c := m.newCMS()
+			if err := c.UnmarshalBinaryReuse(a.Sketch); err != nil {
 				return nil, bad("app %q sketch: %w", a.App, err)
 			}
 			s.apps[i].cms = c
@@ -829,4 +861,30 @@ func comparePart(a, b *heldSummary) int {
 		return c
 	}
 	return cmp.Compare(a.w.Partition, b.w.Partition)
+}
+
+// newCMS returns a Count-Min sketch to decode into: a recycled one when
+// there is one.
+func (m *Merger) newCMS() *sketch.CountMin {
+	if n := len(m.freeCMS); n > 0 {
+		c := m.freeCMS[n-1]
+		m.freeCMS[n-1] = nil
+		m.freeCMS = m.freeCMS[:n-1]
+		return c
+	}
+	return new(sketch.CountMin)
+}
+
+// recycle hands the Count-Min sketches of s, which nothing else refers
+// to any more, to newCMS, and returns how many.
+func (m *Merger) recycle(s *heldSummary) int {
+	n := 0
+	for i := range s.apps {
+		if c := s.apps[i].cms; c != nil {
+			m.freeCMS = append(m.freeCMS, c)
+			s.apps[i].cms = nil
+			n++
+		}
+	}
+	return n
 }

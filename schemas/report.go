@@ -186,6 +186,10 @@ func WindowReportID(scope, app string, startMs int64) string {
 // AppendJSON appends r's JSON form to dst. The form is deterministic:
 // fields in declaration order, floats in Go's shortest representation.
 func (r *WindowReport) AppendJSON(dst []byte) ([]byte, error) {
+	if out, ok := r.appendJSON(dst); ok {
+		return out, nil
+	}
+	// A NaN or infinite float: encoding/json says which.
 	b, err := json.Marshal(r)
 	if err != nil {
 		return dst, fmt.Errorf("encode window report: %w", err)
