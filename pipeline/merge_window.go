@@ -47,7 +47,7 @@ type reportScope struct {
 	events, bytes, reads, writes, latencyUs, late uint64
 	partEvents, partBytes                         []uint64 // by load partition
 	slots                                         []schemas.SlotCount
-	distinct                                      *sketch.Cardinality
+	distinct                                      *sketch.CardinalityUnion
 	keys                                          []schemas.KeyCount
 	floor                                         uint64
 	// inexact: some summary's lists are approximate, or a partition of a
@@ -217,7 +217,7 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		sc.inexact = sc.inexact || a.Approximate || (!keyed[aw.s.w.Topic] && a.Floor > 0)
 		slotLists = append(slotLists, a.Slots)
 		if d := &aw.s.apps[aw.app]; d.distinct != nil {
-			sc.distinct = m.mergeDistinct(sc.distinct, d.distinct)
+			sc.distinct = m.addDistinct(sc.distinct, d.distinct)
 		}
 	}
 	sc.slots = m.sumSlots(slotLists)
@@ -386,19 +386,41 @@ func (m *Merger) combine(parts []*reportScope, nLoads int) *reportScope {
 	return sc
 }
 
-// mergeDistinct merges d into acc, a fresh sketch when acc is nil (so the
-// summaries' own sketches stay as they were).
-func (m *Merger) mergeDistinct(acc, d *sketch.Cardinality) *sketch.Cardinality {
+// addDistinct folds the summary's distinct sketch d into acc, a fresh
+// union when acc is nil.
+func (m *Merger) addDistinct(acc *sketch.CardinalityUnion, d *sketch.CardinalityBlob) *sketch.CardinalityUnion {
 	if acc == nil {
-		var err error
-		acc, err = sketch.NewCardinality(sketch.CardinalityConfig{Precision: uint8(m.hllPrecision), Sparse: true})
-		if err != nil {
-			return nil // unreachable: the precision came from a decoded sketch
+		if acc = m.newDistinct(); acc == nil {
+			return nil
+		}
+	}
+	// Add fails only on differing precisions, which Add refuses.
+	_ = acc.Add(d)
+	return acc
+}
+
+// mergeDistinct merges the union d into acc, a fresh union when acc is
+// nil (so d stays as it was).
+func (m *Merger) mergeDistinct(acc, d *sketch.CardinalityUnion) *sketch.CardinalityUnion {
+	if acc == nil {
+		if acc = m.newDistinct(); acc == nil {
+			return nil
 		}
 	}
 	// Merge fails only on differing precisions, which Add refuses.
 	_ = acc.Merge(d)
 	return acc
+}
+
+// newDistinct is an empty union of the summaries' precision, or nil
+// (unreachable: the precision came from a decoded sketch). It starts
+// sparse, as a report of few keys is estimated by linear counting.
+func (m *Merger) newDistinct() *sketch.CardinalityUnion {
+	u, err := sketch.NewCardinalityUnion(uint8(m.hllPrecision))
+	if err != nil {
+		return nil
+	}
+	return u
 }
 
 // sumSlots adds slot lists (each sorted by slot) into one sorted list,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -264,8 +263,11 @@ type heldSummary struct {
 }
 
 type decodedApp struct {
-	distinct *sketch.Cardinality // nil when the app window carried none
-	cms      *sketch.CountMin    // nil when the app window carried none
+	// distinct refers to the app window's encoded Distinct (the merger
+	// keeps the summary it was given) when it is dense: held so, it costs
+	// no decoded copy, and folds faster into a report's union.
+	distinct *sketch.CardinalityBlob // nil when the app window carried none
+	cms      *sketch.CountMin        // nil when the app window carried none
 	// hashes are the sketch.Hash of every listed key, list by list (Top,
 	// Big, TopReads, TopWrites, TopLatency): hashed once, they check Top
 	// for repeats here and place the keys when the window is merged.
@@ -425,7 +427,7 @@ func (m *Merger) hold(s *heldSummary, w *schemas.PartitionWindow, offset, nowMs 
 		// wall-clock moment, and no report shows it.
 		again := *s.w
 		again.WatermarkMs = held.w.WatermarkMs
-		if reflect.DeepEqual(held, &heldSummary{w: &again, apps: s.apps}) {
+		if reflect.DeepEqual(held.w, &again) && sameApps(held.apps, s.apps) {
 			m.stats.Duplicates.Add(1)
 		} else {
 			m.stats.Conflicts.Add(1)
@@ -741,8 +743,8 @@ func (m *Merger) CommitOffset() (offset int64, ok bool) {
 	return offset, true
 }
 
-// decode checks w and decodes its sketches into a summary that holds no
-// encoded sketch bytes.
+// decode checks w and decodes its sketches into a summary that holds one
+// copy of each: a dense distinct sketch stays encoded (checked), in w.
 func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 	if w == nil {
 		return nil, errors.New("merge: nil partition window")
@@ -802,11 +804,11 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 			}
 		}
 		if len(a.Distinct) > 0 {
-			c := new(sketch.Cardinality)
-			if err := c.UnmarshalBinary(a.Distinct); err != nil {
+			c, err := sketch.ParseCardinality(a.Distinct)
+			if err != nil {
 				return nil, bad("app %q distinct: %w", a.App, err)
 			}
-			p := bits.TrailingZeros(uint(c.Bytes()))
+			p := int(c.Precision())
 			if m.hllPrecision != 0 && p != m.hllPrecision {
 				return nil, bad("app %q distinct sketch has precision %d, earlier summaries %d; run every detect with the same cardinality precision",
 					a.App, p, m.hllPrecision)
@@ -825,6 +827,23 @@ func (m *Merger) decode(w *schemas.PartitionWindow) (*heldSummary, error) {
 	}
 	s.w = &stripped
 	return s, nil
+}
+
+// sameApps reports whether two summaries' decoded app windows are alike:
+// their distinct sketches the same estimate however each was encoded (as
+// when both were decoded), the rest deeply equal.
+func sameApps(a, b []decodedApp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		da, db := a[i].distinct, b[i].distinct
+		if (da == nil) != (db == nil) || (da != nil && !da.Equal(db)) ||
+			!reflect.DeepEqual(a[i].cms, b[i].cms) || !reflect.DeepEqual(a[i].hashes, b[i].hashes) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkTop returns the first entry of top, whose keys' hashes are

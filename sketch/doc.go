@@ -120,6 +120,13 @@
 // the package's xxh3 hash so all instances agree; merges give the union's
 // estimate.
 //
+// CardinalityUnion is a merger's accumulator of encoded estimates: it
+// gives exactly the estimate a sparse Cardinality gives after merging each
+// of them decoded, but a dense one (ParseCardinality's CardinalityBlob
+// keeps its encoding's bytes) is folded into the union's own registers
+// without a decoded copy, and the union estimates with the library's dense
+// estimator, copied (cardinality_estimate.go).
+//
 // # Performance
 //
 // Measured figures: BENCHMARKS.md (written by `make bench`) and
