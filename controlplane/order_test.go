@@ -86,9 +86,6 @@ func (h *heldPromote) promoteUnacknowledged(t *testing.T, key, ttl string) {
 	defer giveUp()
 	answered := make(chan *httpRecorder, 1)
 	body := promoteBody(t, controlplane.PromoteRequest{App: "shop", Mitigation: "local_cache", TTL: ttl})
-	// Changes made within one millisecond are concurrent (either may
-	// rule): the change the test makes next comes in a later one.
-	defer waitNextMilli(time.Now())
 	go func() {
 		req := newRequest("POST", "/api/hotkeys/"+keyPath(key)+"/promote", body).WithContext(ctx)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -103,6 +100,10 @@ func (h *heldPromote) promoteUnacknowledged(t *testing.T, key, ttl string) {
 	}
 	giveUp()
 	rec := <-answered
+	// Changes made within one millisecond are concurrent (either may
+	// rule): the change the test makes next comes in a later one than
+	// the promote's stamp, which A made before it answered.
+	waitNextMilli(time.Now())
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code, "%s", rec.Body)
 	require.Contains(t, rec.Body.String(), "retrying is safe")
 }
