@@ -103,7 +103,11 @@
 // the hashed methods then take no node lock and do no atomic
 // read-modify-write, which were most of their cost. When a full ring must
 // make room for a heavier key, EvictLowest removes the lightest tracked
-// one (Space-Saving's rule).
+// one (Space-Saving's rule). Both that and a whole SweepCold walk the ring;
+// a SingleWriter ring that does not rotate remembers what a walk found
+// for the rest of its window slot (the least-counting nodes in a lazy
+// heap; that nothing is cold), so that calls made key after key walk once
+// a slot, with the same answers.
 //
 // # Keys
 //

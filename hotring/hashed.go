@@ -363,6 +363,9 @@ func (r *Ring) InsertHash(h uint64, ns, key string, credit []Weights, nowMs int6
 				clear(a)
 				n.tag = 0
 				r.credit(n, credit)
+				if r.single {
+					r.memo.coldE = noEpoch // it was cold, and may stay so
+				}
 				fill(n, a, r.lay, win)
 				r.unlock(n)
 				return true
@@ -380,6 +383,11 @@ func (r *Ring) InsertHash(h uint64, ns, key string, credit []Weights, nowMs int6
 		if n, inserted := t.findOrInsert(nn); inserted {
 			r.lock(n)
 			fill(n, n.area(r.lay), r.lay, win)
+			if r.single {
+				// Made as of an earlier epoch, it may be cold as of the
+				// memo's.
+				r.created(n, en != r.memo.coldE || n.winTotal(en, r.lay) == 0)
+			}
 			r.unlock(n)
 			return true
 		}
@@ -456,6 +464,13 @@ func (r *Ring) SweepCold(nowMs int64, buckets int) int {
 	}
 	e := r.epoch(nowMs)
 	start := r.sweepCursor.Add(uint64(buckets)) - uint64(buckets)
+	whole := true
+	for _, t := range r.tables() {
+		whole = whole && (t == nil || buckets >= len(t.buckets))
+	}
+	if whole && r.memo.coldE == e && r.memoizes(e) {
+		return 0 // nothing turned cold since the last whole sweep
+	}
 	total := 0
 	var cold []*node
 	for _, t := range r.tables() {
@@ -480,6 +495,9 @@ func (r *Ring) SweepCold(nowMs int64, buckets int) int {
 		cold = cold[:0]
 	}
 	r.evicted.Add(uint64(total))
+	if whole && r.memoizes(e) {
+		r.memo.coldE = e
+	}
 	return total
 }
 
@@ -488,32 +506,18 @@ func (r *Ring) SweepCold(nowMs int64, buckets int) int {
 // whether it removed one; ties go to the key first in the ring's order.
 // Cold keys count as 0. It is how a caller whose ring is full makes room
 // for a key it knows to be heavier than some tracked one (Space-Saving's
-// rule), and it walks every node: O(Len()).
+// rule). It walks every node, O(Len()), except on a SingleWriter ring
+// that does not rotate: there a walk's findings serve the later calls as
+// of the same window slot, each in O(log Len()) (see memo).
 func (r *Ring) EvictLowest(nowMs int64, lane int, below uint64) bool {
 	if !r.windowed || lane < 0 || lane >= r.lay.lanes {
 		return false
 	}
 	e := r.epoch(nowMs)
-	var (
-		victim *node
-		vt     *table
-		least  uint64
-	)
-	for _, t := range r.tables() {
-		if t == nil {
-			continue
-		}
-		t.walk(func(n *node) {
-			n.lock()
-			var c uint64
-			if !n.dead() && n.laneWindow(e, r.lay, 0) > 0 {
-				c = n.laneWindow(e, r.lay, lane)
-			}
-			n.unlock()
-			if victim == nil || c < least {
-				victim, vt, least = n, t, c
-			}
-		})
+	victim, least := r.knownLowest(e, lane)
+	vt := r.gens.Load().active // the memo's table
+	if victim == nil {
+		victim, vt, least = r.lowestWalk(e, lane)
 	}
 	if victim == nil || least >= below || !r.kill(vt, victim, false, 0) {
 		return false

@@ -61,6 +61,10 @@ type Ring struct {
 		e          int64
 		i          int
 	}
+	// memo spares a SingleWriter ring's EvictLowest and full SweepCold
+	// most of their walks; noMemo turns it off (tests compare).
+	memo   memo
+	noMemo bool
 
 	touches, clamped, refused, sampledOut striped
 	forced, evicted, removed, rotations   atomic.Uint64
@@ -116,6 +120,7 @@ func New(opts Options) (*Ring, error) {
 	}
 	r.gens.Store(&generations{active: newTable(opts.Bits)})
 	r.slotCache.loMs, r.slotCache.hiMs = math.MaxInt64, math.MinInt64 // empty
+	r.memo.reset()
 	return r, nil
 }
 
@@ -133,6 +138,7 @@ func (r *Ring) epoch(nowMs int64) int64 {
 	if nowMs%r.slotMs < 0 {
 		e--
 	}
+	r.memo.saw(e)
 	return e
 }
 
@@ -242,6 +248,8 @@ func (r *Ring) insert(t *table, h uint64, key string, force bool) (n *node, inse
 	n, inserted = t.findOrInsert(newNode(h, key, r.lay))
 	if !inserted {
 		t.nodes.Add(-1) // another goroutine inserted key first
+	} else if r.single {
+		r.created(n, true) // with a zero count until its touch
 	}
 	return n, inserted
 }

@@ -374,9 +374,11 @@ func (d *detector) process(ad *appDet, x *rule, g *group, e *schemas.AccessEvent
 //     half its threshold;
 //   - at 2 × RingNodes, only a key whose estimate reaches its threshold,
 //     in place of the tracked key with the smallest count, if that count
-//     is smaller (as Space-Saving does). Such a key is hot or nearly, and
-//     there are few: the walk this costs is rare. Keys with smaller
-//     estimates cannot churn the ring.
+//     is smaller (as Space-Saving does). Keys with smaller estimates
+//     cannot churn the ring. On an unkeyed topic thousands of keys may
+//     reach their (local) threshold; the ring then answers the sweep and
+//     the lowest key from what its last walk found in the slot, not from
+//     a walk each (hotring's memo).
 func (d *detector) admit(g *group, x *rule, ad *appDet, key string, hr uint64, tsMs int64, w *hotring.Weights) bool {
 	n := len(g.cms)
 	var sumE, sumB uint64
