@@ -254,6 +254,9 @@ func processStep(b *testing.B, keyed bool) func(e *schemas.AccessEvent, off int6
 		for _, h := range out.HotKeys {
 			p.AckedHotKey(h.ID)
 		}
+		for _, c := range out.Candidates {
+			p.AckedCandidates(c.ID)
+		}
 		out.Reset()
 	}
 }
