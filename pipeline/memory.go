@@ -21,7 +21,9 @@ import (
 //	detection: per distinct rule window, (Slots+1) × (SketchDepth·SketchWidth·8
 //	           + 1 KiB reset log) (twice with a bytes_rate rule) + a ring of 2·RingNodes nodes of
 //	           64 + 8·(5·(Slots+1)+5 rounded up to a power of two) + MaxKeyBytes
-//	           + 24 bytes, its buckets, and as many alert states
+//	           + 24 bytes, its buckets, the heap with which a full ring finds
+//	           its least-counting node (16 bytes, twice a node, + 1 KiB),
+//	           and as many alert states
 //	cache:     1024 apps' rule lists; 4096 clock checkpoints
 //
 // Key bytes are counted at MaxKeyBytes wherever a structure copies keys
@@ -57,7 +59,8 @@ func (o Options) MemoryBound() int64 {
 	nodes := int64(2 * d.RingNodes)
 	// An alert state is 168 bytes (its episode's refresh figures
 	// included), two slots of its table, and its key.
-	ring := nodes*(64+8*words+keyBytes+24) + 8<<hotring.SizeBits(2*d.RingNodes) + nodes*(200+keyBytes)
+	ring := nodes*(64+8*words+keyBytes+24) + 8<<hotring.SizeBits(2*d.RingNodes) + nodes*(200+keyBytes) +
+		2*16*nodes + 1024
 	group := 2*int64(d.Slots+1)*(int64(d.SketchDepth*d.SketchWidth*8)+sketch.ResetLogBytes) + ring
 	groups := int64(len(o.rulesWindows()))
 	const cache = maxDetApps*512 + maxHistory*16
