@@ -187,3 +187,87 @@ func renamedKeys(kcs []schemas.KeyCount, p int) []schemas.KeyCount {
 	}
 	return out
 }
+
+// BenchmarkMergeSparse is the merger's side of a backfill of a quiet
+// topic, one report window per iteration: four keyed partitions' real
+// summaries of 250 events each (1,000 events/s, detect.BenchmarkEndToEnd's
+// rate=1000), keys drawn from 100,000 so that nearly every key is listed
+// once with a count of 1. An iteration decodes the four summaries from
+// their binary form, adds them, merges the window and encodes its
+// reports as JSON, as detect's merge runner does: what a window costs
+// the merger whatever its events.
+func BenchmarkMergeSparse(b *testing.B) {
+	const parts, perWindow, templates = 4, 250, 16
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = "key:" + strconv.Itoa(i)
+	}
+	// enc[w][p] is partition p's summary of window w, encoded.
+	enc := make([][][]byte, templates)
+	for p := range int32(parts) {
+		src := testSource
+		src.Partition, src.Partitions = p, parts
+		pt, err := NewPartition(DefaultOptions(), src, Start{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out Output
+		e := schemas.AccessEvent{App: "app", Op: "GET", Bytes: 100}
+		for i := range int64((templates + 30) * perWindow) {
+			off := i*parts + int64(p)
+			e.Key = keys[(off*off)%int64(len(keys))]
+			e.TimeMs = t0Ms + i*1000/perWindow
+			pt.Process(&e, i, &out)
+			for _, w := range out.Windows {
+				if wi := (w.StartMs - t0Ms) / 1000; wi < templates && w.Events > 0 {
+					enc[wi] = append(enc[wi], w.AppendBinary(nil))
+				}
+				pt.Acked(w.StartMs)
+			}
+			for _, h := range out.HotKeys {
+				pt.AckedHotKey(h.ID)
+			}
+			out.Reset()
+		}
+	}
+	for w := range enc {
+		if len(enc[w]) != parts {
+			b.Fatalf("window %d: %d summaries, want %d", w, len(enc[w]), parts)
+		}
+	}
+	m, err := NewMerger(MergerConfig{MergerOptions: DefaultMergerOptions(), Window: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var js []byte
+	cpu0 := processCPU(b)
+	i := 0
+	for b.Loop() {
+		for _, v := range enc[i%templates] {
+			w, err := schemas.DecodePartitionWindow(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Each iteration is a window of its own.
+			w.StartMs += int64(i/templates*templates) * 1000
+			w.EndMs, w.WatermarkMs = w.StartMs+1000, w.StartMs+1000
+			w.ID = schemas.PartitionWindowID(w.Topic, w.Partition, w.StartMs)
+			if err := m.Add(w, int64(i), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mws := m.Ready(nil)
+		if len(mws) != 1 {
+			b.Fatalf("window %d: %d windows ready, want 1", i, len(mws))
+		}
+		for j := range mws[0].Reports {
+			if js, err = mws[0].Reports[j].AppendJSON(js[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		m.Acked(mws[0].StartMs)
+		i++
+	}
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/window")
+}

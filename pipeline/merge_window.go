@@ -150,7 +150,9 @@ func (m *Merger) merge(p *pendingWindow, missing []string, idle []mergePart) Mer
 		byName[name] = sc
 	}
 
-	cluster := m.combine(apps, len(loads))
+	// The cluster needs no keys of its own: its rankings come from its
+	// apps' (rankParts).
+	cluster := m.combine(apps, len(loads), false)
 	for _, s := range sums {
 		cluster.late += s.w.Late
 	}
@@ -174,16 +176,22 @@ func (m *Merger) merge(p *pendingWindow, missing []string, idle []mergePart) Mer
 
 	w := reportWindow{startMs: p.startMs, topics: topics, keyed: allKeyed, missing: missing, loads: loads}
 	out := MergedWindow{StartMs: p.startMs, EndMs: p.startMs + m.windowMs}
-	out.Reports = append(out.Reports, m.report(cluster, schemas.ScopeCluster, "", w))
 	reportApps := kept
 	if len(folded) > 0 {
-		byName[schemas.OtherApp] = m.combine(folded, len(loads))
+		byName[schemas.OtherApp] = m.combine(folded, len(loads), true)
 		reportApps = append(reportApps, schemas.OtherApp)
 	}
 	slices.Sort(reportApps)
-	for _, name := range reportApps {
-		out.Reports = append(out.Reports, m.report(byName[name], schemas.ScopeApp, name, w))
+	// Between them the reported apps have every key of the window.
+	rankings := make([]*scopeRanking, len(reportApps))
+	for i, name := range reportApps {
+		rankings[i] = m.rankScope(byName[name].keys)
 	}
+	out.Reports = make([]schemas.WindowReport, 1, 1+len(reportApps))
+	for i, name := range reportApps {
+		out.Reports = append(out.Reports, m.report(byName[name], rankings[i], schemas.ScopeApp, name, w))
+	}
+	out.Reports[0] = m.report(cluster, m.rankParts(rankings), schemas.ScopeCluster, "", w)
 	m.scratch.release()
 	return out
 }
@@ -359,8 +367,9 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 
 // combine merges scopes of distinct apps (their keys never collide) into
 // one: totals and loads add, distinct sketches merge, floors take the
-// largest (each bounds its own app's keys).
-func (m *Merger) combine(parts []*reportScope, nLoads int) *reportScope {
+// largest (each bounds its own app's keys); with keys, their keys
+// gather.
+func (m *Merger) combine(parts []*reportScope, nLoads int, keys bool) *reportScope {
 	sc := &reportScope{partEvents: make([]uint64, nLoads), partBytes: make([]uint64, nLoads)}
 	slotLists := make([][]schemas.SlotCount, 0, len(parts))
 	for _, p := range parts {
@@ -378,7 +387,9 @@ func (m *Merger) combine(parts []*reportScope, nLoads int) *reportScope {
 		if p.distinct != nil {
 			sc.distinct = m.mergeDistinct(sc.distinct, p.distinct)
 		}
-		sc.keys = append(sc.keys, p.keys...)
+		if keys {
+			sc.keys = append(sc.keys, p.keys...)
+		}
 		sc.floor = max(sc.floor, p.floor)
 		sc.inexact = sc.inexact || p.inexact
 	}
@@ -460,8 +471,9 @@ type reportWindow struct {
 	loads   []mergePart
 }
 
-// report builds the report of one scope.
-func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) schemas.WindowReport {
+// report builds the report of one scope from its rankings, which it
+// takes.
+func (m *Merger) report(sc *reportScope, rk *scopeRanking, scopeName, app string, w reportWindow) schemas.WindowReport {
 	r := schemas.WindowReport{
 		Version: schemas.ReportVersion, ID: schemas.WindowReportID(scopeName, app, w.startMs),
 		Scope: scopeName, App: app, StartMs: w.startMs, EndMs: w.startMs + m.windowMs,
@@ -471,20 +483,15 @@ func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) 
 	if sc.distinct != nil {
 		r.Distinct = sc.distinct.Estimate()
 	}
-	for i := range sc.keys {
-		sc.keys[i].Share = shareOf(sc.keys[i].Count, sc.events)
+	// A key's share is of this scope's events.
+	for _, l := range [][]schemas.KeyCount{rk.top, rk.figs[byBytes], rk.figs[byReads], rk.figs[byWrites], rk.figs[byLatency]} {
+		for i := range l {
+			l[i].Share = shareOf(l[i].Count, sc.events)
+		}
 	}
 
 	// Top by events; the largest count cut raises the floor.
-	top := selectTop(sc.keys, m.cfg.TopN+1, func(a, b *schemas.KeyCount) int {
-		if c := cmp.Compare(b.Count, a.Count); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Count-b.Error, a.Count-a.Error); c != 0 {
-			return c
-		}
-		return compareAppKey(a, b)
-	})
+	top := rk.top
 	r.Floor = sc.floor
 	if len(top) > m.cfg.TopN {
 		r.Floor = max(r.Floor, top[m.cfg.TopN].Count)
@@ -492,10 +499,10 @@ func (m *Merger) report(sc *reportScope, scopeName, app string, w reportWindow) 
 	}
 	r.Guaranteed = guarantee(top, r.Floor)
 	r.Top = top
-	r.TopBytes = m.rank(sc.keys, byBytes)
-	r.TopReads = m.rank(sc.keys, byReads)
-	r.TopWrites = m.rank(sc.keys, byWrites)
-	r.TopLatency = m.rank(sc.keys, byLatency)
+	r.TopBytes = rk.figs[byBytes]
+	r.TopReads = rk.figs[byReads]
+	r.TopWrites = rk.figs[byWrites]
+	r.TopLatency = rk.figs[byLatency]
 	r.Approximate = sc.inexact || r.Guaranteed < len(r.Top)
 	for _, l := range [][]schemas.KeyCount{r.Top, r.TopBytes, r.TopReads, r.TopWrites, r.TopLatency} {
 		for i := range l {
@@ -598,28 +605,6 @@ func (f keyFigure) of(k *schemas.KeyCount) uint64 {
 	default:
 		return k.LatencyUs
 	}
-}
-
-// rank returns up to TopN keys with a non-zero figure f, largest first,
-// ties by count, then app and key; nil when no key has the figure.
-func (m *Merger) rank(keys []schemas.KeyCount, f keyFigure) []schemas.KeyCount {
-	out := selectTop(keys, m.cfg.TopN, func(a, b *schemas.KeyCount) int {
-		// Keys without the figure rank last, and are dropped below.
-		if c := cmp.Compare(f.of(b), f.of(a)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Count, a.Count); c != 0 {
-			return c
-		}
-		return compareAppKey(a, b)
-	})
-	for len(out) > 0 && f.of(&out[len(out)-1]) == 0 {
-		out = out[:len(out)-1]
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
 // selectTop returns the first n keys in the order of compare (a total

@@ -155,6 +155,7 @@ type Merger struct {
 	hllPrecision   int      // of every Distinct sketch; 0 until the first
 	slotScratch    []uint64 // events per slot while merging; all 0 between uses
 	scratch        mergeScratch
+	ranker         ranker
 	// seenTab finds keys listed twice in a Top (decode): an
 	// open-addressing table of indices into it + 1.
 	seenTab []int32
