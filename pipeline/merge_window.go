@@ -435,24 +435,35 @@ func (m *Merger) newDistinct() *sketch.CardinalityUnion {
 }
 
 // sumSlots adds slot lists (each sorted by slot) into one sorted list,
-// counting in the merger's dense scratch array of every slot.
+// counting in the merger's dense scratch array of every slot. A window of
+// few keys touches few of the 16,384 slots: those are sorted rather than
+// the whole array scanned.
 func (m *Merger) sumSlots(lists [][]schemas.SlotCount) []schemas.SlotCount {
 	if m.slotScratch == nil {
 		m.slotScratch = make([]uint64, RedisSlots)
 	}
-	n := 0
+	touched := m.slotTouched[:0]
 	for _, l := range lists {
 		for _, sc := range l {
 			if m.slotScratch[sc.Slot] == 0 && sc.Events > 0 {
-				n++
+				touched = append(touched, sc.Slot)
 			}
 			m.slotScratch[sc.Slot] += sc.Events
 		}
 	}
-	if n == 0 {
+	m.slotTouched = touched
+	if len(touched) == 0 {
 		return nil
 	}
-	out := make([]schemas.SlotCount, 0, n)
+	out := make([]schemas.SlotCount, 0, len(touched))
+	if len(touched) < RedisSlots/16 {
+		slices.Sort(touched)
+		for _, slot := range touched {
+			out = append(out, schemas.SlotCount{Slot: slot, Events: m.slotScratch[slot]})
+			m.slotScratch[slot] = 0
+		}
+		return out
+	}
 	for slot, events := range m.slotScratch {
 		if events > 0 {
 			out = append(out, schemas.SlotCount{Slot: uint16(slot), Events: events})

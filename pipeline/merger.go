@@ -154,6 +154,7 @@ type Merger struct {
 	silentUnlogged int
 	hllPrecision   int      // of every Distinct sketch; 0 until the first
 	slotScratch    []uint64 // events per slot while merging; all 0 between uses
+	slotTouched    []uint16 // the slots of slotScratch made non-zero
 	scratch        mergeScratch
 	ranker         ranker
 	// seenTab finds keys listed twice in a Top (decode): an

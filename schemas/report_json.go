@@ -98,6 +98,11 @@ func (r *WindowReport) appendJSON(dst []byte) (out []byte, ok bool) {
 type jsonAppender struct {
 	b  []byte
 	ok bool
+	// The last float written and where its text is in b: a report's keys
+	// often share a share (a quiet window's keys all have a count of 1),
+	// and formatting a float costs more than copying its text.
+	lastFloat      uint64 // its bits
+	lastAt, lastTo int    // lastTo 0: none yet
 }
 
 func (e *jsonAppender) int(v int64)   { e.b = strconv.AppendInt(e.b, v, 10) }
@@ -124,6 +129,11 @@ func (e *jsonAppender) float(f float64) {
 		e.b = append(e.b, '0')
 		return
 	}
+	if e.lastTo > 0 && math.Float64bits(f) == e.lastFloat {
+		e.b = append(e.b, e.b[e.lastAt:e.lastTo]...)
+		return
+	}
+	at := len(e.b)
 	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -138,6 +148,7 @@ func (e *jsonAppender) float(f float64) {
 			e.b = e.b[:n-1]
 		}
 	}
+	e.lastFloat, e.lastAt, e.lastTo = math.Float64bits(f), at, len(e.b)
 }
 
 // floatField writes name and f; omitEmpty leaves both out when f is 0.

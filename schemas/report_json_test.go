@@ -155,3 +155,16 @@ func FuzzReportJSON(f *testing.F) {
 		requireSameJSON(t, r)
 	})
 }
+
+// TestReportJSONRepeatedFloats covers the copy of the last float's text:
+// runs of one value, values alike but for their sign or their form (%e),
+// and a value repeated after others.
+func TestReportJSONRepeatedFloats(t *testing.T) {
+	vals := []float64{0.001, 0.001, 0.001, 1e-7, 1e-7, 0.5, math.Copysign(0, -1), 0, 0, 0.001, 1e22, 1e22, -0.25, -0.25}
+	r := &WindowReport{Top: make([]KeyCount, len(vals)), Skew: Skew{Gini: 0.001, Partitions: make([]PartitionLoad, len(vals))}}
+	for i, v := range vals {
+		r.Top[i] = KeyCount{App: "a", Key: "k" + string(rune('a'+i)), Count: 1, Share: v}
+		r.Skew.Partitions[i] = PartitionLoad{Topic: "t", Share: v}
+	}
+	requireSameJSON(t, r)
+}
