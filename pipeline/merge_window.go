@@ -192,6 +192,14 @@ func (m *Merger) merge(p *pendingWindow, missing []string, idle []mergePart) Mer
 		out.Reports = append(out.Reports, m.report(byName[name], rankings[i], schemas.ScopeApp, name, w))
 	}
 	out.Reports[0] = m.report(cluster, m.rankParts(rankings), schemas.ScopeCluster, "", w)
+	// The reports hold copies of the keys they list: the scopes' keys go
+	// back to be gathered into again.
+	for _, sc := range apps {
+		m.giveKeys(sc.keys)
+	}
+	if len(folded) > 0 {
+		m.giveKeys(byName[schemas.OtherApp].keys)
+	}
 	m.scratch.release()
 	return out
 }
@@ -315,7 +323,7 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 		}
 	}
 
-	sc.keys = make([]schemas.KeyCount, 0, len(s.cands))
+	sc.keys = m.takeKeys(len(s.cands))
 	listedTopic := make([]bool, len(spans))
 	for _, id := range s.cands {
 		a := &s.accs[id]
@@ -371,6 +379,13 @@ func (m *Merger) mergeApp(name string, wins []appWin, keyed map[string]bool, nLo
 // gather.
 func (m *Merger) combine(parts []*reportScope, nLoads int, keys bool) *reportScope {
 	sc := &reportScope{partEvents: make([]uint64, nLoads), partBytes: make([]uint64, nLoads)}
+	if keys {
+		n := 0
+		for _, p := range parts {
+			n += len(p.keys)
+		}
+		sc.keys = m.takeKeys(n)
+	}
 	slotLists := make([][]schemas.SlotCount, 0, len(parts))
 	for _, p := range parts {
 		sc.events += p.events
@@ -395,6 +410,35 @@ func (m *Merger) combine(parts []*reportScope, nLoads int, keys bool) *reportSco
 	}
 	sc.slots = m.sumSlots(slotLists)
 	return sc
+}
+
+// Scopes' key slices are kept for the next windows' scopes only up to
+// maxScopeKeys slices of at most maxScopeKeyCap keys each, so a window of
+// many keys does not stay pinned.
+const (
+	maxScopeKeys   = 8
+	maxScopeKeyCap = 1 << 14
+)
+
+// takeKeys returns an empty key slice with room for n keys: a kept one
+// when there is one.
+func (m *Merger) takeKeys(n int) []schemas.KeyCount {
+	if k := len(m.scopeKeys); k > 0 {
+		l := m.scopeKeys[k-1]
+		m.scopeKeys[k-1] = nil
+		m.scopeKeys = m.scopeKeys[:k-1]
+		return slices.Grow(l, n)
+	}
+	return make([]schemas.KeyCount, 0, n)
+}
+
+// giveKeys keeps l, which nothing refers to any more, for takeKeys.
+func (m *Merger) giveKeys(l []schemas.KeyCount) {
+	if cap(l) == 0 || cap(l) > maxScopeKeyCap || len(m.scopeKeys) >= maxScopeKeys {
+		return
+	}
+	clear(l) // drops the keys' strings
+	m.scopeKeys = append(m.scopeKeys, l[:0])
 }
 
 // addDistinct folds the summary's distinct sketch d into acc, a fresh
@@ -508,7 +552,7 @@ func (m *Merger) report(sc *reportScope, rk *scopeRanking, scopeName, app string
 		r.Floor = max(r.Floor, top[m.cfg.TopN].Count)
 		top = top[:m.cfg.TopN]
 	}
-	r.Guaranteed = guarantee(top, r.Floor)
+	r.Guaranteed = guarantee(top, r.Floor, &m.guaranteeScratch)
 	r.Top = top
 	r.TopBytes = rk.figs[byBytes]
 	r.TopReads = rk.figs[byReads]
@@ -540,20 +584,20 @@ func (m *Merger) report(sc *reportScope, rk *scopeRanking, scopeName, app string
 // Metwally, Agrawal and El Abbadi's guaranteed top-k. Taking the keys by
 // lower bound finds the largest such set. Ranked by Count, they already
 // come first, save for ties, so the move keeps Top's order in practice.
-func guarantee(top []schemas.KeyCount, floor uint64) int {
+func guarantee(top []schemas.KeyCount, floor uint64, gs *guaranteeScratch) int {
 	n := len(top)
 	if n == 0 {
 		return 0
 	}
 	lower := func(k *schemas.KeyCount) uint64 { return k.Count - min(k.Error, k.Count) }
-	byLower := make([]int, n)
+	byLower := slices.Grow(gs.byLower[:0], n)[:n]
 	for i := range byLower {
 		byLower[i] = i
 	}
 	slices.SortStableFunc(byLower, func(a, b int) int { return cmp.Compare(lower(&top[b]), lower(&top[a])) })
 	// rest[i]: the largest count any key but the first i by lower bound
 	// can have.
-	rest := make([]uint64, n+1)
+	rest := slices.Grow(gs.rest[:0], n+1)[:n+1]
 	rest[n] = floor
 	for i := n - 1; i >= 0; i-- {
 		rest[i] = max(rest[i+1], top[byLower[i]].Count)
@@ -565,9 +609,16 @@ func guarantee(top []schemas.KeyCount, floor uint64) int {
 			g = i + 1
 		}
 	}
+	gs.byLower, gs.rest = byLower, rest
+	// Already first, as they are in practice, the g keys need no move.
 	in := make([]bool, n)
+	moves := false
 	for _, i := range byLower[:g] {
 		in[i] = true
+		moves = moves || i >= g
+	}
+	if !moves {
+		return g
 	}
 	moved := make([]schemas.KeyCount, 0, n)
 	for pass := range 2 {
@@ -579,6 +630,12 @@ func guarantee(top []schemas.KeyCount, floor uint64) int {
 	}
 	copy(top, moved)
 	return g
+}
+
+// guaranteeScratch is guarantee's buffers, reused across reports.
+type guaranteeScratch struct {
+	byLower []int
+	rest    []uint64
 }
 
 // keyFigure names the per-key figure a secondary ranking sorts by.

@@ -157,6 +157,11 @@ type Merger struct {
 	slotTouched    []uint16 // the slots of slotScratch made non-zero
 	scratch        mergeScratch
 	ranker         ranker
+	// guaranteeScratch and scopeKeys are buffers reused by every window's
+	// reports; scopeKeys holds the key slices of scopes merged before,
+	// cleared, to gather the next windows' keys in.
+	guaranteeScratch guaranteeScratch
+	scopeKeys        [][]schemas.KeyCount
 	// seenTab finds keys listed twice in a Top (decode): an
 	// open-addressing table of indices into it + 1.
 	seenTab []int32
