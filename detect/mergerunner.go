@@ -38,6 +38,8 @@ type mergeRunner struct {
 	cl *kgo.Client
 	// led counts the reports and cluster events in flight (mergeOut).
 	led *ledger.Ledger[mergeOut]
+	// reportHint sizes the reports' values.
+	reportHint sizeHint
 
 	// mu guards what the callbacks hand to the loop.
 	mu     sync.Mutex
@@ -463,11 +465,12 @@ func (mr *mergeRunner) emit(ctx context.Context, mws []pipeline.MergedWindow) {
 		t := mr.led.Add(mergeOut{startMs: start}, per*len(mw.Reports)) // none: done at once
 		for i := range mw.Reports {
 			r := &mw.Reports[i]
-			v, err := r.AppendJSON(nil)
+			v, err := r.AppendJSON(mr.reportHint.buf())
 			if err != nil {
 				s.fail(fmt.Errorf("detect: %w", err))
 				return
 			}
+			mr.reportHint.saw(v)
 			s.produce(ctx, &kgo.Record{Topic: s.cfg.Topics.Reports, Key: []byte(r.ID), Value: v}, mr.led.Sent(t))
 			if s.cfg.ClickHouse != nil {
 				mr.outbox = append(mr.outbox, chReport{r: r, t: t})
