@@ -222,8 +222,17 @@ func (m *Merger) rankScope(keys []schemas.KeyCount) *scopeRanking {
 // distinct apps, from theirs: the first n of the union are among the
 // first n of each part.
 func (m *Merger) rankParts(parts []*scopeRanking) *scopeRanking {
-	r := &m.ranker
 	rk := &scopeRanking{}
+	if len(parts) == 1 {
+		// A window of one app: its rankings, copied (the reports set
+		// their keys' shares).
+		rk.top = slices.Clone(parts[0].top)
+		for f := range rk.figs {
+			rk.figs[f] = slices.Clone(parts[0].figs[f])
+		}
+		return rk
+	}
+	r := &m.ranker
 	r.cat = r.cat[:0]
 	for _, p := range parts {
 		r.cat = append(r.cat, p.top...)
