@@ -10,9 +10,9 @@ import (
 	"github.com/keyheat/keyheat/schemas"
 )
 
-// TestSumSlotsMatchesMap holds sumSlots, which sorts the slots it touched
-// when they are few and scans every slot when they are many, to a map's
-// sums on lists of both sizes, with slots of no events among them.
+// TestSumSlotsMatchesMap holds sumSlots, which reads the slots it touched
+// from a bitmap, to a map's sums on lists of few and many slots, with
+// slots of no events among them.
 func TestSumSlotsMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	m, err := NewMerger(testMergerConfig(10))

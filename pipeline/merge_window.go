@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -479,40 +480,36 @@ func (m *Merger) newDistinct() *sketch.CardinalityUnion {
 }
 
 // sumSlots adds slot lists (each sorted by slot) into one sorted list,
-// counting in the merger's dense scratch array of every slot. A window of
-// few keys touches few of the 16,384 slots: those are sorted rather than
-// the whole array scanned.
+// counting in the merger's dense scratch array of every slot. The slots
+// made non-zero are marked in a bitmap, whose 256 words are read in
+// order: a window of few keys touches few of the 16,384 slots, and this
+// neither scans them all nor sorts the touched ones.
 func (m *Merger) sumSlots(lists [][]schemas.SlotCount) []schemas.SlotCount {
 	if m.slotScratch == nil {
 		m.slotScratch = make([]uint64, RedisSlots)
 	}
-	touched := m.slotTouched[:0]
+	n := 0
 	for _, l := range lists {
 		for _, sc := range l {
 			if m.slotScratch[sc.Slot] == 0 && sc.Events > 0 {
-				touched = append(touched, sc.Slot)
+				m.slotTouched[sc.Slot/64] |= 1 << (sc.Slot % 64)
+				n++
 			}
 			m.slotScratch[sc.Slot] += sc.Events
 		}
 	}
-	m.slotTouched = touched
-	if len(touched) == 0 {
+	if n == 0 {
 		return nil
 	}
-	out := make([]schemas.SlotCount, 0, len(touched))
-	if len(touched) < RedisSlots/16 {
-		slices.Sort(touched)
-		for _, slot := range touched {
+	out := make([]schemas.SlotCount, 0, n)
+	for wi, word := range m.slotTouched {
+		for word != 0 {
+			slot := uint16(wi*64 + bits.TrailingZeros64(word))
+			word &= word - 1
 			out = append(out, schemas.SlotCount{Slot: slot, Events: m.slotScratch[slot]})
 			m.slotScratch[slot] = 0
 		}
-		return out
-	}
-	for slot, events := range m.slotScratch {
-		if events > 0 {
-			out = append(out, schemas.SlotCount{Slot: uint16(slot), Events: events})
-			m.slotScratch[slot] = 0
-		}
+		m.slotTouched[wi] = 0
 	}
 	return out
 }

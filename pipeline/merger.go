@@ -152,9 +152,9 @@ type Merger struct {
 	// last, and the windows reported since that log line.
 	silentLast     []string
 	silentUnlogged int
-	hllPrecision   int      // of every Distinct sketch; 0 until the first
-	slotScratch    []uint64 // events per slot while merging; all 0 between uses
-	slotTouched    []uint16 // the slots of slotScratch made non-zero
+	hllPrecision   int                     // of every Distinct sketch; 0 until the first
+	slotScratch    []uint64                // events per slot while merging; all 0 between uses
+	slotTouched    [RedisSlots / 64]uint64 // bitmap of the slots of slotScratch made non-zero
 	scratch        mergeScratch
 	ranker         ranker
 	// guaranteeScratch and scopeKeys are buffers reused by every window's
