@@ -549,7 +549,8 @@ func (s *Service) consumerOpts() []kgo.Opt {
 	opts = append(opts, s.cfg.ClientOpts...)
 	opts = append(opts, member.GroupConfig{Group: s.cfg.Group, Topics: s.cfg.eventTopics(), Regex: s.cfg.RegexTopics,
 		Reset: s.reset, SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
-		Handler: member.Funcs{OnAssigned: s.onAssigned, OnFetched: s.onFetched, OnRevoked: s.onRevoked, OnLost: s.onLost},
+		OnFenced: func(err error) { s.checkFenced(s.cfg.Group, err) },
+		Handler:  member.Funcs{OnAssigned: s.onAssigned, OnFetched: s.onFetched, OnRevoked: s.onRevoked, OnLost: s.onLost},
 	}.Opts()...)
 	// Control records are kept (and skipped) so a partition's position
 	// passes a transaction's last marker: with --exit-at-end the end
