@@ -245,7 +245,10 @@ func (mr *mergeRunner) drop() {
 func (mr *mergeRunner) run(ctx context.Context) error {
 	s := mr.s
 	mr.runCtx = ctx
-	defer mr.cl.Close()
+	defer func() {
+		s.waitHoldClose()
+		mr.cl.Close()
+	}()
 	lastCommit := s.now()
 	var ws joinWait
 	for {

@@ -236,6 +236,9 @@ type Service struct {
 	// atMergerEnd, a test's hook (export_test.go), runs in an ExitAtEnd
 	// merger's end check between its drain and its commit; nil otherwise.
 	atMergerEnd func(*kgo.Client)
+	// holdClose, a test's hook (export_test.go), holds the closing of
+	// both groups' clients until it is closed; nil otherwise.
+	holdClose <-chan struct{}
 	// board follows the progress topic; align keeps the partitions held
 	// here in step with every other (both set by Run).
 	board *board
@@ -485,6 +488,7 @@ func (s *Service) Run(ctx context.Context) error {
 		go func() { mergeDone <- mr.run(runCtx) }()
 	}
 	err = s.poll(runCtx)
+	s.waitHoldClose()
 	// Close leaves the group: its revoke callback stops every partition,
 	// waits for their outputs and commits them. A static member is not
 	// left by Close: leaveGroup does it.
@@ -519,6 +523,14 @@ func (s *Service) Run(ctx context.Context) error {
 		err = rerr
 	}
 	return err
+}
+
+// waitHoldClose waits for a test that holds the clients' close
+// (holdClose).
+func (s *Service) waitHoldClose() {
+	if s.holdClose != nil {
+		<-s.holdClose
+	}
 }
 
 // consumer is the detect group's consumer, nil before Run made it.
