@@ -33,3 +33,7 @@ func (s *Service) Heard(topic string, partition int32) bool {
 // AtMergerEnd makes an ExitAtEnd merger call f, with its group's client,
 // in its end check once its reports are drained and before it commits.
 func (s *Service) AtMergerEnd(f func(cl *kgo.Client)) { s.atMergerEnd = f }
+
+// HoldClose makes s keep both groups' clients open, once it stopped
+// polling, until release is closed.
+func (s *Service) HoldClose(release <-chan struct{}) { s.holdClose = release }

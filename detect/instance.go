@@ -129,7 +129,11 @@ func (s *Service) leaveGroup(group string) {
 // checkFenced stops the service when group fenced this member out: another
 // member joined it with the same instance id. Two running instances with
 // one id would otherwise fence each other in turn, each rejoining and
-// losing its partitions again.
+// losing its partitions again. franz-go's group goroutine calls it the
+// moment it sees the fence (member.GroupConfig.OnFenced), before the
+// fenced client could rejoin, which it then never does; the poll loops
+// call it too for the fetch error that reports the fence, so it must be
+// safe to call again, and must not block.
 func (s *Service) checkFenced(group string, err error) bool {
 	if !errors.Is(err, kerr.FencedInstanceID) {
 		return false

@@ -138,7 +138,8 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 		// reports it re-emits carry the IDs they had, and the sinks dedupe.
 		Reset:          kgo.NewOffset().AtStart(),
 		SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
-		Handler: member.Funcs{OnAssigned: mr.onAssigned, OnFetched: mr.onFetched, OnRevoked: mr.onRevoked, OnLost: mr.onLost},
+		OnFenced: func(err error) { s.checkFenced(s.cfg.MergeGroup, err) },
+		Handler:  member.Funcs{OnAssigned: mr.onAssigned, OnFetched: mr.onFetched, OnRevoked: mr.onRevoked, OnLost: mr.onLost},
 	}.Opts()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -246,7 +247,10 @@ func (mr *mergeRunner) drop() {
 func (mr *mergeRunner) run(ctx context.Context) error {
 	s := mr.s
 	mr.runCtx = ctx
-	defer mr.cl.Close()
+	defer func() {
+		s.waitHoldClose()
+		mr.cl.Close()
+	}()
 	lastCommit := s.now()
 	var ws joinWait
 	for {

@@ -236,6 +236,9 @@ type Service struct {
 	// atMergerEnd, a test's hook (export_test.go), runs in an ExitAtEnd
 	// merger's end check between its drain and its commit; nil otherwise.
 	atMergerEnd func(*kgo.Client)
+	// holdClose, a test's hook (export_test.go), holds the closing of
+	// both groups' clients until it is closed; nil otherwise.
+	holdClose <-chan struct{}
 	// board follows the progress topic; align keeps the partitions held
 	// here in step with every other (both set by Run).
 	board *board
@@ -490,6 +493,7 @@ func (s *Service) Run(ctx context.Context) error {
 		go func() { mergeDone <- mr.run(runCtx) }()
 	}
 	err = s.poll(runCtx)
+	s.waitHoldClose()
 	// Close leaves the group: its revoke callback stops every partition,
 	// waits for their outputs and commits them. A static member is not
 	// left by Close: leaveGroup does it.
@@ -526,6 +530,14 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
+// waitHoldClose waits for a test that holds the clients' close
+// (holdClose).
+func (s *Service) waitHoldClose() {
+	if s.holdClose != nil {
+		<-s.holdClose
+	}
+}
+
 // consumer is the detect group's consumer, nil before Run made it.
 func (s *Service) consumer() *kgo.Client { return s.cons.Load() }
 
@@ -554,7 +566,8 @@ func (s *Service) consumerOpts() []kgo.Opt {
 	opts = append(opts, s.cfg.ClientOpts...)
 	opts = append(opts, member.GroupConfig{Group: s.cfg.Group, Topics: s.cfg.eventTopics(), Regex: s.cfg.RegexTopics,
 		Reset: s.reset, SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
-		Handler: member.Funcs{OnAssigned: s.onAssigned, OnFetched: s.onFetched, OnRevoked: s.onRevoked, OnLost: s.onLost},
+		OnFenced: func(err error) { s.checkFenced(s.cfg.Group, err) },
+		Handler:  member.Funcs{OnAssigned: s.onAssigned, OnFetched: s.onFetched, OnRevoked: s.onRevoked, OnLost: s.onLost},
 	}.Opts()...)
 	// Control records are kept (and skipped) so a partition's position
 	// passes a transaction's last marker: with --exit-at-end the end

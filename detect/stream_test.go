@@ -142,9 +142,10 @@ func runToEnd(t *testing.T, cfg detect.Config) {
 	cfg.ExitAtEnd = true
 	svc, err := detect.New(cfg)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	require.NoError(t, svc.Run(ctx), "an exit-at-end run ends by itself, cleanly")
+	// No deadline of its own: a slow run on a starved machine is no
+	// failure, and one that never ends meets the test's -timeout, whose
+	// dump shows where it hangs.
+	require.NoError(t, svc.Run(t.Context()), "an exit-at-end run ends by itself, cleanly")
 }
 
 // over is an env on the existing events topic of e with its own output

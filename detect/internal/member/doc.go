@@ -6,7 +6,10 @@
 //     committed records only, and whose rebalance callbacks wait for its
 //     poll loop (kgo.BlockRebalanceOnPoll), dispatched to a Handler; the
 //     group's own offset fetch is read into each partition's commit and
-//     metadata (Commits) before any of its records is fetched.
+//     metadata (Commits) before any of its records is fetched. A static
+//     member fenced out by another with its instance id never rejoins:
+//     its owner hears of it at once (GroupConfig.OnFenced), and the
+//     client waits to be closed.
 //   - Turn: one poll and what the stage does with it, then
 //     AllowRebalance, always: commits made in between are in the
 //     generation that owns their partitions.

@@ -45,8 +45,14 @@ type GroupConfig struct {
 	SessionTimeout time.Duration
 	// InstanceID, when set, makes the membership static.
 	InstanceID string
-	Logger     *slog.Logger
-	Handler    Handler
+	// OnFenced, with InstanceID, hears that another member joined with
+	// the same instance id and fenced this one out, the moment franz-go
+	// sees it; the client then never rejoins (see fence) and is only
+	// good for closing. It runs on franz-go's group goroutine, so it
+	// must not block. nil: nobody hears, the client still stays out.
+	OnFenced func(err error)
+	Logger   *slog.Logger
+	Handler  Handler
 }
 
 // Opts returns the group options of a member that commits by hand, only
@@ -54,7 +60,10 @@ type GroupConfig struct {
 // records only (ingest writes in transactions), and whose rebalances wait
 // for the poll loop (kgo.BlockRebalanceOnPoll), so that a commit made
 // between a poll and AllowRebalance is in the generation that owns its
-// partitions. Append them after the connection's options.
+// partitions. Append them after the connection's options. A static
+// member (InstanceID) that is fenced out stays out until it is closed
+// (see fence): for it the options set kgo.RetryBackoffFn, replacing one
+// among the connection's options with franz-go's default backoff.
 func (c GroupConfig) Opts() []kgo.Opt {
 	h := c.Handler
 	opts := []kgo.Opt{
@@ -77,7 +86,8 @@ func (c GroupConfig) Opts() []kgo.Opt {
 		opts = append(opts, kgo.ConsumeRegex())
 	}
 	if c.InstanceID != "" {
-		opts = append(opts, kgo.InstanceID(c.InstanceID))
+		f := &fence{onFenced: c.OnFenced}
+		opts = append(opts, kgo.InstanceID(c.InstanceID), kgo.WithHooks(f), kgo.RetryBackoffFn(f.backoff))
 	}
 	return opts
 }
