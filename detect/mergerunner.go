@@ -139,6 +139,7 @@ func newMergeRunner(s *Service) (*mergeRunner, error) {
 		Reset:          kgo.NewOffset().AtStart(),
 		SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
 		OnFenced: func(err error) { s.checkFenced(s.cfg.MergeGroup, err) },
+		Fenced:   s.fenced.Load,
 		Handler:  member.Funcs{OnAssigned: mr.onAssigned, OnFetched: mr.onFetched, OnRevoked: mr.onRevoked, OnLost: mr.onLost},
 	}.Opts()...)
 	cl, err := kgo.NewClient(opts...)

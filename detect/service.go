@@ -567,6 +567,7 @@ func (s *Service) consumerOpts() []kgo.Opt {
 	opts = append(opts, member.GroupConfig{Group: s.cfg.Group, Topics: s.cfg.eventTopics(), Regex: s.cfg.RegexTopics,
 		Reset: s.reset, SessionTimeout: s.cfg.SessionTimeout, InstanceID: s.inst.id, Logger: s.log,
 		OnFenced: func(err error) { s.checkFenced(s.cfg.Group, err) },
+		Fenced:   s.fenced.Load,
 		Handler:  member.Funcs{OnAssigned: s.onAssigned, OnFetched: s.onFetched, OnRevoked: s.onRevoked, OnLost: s.onLost},
 	}.Opts()...)
 	// Control records are kept (and skipped) so a partition's position

@@ -39,8 +39,9 @@ const fencedBackoff = 24 * time.Hour
 // every such wait also ends on Close: requests wait on the client's
 // context, and Close cancels that once the group is left.
 type fence struct {
-	fenced   atomic.Bool
-	onFenced func(error)
+	fenced    atomic.Bool
+	onFenced  func(error)
+	elsewhere func() bool // GroupConfig.Fenced; may be nil
 }
 
 var _ kgo.HookGroupManageError = (*fence)(nil)
@@ -56,10 +57,10 @@ func (f *fence) OnGroupManageError(err error) {
 	}
 }
 
-// backoff is franz-go's retry backoff until the member is fenced, and
-// fencedBackoff after.
+// backoff is franz-go's retry backoff until the member, or another of
+// its owner's, is fenced, and fencedBackoff after.
 func (f *fence) backoff(tries int) time.Duration {
-	if f.fenced.Load() {
+	if f.fenced.Load() || f.elsewhere != nil && f.elsewhere() {
 		return fencedBackoff
 	}
 	return retryBackoff(tries)

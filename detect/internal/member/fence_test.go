@@ -3,6 +3,7 @@ package member
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,4 +28,15 @@ func TestFence(t *testing.T) {
 	require.Len(t, heard, 1, "the fence is heard once")
 	require.ErrorIs(t, heard[0], kerr.FencedInstanceID)
 	require.Equal(t, fencedBackoff, f.backoff(1), "no rejoin after the fence")
+}
+
+// TestFencedElsewhere: a member whose owner was fenced through another of
+// its groups stays out too, though its own client never saw the fence.
+func TestFencedElsewhere(t *testing.T) {
+	var owner atomic.Bool
+	f := &fence{elsewhere: owner.Load}
+	require.Less(t, f.backoff(1), fencedBackoff, "nobody fenced yet")
+	owner.Store(true)
+	require.Equal(t, fencedBackoff, f.backoff(1), "no join once the owner is fenced elsewhere")
+	require.False(t, f.fenced.Load(), "its own fence is not claimed")
 }

@@ -51,8 +51,14 @@ type GroupConfig struct {
 	// good for closing. It runs on franz-go's group goroutine, so it
 	// must not block. nil: nobody hears, the client still stays out.
 	OnFenced func(err error)
-	Logger   *slog.Logger
-	Handler  Handler
+	// Fenced, with InstanceID, reports whether the owner knows itself
+	// fenced out through another of its members (one process's groups
+	// share its instance id): the client then stays out too, rather
+	// than join, perhaps for the first time, with an id that is the
+	// twin's now. nil: only its own fence counts.
+	Fenced  func() bool
+	Logger  *slog.Logger
+	Handler Handler
 }
 
 // Opts returns the group options of a member that commits by hand, only
@@ -86,7 +92,7 @@ func (c GroupConfig) Opts() []kgo.Opt {
 		opts = append(opts, kgo.ConsumeRegex())
 	}
 	if c.InstanceID != "" {
-		f := &fence{onFenced: c.OnFenced}
+		f := &fence{onFenced: c.OnFenced, elsewhere: c.Fenced}
 		opts = append(opts, kgo.InstanceID(c.InstanceID), kgo.WithHooks(f), kgo.RetryBackoffFn(f.backoff))
 	}
 	return opts
