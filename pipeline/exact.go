@@ -175,16 +175,21 @@ func (t *exactTable) key(e *exactEntry) string {
 
 // touch starts loading the entry a lookup of hash h will most likely
 // read, so that, called well before the lookup, its cache miss overlaps
-// the work in between rather than stall it: it reads the index slot
-// (small, mostly cached) and prefetches the entry it names. A key in the
-// front cache is a heavy one, its entry already cached: nothing to do.
+// the work in between rather than stall it: the one the front cache
+// names, else the one in the index slot of h. It reads both and picks
+// with a conditional move, not a branch: whether a key is in the front
+// cache goes either way from event to event, and a branch on it is
+// settled only once the front slot arrives from memory, so a mispredict
+// there discards the work begun after it. (Prefetching an entry of
+// another key, or entry 0 for none, costs nothing but the hint.)
 func (t *exactTable) touch(h uint64) {
-	if f := t.front[h&(exactFront-1)]; f>>32 == h>>32 && uint32(f) != 0 {
-		return
+	f := t.front[h&(exactFront-1)]
+	i := int(t.index[h&t.mask] & exactIdxMask)
+	if (f^h)>>32 == 0 {
+		i = int(uint32(f))
 	}
-	v := t.index[h&t.mask]
-	if i := int(v & exactIdxMask); i > 0 && i <= len(t.ents) {
-		prefetch.Line(unsafe.Pointer(&t.ents[i-1]))
+	if n := len(t.ents); n > 0 {
+		prefetch.Line(unsafe.Pointer(&t.ents[min(max(i-1, 0), n-1)]))
 	}
 }
 
