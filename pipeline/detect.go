@@ -56,7 +56,8 @@ type appDet struct {
 	rules  []*rule
 	groups []*group // groups[i] counts rules[i]'s keys
 	white  []pattern
-	all    *rule // rules[0] when its key pattern matches every key
+	all    *rule  // rules[0] when its key pattern matches every key
+	allG   *group // groups[0] when all is set
 }
 
 // maxDetApps bounds the per-app cache; past it the cache starts over.
@@ -224,7 +225,7 @@ func (d *detector) app(app string) *appDet {
 			ad.groups = append(ad.groups, d.byWin[x.windowMs])
 		}
 		if len(rules) > 0 && rules[0].key.kind == matchAny {
-			ad.all = rules[0]
+			ad.all, ad.allG = rules[0], ad.groups[0]
 		}
 		d.apps[app] = ad
 	}
@@ -241,10 +242,12 @@ func (ad *appDet) whitelisted(key string) bool {
 	return false
 }
 
-// match returns the rule watching key and its group, or nil.
+// match returns the rule watching key and its group, or nil. It inlines
+// (allG spares the bounds check that kept it from it): called for every
+// event, and most apps' first rule watches every key.
 func (ad *appDet) match(key string) (*rule, *group) {
 	if ad.all != nil {
-		return ad.all, ad.groups[0]
+		return ad.all, ad.allG
 	}
 	return ad.matchKey(key)
 }
