@@ -213,3 +213,27 @@ func TestMergeReportsHeldAcrossWindows(t *testing.T) {
 	}
 	require.True(t, slices.ContainsFunc(held, func(h heldReport) bool { return len(h.cur.Top) > 5 }))
 }
+
+// TestSumSlotsMatchesPrevious holds sumSlots to its previous form on
+// lists whose sums wrap around (a summary's slot counts are not checked
+// against its events), to zero among them.
+func TestSumSlotsMatchesPrevious(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	m, err := NewMerger(testMergerConfig(10))
+	require.NoError(t, err)
+	for i := range 300 {
+		var lists [][]schemas.SlotCount
+		for range 1 + r.IntN(4) {
+			var l []schemas.SlotCount
+			for slot := uint16(r.IntN(8)); slot < RedisSlots; slot += uint16(1 + r.IntN(3000)) {
+				events := uint64(r.IntN(3))
+				if r.IntN(2) == 0 {
+					events = 1 << 63 // two make 0
+				}
+				l = append(l, schemas.SlotCount{Slot: slot, Events: events})
+			}
+			lists = append(lists, l)
+		}
+		require.Equal(t, m.sumSlotsPrev(lists), m.sumSlots(lists), "case %d", i)
+	}
+}
