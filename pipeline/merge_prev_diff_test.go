@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keyheat/keyheat/schemas"
+	"github.com/keyheat/keyheat/sketch"
 )
 
 // These tests hold the merge stage to its previous form
@@ -236,4 +238,74 @@ func TestSumSlotsMatchesPrevious(t *testing.T) {
 		}
 		require.Equal(t, m.sumSlotsPrev(lists), m.sumSlots(lists), "case %d", i)
 	}
+}
+
+// FuzzMergeMatchesPrevious feeds decoded windows-topic records, whatever
+// they hold, to a merger, and holds each window it reports to the
+// previous merge stage's reports of it.
+func FuzzMergeMatchesPrevious(f *testing.F) {
+	events := planMergeEvents([]int64{0, 1000}, []plannedKey{
+		{"a", "k1", 5, 2, 10, 1}, {"a", "k2", 3, 0, 20, 2}, {"b", "k1", 2, 2, 30, 3}, {"_other", "k3", 2, 1, 0, 0},
+	})
+	for _, fx := range []mergeFixture{
+		{topic: "t", partitions: 2, windowMs: 1000, keyed: true, capacity: 2, big: 1},
+		{topic: "t", partitions: 2, windowMs: 1000, capacity: 1, big: 1, cms: sketch.CountMinConfig{Depth: 1, Width: 4}},
+	} {
+		var seed []byte
+		for _, w := range fx.build(f, events) {
+			b, err := w.AppendJSON(nil)
+			if err != nil {
+				f.Fatal(err)
+			}
+			seed = append(append(seed, b...), '\n')
+		}
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, maxApps := range []int{1, 3} {
+			cfg := testMergerConfig(2)
+			cfg.MaxApps = maxApps
+			cfg.RedisCluster.Shards = 2
+			var ws []*schemas.PartitionWindow
+			for _, line := range bytes.Split(data, []byte("\n")) {
+				if w, err := schemas.DecodePartitionWindow(line); err == nil {
+					ws = append(ws, w)
+				}
+			}
+			m, err := NewMerger(cfg)
+			require.NoError(t, err)
+			var held []heldReport
+			emit := func(finish bool) {
+				for len(m.order) > 0 {
+					p := m.pending[m.order[0]]
+					missingParts, idle := m.missingParts(p, nil)
+					if len(missingParts) > 0 && !finish {
+						return
+					}
+					var missing []string
+					for _, k := range missingParts {
+						missing = append(missing, k.topic+"/"+strconv.Itoa(int(k.partition)))
+					}
+					prev := m.mergePrev(p, missing, idle)
+					cur := m.emitOldest(&m.stats.Complete, nil)
+					require.Equal(t, len(prev.Reports), len(cur.Reports))
+					for i := range cur.Reports {
+						pb, _ := prev.Reports[i].AppendJSON(nil)
+						cb, _ := cur.Reports[i].AppendJSON(nil)
+						require.Equal(t, string(pb), string(cb), "window %d report %d", p.startMs, i)
+						held = append(held, heldReport{json: cb, prev: prev.Reports[i], cur: &cur.Reports[i]})
+					}
+				}
+			}
+			for i, w := range ws {
+				_ = m.Add(w, int64(i), 0) // refusals are fine
+				emit(false)
+			}
+			emit(true)
+			for _, h := range held {
+				b, _ := h.cur.AppendJSON(nil)
+				require.Equal(t, string(h.json), string(b), "report %s changed after it was handed out", h.cur.ID)
+			}
+		}
+	})
 }
