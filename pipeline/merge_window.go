@@ -506,8 +506,13 @@ func (m *Merger) sumSlots(lists [][]schemas.SlotCount) []schemas.SlotCount {
 		for word != 0 {
 			slot := uint16(wi*64 + bits.TrailingZeros64(word))
 			word &= word - 1
-			out = append(out, schemas.SlotCount{Slot: slot, Events: m.slotScratch[slot]})
-			m.slotScratch[slot] = 0
+			// A slot's sum that wrapped around to 0 (counts of a summary
+			// are not checked against its events) is left out, as when
+			// every slot was scanned.
+			if events := m.slotScratch[slot]; events > 0 {
+				out = append(out, schemas.SlotCount{Slot: slot, Events: events})
+				m.slotScratch[slot] = 0
+			}
 		}
 		m.slotTouched[wi] = 0
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -167,4 +169,39 @@ func TestReportJSONRepeatedFloats(t *testing.T) {
 		r.Skew.Partitions[i] = PartitionLoad{Topic: "t", Share: v}
 	}
 	requireSameJSON(t, r)
+}
+
+// TestReportJSONRepeatedFloatsRandom writes reports whose every float is
+// drawn from a few values at the edges of encoding/json's forms (%e
+// below 1e-6 and from 1e21, subnormals, signed zeros, NaN and
+// infinities), so the text of one is copied where the last was alike and
+// formatted where it was not.
+func TestReportJSONRepeatedFloatsRandom(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1e-6, math.Nextafter(1e-6, 0), 1e-7, 1e21, math.Nextafter(1e21, 0), 1e22,
+		5e-324, -5e-324, math.MaxFloat64, 0.1, 1.0 / 3, -2.5e-9, 123456789.125}
+	r := rand.New(rand.NewPCG(9, 10))
+	pick := func() float64 {
+		switch r.IntN(40) {
+		case 0:
+			return math.NaN()
+		case 1:
+			return math.Inf(-1)
+		}
+		return vals[r.IntN(len(vals))]
+	}
+	for range 2000 {
+		n := 1 + r.IntN(6)
+		rep := &WindowReport{Version: ReportVersion, ID: "cluster/0", Scope: ScopeCluster, Top: make([]KeyCount, n),
+			Skew: Skew{MaxMean: pick(), Gini: pick(), Top1Share: pick(), Top10Share: pick(), NodeMaxMean: pick(), NodeGini: pick()}}
+		for i := range rep.Top {
+			rep.Top[i] = KeyCount{App: "a", Key: "k" + strconv.Itoa(i), Count: 1, Share: pick()}
+			rep.Skew.Partitions = append(rep.Skew.Partitions, PartitionLoad{Topic: "t", Share: pick()})
+			rep.Skew.Nodes = append(rep.Skew.Nodes, NodeLoad{Node: "n", Share: pick()})
+			rep.Advice = append(rep.Advice, KeyAdvice{App: "a", Key: "k", Rate: pick(), Threshold: pick(), ReadShare: pick()})
+		}
+		if r.IntN(2) == 0 {
+			rep.TopBytes = slices.Clone(rep.Top)
+		}
+		requireSameJSON(t, rep)
+	}
 }
