@@ -967,6 +967,40 @@ func TestTailCompressedRotated(t *testing.T) {
 	require.Empty(t, readAll(t, k.seeds, k.dlq), "compressed bytes are never sent as lines")
 }
 
+// TestTailCompressedWhileTakenIn: a rotated file taken in while a
+// compressor had only created it (empty, so its head said nothing yet) is
+// never read as lines once the compressed bytes arrive.
+func TestTailCompressedWhileTakenIn(t *testing.T) {
+	k := newKafkaEnv(t, testenv.KFake(t), 2)
+	path := filepath.Join(t.TempDir(), "access.log")
+	lw := newLineWriter(t, path)
+	opts := fastTail(t, k)
+	lw.write(1000)
+	run := startTail(t, k, opts, []string{path})
+	waitCaughtUp(t, run.tl, path)
+	gz := path + ".2.gz"
+	require.NoError(t, os.WriteFile(gz, nil, 0o644)) // created by the compressor, nothing written yet
+	lw.rotate()
+	lw.reopen()
+	testenv.Eventually(t, "the rotation seen and the empty file taken in", func() bool {
+		return strings.Contains(run.logs.String(), "access.log.2.gz rotated away before it was seen")
+	})
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	for i := range 500 {
+		_, err := fmt.Fprintf(zw, `{"key":"gone%d","bytes":%d}`+"\n", i, i)
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(gz, z.Bytes(), 0o644)) // the same file, now written
+	lw.write(2000)
+	waitCaughtUp(t, run.tl, path)
+	require.NoError(t, run.stop())
+	require.Empty(t, readAll(t, k.seeds, k.dlq), "compressed bytes are never sent as lines")
+	require.Contains(t, run.logs.String(), "access.log.2.gz is gzip-compressed and not read")
+	requireEachLineOnce(t, k, path, 2000)
+}
+
 // TestTailFencedBySameID: a second tail with the same tail id fences the
 // first, which stops with an error saying so instead of fighting over the
 // positions; the second delivers every line once.

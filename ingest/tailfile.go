@@ -100,6 +100,10 @@ type tfile struct {
 	sampled   int
 	rejected  int
 	judged    bool
+	// compressed: its first bytes, read after it was taken in, are a
+	// compressor's (a compressor was writing it when it was seen empty):
+	// it is never read as lines.
+	compressed bool
 }
 
 // notALogSample is how many lines of a file taken in by its name are
@@ -151,12 +155,25 @@ func (tf *tfile) read(ctx context.Context, check bool) (read, rewritten bool, er
 			return false, rw, err
 		}
 	}
+	if tf.compressed {
+		return false, false, nil
+	}
 	n, err := tf.f.ReadAt(tf.buf[tf.end:], tf.readPos)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, false, fmt.Errorf("tail %s: read %s: %w", tf.w.path, tf.name, err)
 	}
 	if n == 0 {
 		return false, false, nil
+	}
+	if tf.byPattern && tf.readPos == 0 && tf.end == 0 {
+		if kind := compression(tf.buf[:min(n, 6)]); kind != "" {
+			// Taken in empty, as a compressor (logrotate's compress)
+			// created it; the watch checked its head then (see
+			// watch.compressed) and saw nothing yet.
+			tf.compressed = true
+			tf.w.notReading(fileID{Dev: tf.key.Dev, Ino: tf.key.Ino}, tf.name, kind, tf.f)
+			return false, false, nil
+		}
 	}
 	if check {
 		if rw, err := tf.rewritten(); rw || err != nil {

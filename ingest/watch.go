@@ -628,19 +628,26 @@ func (w *watch) compressed(c *candidate) bool {
 	if kind == "" {
 		return false
 	}
-	if w.warnedCompressed[c.id] {
-		return true
+	w.notReading(c.id, c.name, kind, f)
+	return true
+}
+
+// notReading says once that the file f named name, compressed by kind, is
+// not read, unless it is a gzip whose content starts like a file this
+// watch read or reads (logrotate's compress made it of one).
+func (w *watch) notReading(id fileID, name, kind string, f *os.File) {
+	if w.warnedCompressed[id] {
+		return
 	}
 	if kind == "gzip" && w.gzipOfKnown(f) {
-		return true
+		return
 	}
 	if w.warnedCompressed == nil {
 		w.warnedCompressed = map[fileID]bool{}
 	}
-	w.warnedCompressed[c.id] = true
+	w.warnedCompressed[id] = true
 	w.t.log.Warn(fmt.Sprintf("tail %s: %s is %s-compressed and not read; if it holds lines never read (compressed before ingest got to them), send them with: zcat %s | ingest stdin (logrotate's delaycompress avoids this)",
-		w.path, filepath.Base(c.name), kind, c.name), "path", w.path)
-	return true
+		w.path, filepath.Base(name), kind, name), "path", w.path)
 }
 
 // compression names the compression head starts with, or "".
