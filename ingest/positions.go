@@ -39,11 +39,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -102,6 +106,9 @@ type positionStore struct {
 	prod   *Producer
 	topic  string
 	tailID string
+	log    *slog.Logger
+	// sayEvery is how often a load that waits says what it waits for.
+	sayEvery time.Duration
 }
 
 func (s *positionStore) recordKey(k posKey) []byte {
@@ -151,6 +158,16 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 	marker := hex.EncodeToString(nonce[:])
 	markerKey := s.tailID + "/start"
 	cl := s.prod.cl
+	// A start can wait long here (a broker down, or a transaction another
+	// tail left open on the topic holding the read back until it times
+	// out): the wait is said, with what it waits for.
+	var waitingFor atomic.Pointer[func() string]
+	waiting := func(f func() string) { waitingFor.Store(&f) }
+	waiting(func() string {
+		return fmt.Sprintf("kafka to fence tail id %s and commit its start marker to %s", s.tailID, s.topic)
+	})
+	stopSaying := s.sayWaits(&waitingFor)
+	defer stopSaying()
 	// A transaction left open by a failed attempt (an abort Kafka did not
 	// confirm) is ended first; with none open this does nothing.
 	if err := abortTxn(ctx, cl); err != nil {
@@ -160,7 +177,8 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	var perr error
-	cl.Produce(ctx, &kgo.Record{Topic: s.topic, Key: []byte(markerKey), Value: []byte(marker)}, func(_ *kgo.Record, err error) { perr = err })
+	markerAt := int64(-1)
+	cl.Produce(ctx, &kgo.Record{Topic: s.topic, Key: []byte(markerKey), Value: []byte(marker)}, func(r *kgo.Record, err error) { perr, markerAt = err, r.Offset })
 	err := cl.Flush(ctx)
 	if err == nil {
 		err = perr
@@ -182,6 +200,8 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 	}
 	defer rd.Close()
 	out := map[posKey]filePos{}
+	var readTo atomic.Int64
+	waiting(func() string { return s.readWait(rd, markerAt, readTo.Load()) })
 	for {
 		fs := rd.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -192,6 +212,11 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 		if ferr != nil {
 			return nil, ferr
 		}
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if n := len(p.Records); n > 0 {
+				readTo.Store(p.Records[n-1].Offset + 1)
+			}
+		})
 		found := false
 		fs.EachRecord(func(r *kgo.Record) {
 			if found {
@@ -218,6 +243,55 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 			return out, nil
 		}
 	}
+}
+
+// readWait says what a load reading up to its marker at markerAt, and
+// read to readTo, waits for: the partition's last stable offset, asked of
+// Kafka through rd, tells whether a transaction left open holds the read
+// back.
+func (s *positionStore) readWait(rd *kgo.Client, markerAt, readTo int64) string {
+	what := fmt.Sprintf("the positions in %s/0 up to the start marker at offset %d: read to offset %d", s.topic, markerAt, readTo)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	listed, err := kadm.NewClient(rd).ListCommittedOffsets(ctx, s.topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	lo, ok := listed.Lookup(s.topic, 0)
+	switch {
+	case err != nil:
+		return what + fmt.Sprintf("; the partition's last stable offset not known (%v)", err)
+	case !ok:
+		return what + "; the partition's last stable offset not known"
+	case lo.Offset <= markerAt:
+		return what + fmt.Sprintf("; the partition's last stable offset is %d, in front of the marker: a transaction left open on it holds read_committed readers back until it ends or times out", lo.Offset)
+	default:
+		return what + fmt.Sprintf("; the partition's last stable offset is %d", lo.Offset)
+	}
+}
+
+// sayWaits logs what *waitingFor says every s.sayEvery until the returned
+// func is called.
+func (s *positionStore) sayWaits(waitingFor *atomic.Pointer[func() string]) (stop func()) {
+	if s.log == nil || s.sayEvery <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(s.sayEvery)
+		defer tick.Stop()
+		for began := time.Now(); ; {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			s.log.Info(fmt.Sprintf("tail: loading positions: waiting for %s", (*waitingFor.Load())()),
+				"waited", time.Since(began).Round(time.Second).String())
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // abortTxn abandons the open transaction of cl: it fails what is buffered

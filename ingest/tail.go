@@ -225,7 +225,7 @@ func NewTailer(cfg TailConfig, pl *LineSender) (*Tailer, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	t := &Tailer{cfg: cfg, pl: pl, prod: pl.prod, log: cfg.Logger, id: cfg.ID(), pending: NewStats(nil), gens: map[fileID]uint64{}}
-	t.store = &positionStore{prod: pl.prod, topic: cfg.PositionsTopic, tailID: t.id}
+	t.store = &positionStore{prod: pl.prod, topic: cfg.PositionsTopic, tailID: t.id, log: t.log, sayEvery: loadSayEvery}
 	return t, nil
 }
 
@@ -274,6 +274,10 @@ func (t *Tailer) followed() map[string]bool {
 	}
 	return m
 }
+
+// loadSayEvery is how often a start that waits for its positions says
+// what it waits for.
+var loadSayEvery = 10 * time.Second
 
 // errStopped ends a commit that gave up on Kafka because the tail was
 // told to stop.

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/keyheat/keyheat/internal/testenv"
@@ -157,28 +158,40 @@ func (r *tailRun) stop() error {
 // waiting when one returned.
 var runs sync.Map
 
-// waitCaughtUp waits until tl delivered everything written to path.
+// waitCaughtUp waits until tl delivered everything written to path. It
+// gives up only after testenv.HangGuard, with what the tailer has, the
+// end of its log (what it says it waits for) and every goroutine.
 func waitCaughtUp(t testing.TB, tl *Tailer, path string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	var done <-chan struct{}
-	if r, ok := runs.Load(tl); ok {
-		done = r.(*tailRun).done
-	}
+	deadline := time.Now().Add(testenv.HangGuard)
+	r, _ := runs.Load(tl)
+	run, _ := r.(*tailRun)
 	for !caughtUp(tl, path) {
-		select {
-		case <-done:
-			r, _ := runs.Load(tl)
-			t.Fatalf("the tailer returned before every line of %s was committed: %v", path, r.(*tailRun).err)
-		default:
+		if run != nil {
+			select {
+			case <-run.done:
+				t.Fatalf("the tailer returned before every line of %s was committed: %v", path, run.err)
+			default:
+			}
 		}
 		if time.Now().After(deadline) {
 			var stacks strings.Builder
 			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-			t.Fatalf("timed out waiting for every line of %s committed; the tailer has:\n%s\ngoroutines:\n%s", path, describe(tl), stacks.String())
+			var logs string
+			if run != nil {
+				logs = lastLines(run.logs.String(), 20)
+			}
+			t.Fatalf("gave up after %s (hang guard) waiting for every line of %s committed; the tailer has:\n%s\nthe end of its log:\n%s\ngoroutines:\n%s",
+				testenv.HangGuard, path, describe(tl), logs, stacks.String())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // describe says what tl has open for each path, for a failure message.
@@ -810,6 +823,41 @@ func TestTailAbortedTransaction(t *testing.T) {
 	mu.Unlock()
 	require.Contains(t, run.logs.String(), "aborting it and reading again from the last committed positions")
 	requireEachLineOnce(t, k, path, 5000)
+}
+
+// TestTailStartSaysWhatItWaitsFor: a transaction another tail left open
+// on the shared positions topic holds a start's read of its positions
+// back (read_committed stops in front of it). The start says so, with
+// what it waits for, reads nothing meanwhile, and goes on when the
+// transaction ends: every line once.
+func TestTailStartSaysWhatItWaitsFor(t *testing.T) {
+	testenv.EachBroker(t, func(t *testing.T, seeds []string) {
+		k := newKafkaEnv(t, seeds, 2)
+		other, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(testenv.UniqueName(t, "other-tail")),
+			kgo.TransactionTimeout(5*time.Minute), kgo.DefaultProduceTopic(k.positions))
+		require.NoError(t, err)
+		t.Cleanup(other.Close)
+		require.NoError(t, other.BeginTransaction())
+		require.NoError(t, other.ProduceSync(context.Background(), &kgo.Record{Key: []byte("other/1:2:0"), Value: []byte("{}")}).FirstErr())
+
+		said := loadSayEvery
+		loadSayEvery = 10 * time.Millisecond
+		t.Cleanup(func() { loadSayEvery = said })
+		path := filepath.Join(t.TempDir(), "access.log")
+		lw := newLineWriter(t, path)
+		lw.write(500)
+		run := startTail(t, k, fastTail(t, k), []string{path})
+		testenv.Eventually(t, "the start saying it waits for the open transaction", func() bool {
+			return strings.Contains(run.logs.String(), "in front of the marker: a transaction left open on it holds read_committed readers back")
+		})
+		require.Regexp(t, `msg="tail: loading positions: waiting for the positions in `+k.positions+`/0 up to the start marker at offset 1: read to offset 0; the partition's last stable offset is 0, in front of the marker`, run.logs.String())
+		require.Zero(t, run.tl.pl.stats.Lines.Load(), "lines read before the positions were loaded")
+
+		require.NoError(t, other.EndTransaction(context.Background(), kgo.TryCommit))
+		waitCaughtUp(t, run.tl, path)
+		require.NoError(t, run.stop())
+		requireEachLineOnce(t, k, path, 500)
+	})
 }
 
 // TestNewTailerKeepsCallersPaths: NewTailer makes the paths absolute in
