@@ -163,8 +163,8 @@ func (r *running) stop(t *testing.T) error {
 			return err
 		}
 		return nil
-	case <-time.After(60 * time.Second):
-		t.Fatal("the service did not stop within 60s")
+	case <-time.After(testenv.HangGuard):
+		t.Fatalf("the service did not stop within %s (hang guard)", testenv.HangGuard)
 		return nil
 	}
 }

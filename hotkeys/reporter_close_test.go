@@ -17,7 +17,7 @@ import (
 // closeGuard bounds a wait that must end by itself in a moment; it is a
 // hang guard, not a measure: on the slowest machine the condition comes
 // in milliseconds or not at all.
-const closeGuard = 30 * time.Second
+const closeGuard = testenv.HangGuard
 
 // TestReporterSecondCloseKeepsToItsCtx: Close waits until Kafka answered
 // every event or ctx ends. A second Close, called while a first one waits

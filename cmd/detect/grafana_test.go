@@ -420,7 +420,7 @@ func waitSeries(t *testing.T, p *testenv.Process, addr, what string, cond func(n
 // given, adds to the failure what the test knows of it.
 func until(t *testing.T, p *testenv.Process, what string, cond func() bool, why ...func() string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute) // a hang guard; the condition is what is waited on
+	deadline := time.Now().Add(testenv.HangGuard) // the condition is what is waited on
 	for !cond() {
 		fail := ""
 		select {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -38,7 +40,7 @@ func TestWatchFile(t *testing.T) {
 	// and a test of a missed first event would fail below, not pass.
 	waitFor := func(want string) {
 		t.Helper()
-		deadline := time.After(10 * time.Second)
+		deadline := time.After(testenv.HangGuard)
 		for {
 			select {
 			case got := <-calls:

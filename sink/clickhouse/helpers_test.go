@@ -183,7 +183,7 @@ func (s *privateServer) start() {
 		_ = out.Close()
 		close(exit)
 	}(s.exit)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testenv.HangGuard)
 	for {
 		c, err := net.DialTimeout("tcp", s.addr(), time.Second)
 		if err == nil {
@@ -197,7 +197,7 @@ func (s *privateServer) start() {
 		default:
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("private clickhouse-server not listening on %s after 60s", s.addr())
+			s.t.Fatalf("private clickhouse-server not listening on %s after %s (hang guard)", s.addr(), testenv.HangGuard)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
