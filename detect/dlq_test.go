@@ -37,7 +37,7 @@ func runExitAtEnd(t *testing.T, cfg detect.Config) error {
 	cfg.ExitAtEnd = true
 	svc, err := detect.New(cfg)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	return svc.Run(ctx)
 }

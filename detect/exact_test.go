@@ -67,7 +67,7 @@ func TestReportsExactThroughService(t *testing.T) {
 		cfg.ExitAtEnd = true
 		svc, err := detect.New(cfg)
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		require.NoError(t, svc.Run(ctx))
 

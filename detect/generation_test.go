@@ -42,7 +42,7 @@ func TestGroupRecreatedGenerationRestarts(t *testing.T) {
 
 		// The operator deletes the group to read the topic again from
 		// the start; the same configuration is started again.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		_, err := e.admin(t).DeleteGroups(ctx, e.group)
 		require.NoError(t, err)

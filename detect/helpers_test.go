@@ -189,7 +189,7 @@ func produce(t *testing.T, seeds []string, recs ...*kgo.Record) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 }
@@ -198,7 +198,7 @@ func produce(t *testing.T, seeds []string, recs ...*kgo.Record) {
 // ordered by partition and offset.
 func readAll(t *testing.T, seeds []string, topic string) []*kgo.Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)

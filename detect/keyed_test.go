@@ -204,7 +204,7 @@ func TestKeyedTrueRefusesRecordsNotKeyed(t *testing.T) {
 		cfg.Registerer = reg
 		svc, err := detect.New(cfg)
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		err = svc.Run(ctx)
 		var km *detect.KeyMismatchError

@@ -97,7 +97,7 @@ func TestReplayMatchesLive(t *testing.T) {
 		recs := replayInput(e.events, parts, base)
 		produce(t, e.seeds, recs...)
 
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		arOpts := archive.DefaultOptions()
 		arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond
@@ -362,7 +362,7 @@ func TestReplayMatchesLiveRawMultiKey(t *testing.T) {
 		recs, keys := rawMultiKeyInput(e.events, parts, base)
 		produce(t, e.seeds, recs...)
 
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		arOpts := archive.DefaultOptions()
 		arOpts.Root, arOpts.SegmentAge = t.TempDir(), 200*time.Millisecond

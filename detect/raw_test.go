@@ -38,7 +38,7 @@ func TestRawLogRecords(t *testing.T) {
 		cfg.Parse.Format, cfg.Parse.App = "redis", "cache"
 		svc, err := detect.New(cfg)
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		require.NoError(t, svc.Run(ctx))
 

@@ -160,7 +160,7 @@ func produceAsync(seeds []string, recs []*kgo.Record) error {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
@@ -207,7 +207,7 @@ func TestMergerEndCheckHoldsRebalances(t *testing.T) {
 				}
 			}
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		require.NoError(t, svc.Run(ctx))
 		require.Equal(t, 1, atCheck, "end checks that reached their commit")

@@ -57,7 +57,7 @@ func TestRegistryRefreshAndTombstone(t *testing.T) {
 
 		conn := testenv.ClickHouseConn(t)
 		db := testenv.ClickHouseDatabase(t, conn)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		chOpts := clickhouse.DefaultOptions()
 		chOpts.Addr, chOpts.Database, chOpts.FlushInterval = []string{testenv.ClickHouseAddr(t)}, db, 50*time.Millisecond

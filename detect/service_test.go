@@ -42,7 +42,7 @@ func TestBadRecordsAreDeadLettered(t *testing.T) {
 		cfg.ExitAtEnd = true
 		svc, err := detect.New(cfg)
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		require.NoError(t, svc.Run(ctx), "an exit-at-end run ends by itself, cleanly")
 
@@ -114,7 +114,7 @@ func TestExitAtEndMoreInstancesThanPartitions(t *testing.T) {
 		produce(t, e.seeds, event(e.events, 0, "k", base), event(e.events, 0, "k", base+1500))
 		cfg := e.config(t)
 		cfg.ExitAtEnd = true
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		done := make(chan error, 2)
 		for range 2 {
@@ -158,7 +158,7 @@ func TestLargeSummaries(t *testing.T) {
 		cfg.Pipeline.MaxApps = 64
 		svc, err := detect.New(cfg)
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		require.NoError(t, svc.Run(ctx))
 		largest := 0

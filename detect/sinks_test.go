@@ -44,7 +44,7 @@ func TestSinks(t *testing.T) {
 	}
 	n := len(recs)
 	produce(t, e.seeds, recs...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	chOpts := clickhouse.DefaultOptions()
 	chOpts.Addr, chOpts.Database, chOpts.FlushInterval = []string{testenv.ClickHouseAddr(t)}, db, 50*time.Millisecond

@@ -46,7 +46,7 @@ func TestTopNAgainstExactCounts(t *testing.T) {
 		cfg.ExitAtEnd = true
 		svc, err := detect.New(cfg)
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 		defer cancel()
 		require.NoError(t, svc.Run(ctx))
 

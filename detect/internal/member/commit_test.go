@@ -34,7 +34,7 @@ func joined(t *testing.T, partitions int32) groupMember {
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { close(assigned) }))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)

@@ -71,10 +71,10 @@ func newStage(t *testing.T, seeds []string, group, topic string) (*stage, *kgo.C
 	return s, cl
 }
 
-// pollUntil turns cl until cond holds (a hang guard of a minute).
+// pollUntil turns cl until cond holds (a hang guard, testenv.HangGuard).
 func pollUntil(t *testing.T, cl *kgo.Client, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	for !cond() {
 		require.NoError(t, ctx.Err(), "waiting for %s", what)
