@@ -51,7 +51,7 @@ func TestClickHouseTLS(t *testing.T) {
 			require.NoError(t, err)
 			require.NotNil(t, cfg.ClickHouse.Options.TLS, "Load builds the TLS config")
 
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 			defer cancel()
 			w, err := clickhouse.Open(ctx, cfg.ClickHouse.Options, clickhouse.Deps{})
 			require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestClickHouseTLSRefused(t *testing.T) {
 			env := append(secureClickHouseEnv(tc.srv, "keyheat_refused"), tc.env...)
 			cfg, err := Load(CmdDetect, Source{Environ: env})
 			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 			defer cancel()
 			_, err = clickhouse.Open(ctx, cfg.ClickHouse.Options, clickhouse.Deps{})
 			require.Error(t, err)

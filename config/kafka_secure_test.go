@@ -48,7 +48,7 @@ func TestClientOptsSecure(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				k := secureKafka(t, s, m, mtls)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 				defer cancel()
 				require.NoError(t, k.CheckAccess(ctx))
 
@@ -105,7 +105,7 @@ func TestCheckAccessNamesTheSetting(t *testing.T) {
 			c.mod(&k)
 			// A hang guard only: every refusal comes back in well under
 			// a second on an idle machine.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 			defer cancel()
 			err := k.CheckAccess(ctx)
 			var fe *FieldError
@@ -197,7 +197,7 @@ func TestCheckAccessPlainListener(t *testing.T) {
 			k := Defaults().Kafka
 			k.Brokers = seeds
 			tc.mod(&k)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 			defer cancel()
 			err := k.CheckAccess(ctx)
 			var fe *FieldError
