@@ -111,7 +111,7 @@ func decodeRows[T any](t *testing.T, out string) []T {
 // (chdb), and checks the queries' answers against the same model as
 // TestClickHouseQueries does against 18.16.
 func TestChdbCurrentRelease(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	// Long enough that the fixture's rows (January 2026) outlive it: a
 	// current engine drops expired rows as it inserts them.

@@ -43,7 +43,7 @@ func dialDB(ctx context.Context, t *testing.T, db string) *Client {
 }
 
 func TestClickHouseMigrate(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	conn, db := testDB(t)
 	c := dialDB(ctx, t, db)
@@ -104,7 +104,7 @@ func TestClickHouseMigrate(t *testing.T) {
 // and a later start applies nothing.
 func TestClickHouseMigrateConcurrent(t *testing.T) {
 	const appliers, rounds = 4, 3
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	conn := testenv.ClickHouseConn(t)
 	for round := range rounds {
@@ -149,7 +149,7 @@ func TestClickHouseMigrateConcurrent(t *testing.T) {
 }
 
 func TestClickHouseWrite(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	conn, db := testDB(t)
 	reg := prometheus.NewRegistry()
@@ -162,7 +162,7 @@ func TestClickHouseWrite(t *testing.T) {
 	f := makeFixture(1, 12, fixtureApps, fixtureBaseMs)
 	a := newAcks()
 	n := writeAll(ctx, t, w, f, a, "first")
-	a.wait(t, n, time.Minute)
+	a.wait(t, n)
 	require.Empty(t, a.errs, "acks with errors")
 	for id, k := range a.ok {
 		require.Equal(t, 1, k, "item %s acknowledged %d times", id, k)
@@ -222,7 +222,7 @@ func TestClickHouseWrite(t *testing.T) {
 
 	// The same items again: no new logical row.
 	n2 := writeAll(ctx, t, w, f, a, "second")
-	a.wait(t, n+n2, time.Minute)
+	a.wait(t, n+n2)
 	final2, raw2 := counts(ctx, t, conn, db)
 	require.Equal(t, want, final2, "logical rows per table after writing everything twice")
 	for tb, k := range raw2 {
@@ -237,14 +237,14 @@ func TestClickHouseWrite(t *testing.T) {
 }
 
 func TestClickHouseQueries(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	_, db := testDB(t)
 	w, err := Open(ctx, testOptions(testenv.ClickHouseAddr(t), db), Deps{})
 	require.NoError(t, err)
 	f := makeFixture(2, 12, fixtureApps, fixtureBaseMs)
 	a := newAcks()
-	a.wait(t, writeAll(ctx, t, w, f, a, "q"), time.Minute)
+	a.wait(t, writeAll(ctx, t, w, f, a, "q"))
 	require.NoError(t, w.Close(ctx))
 	c := dialDB(ctx, t, db)
 	cur := f.current()

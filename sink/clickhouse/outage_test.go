@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keyheat/keyheat/internal/testenv"
 	"github.com/keyheat/keyheat/schemas"
 )
 
@@ -39,7 +40,7 @@ const outageDowntime = 20 * time.Second
 // held more rows than its bound (the producer waited instead), and its
 // readiness went degraded and came back.
 func TestClickHouseOutage(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	srv := startPrivateServer(t)
 	opts := testOptions(srv.addr(), "keyheat_outage")
@@ -76,7 +77,7 @@ func TestClickHouseOutage(t *testing.T) {
 	for _, e := range items[:before] {
 		require.NoError(t, e.write(a.fn(e.id)))
 	}
-	a.wait(t, before, time.Minute)
+	a.wait(t, before)
 	require.NoError(t, w.Ready())
 
 	// Watch readiness while the server is down and after.
@@ -116,7 +117,7 @@ func TestClickHouseOutage(t *testing.T) {
 	srv.start()
 	produced.Wait()
 	require.NoError(t, produceErr)
-	a.wait(t, len(items), 2*time.Minute)
+	a.wait(t, len(items))
 	close(stopWatch)
 	watch.Wait()
 	require.NoError(t, w.Ready(), "ready again once ClickHouse is back")
@@ -169,7 +170,7 @@ func TestClickHouseOutage(t *testing.T) {
 // its ctx ends and acknowledges every held item with ErrClosed, and the
 // writer refuses everything afterwards.
 func TestClickHouseCloseWhileDown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	srv := startPrivateServer(t)
 	opts := testOptions(srv.addr(), "keyheat_close")

@@ -20,7 +20,7 @@ import (
 // updates and cooled are then stored and the alerts query lists them in
 // order, hot and updates sharing the onset, with their rates and peaks.
 func TestClickHouseUpdatesAfterUpgrade(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	conn, db := testDB(t)
 	c := dialDB(ctx, t, db)
@@ -89,7 +89,7 @@ func TestClickHouseUpdatesAfterUpgrade(t *testing.T) {
 		h := episode[i]
 		require.NoError(t, w.WriteHotKey(ctx, h, a.fn(h.ID)))
 	}
-	a.wait(t, len(episode), time.Minute)
+	a.wait(t, len(episode))
 	require.Empty(t, a.errs)
 
 	var typ string
