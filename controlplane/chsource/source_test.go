@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 }
 
 // hangGuard bounds every wait; tests wait for conditions, not durations.
-const hangGuard = 4 * time.Minute
+const hangGuard = testenv.HangGuard
 
 // baseMs is the first window's start: 2026-01-01T00:00:00Z.
 const baseMs = 1767225600000
