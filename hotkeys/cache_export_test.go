@@ -18,7 +18,7 @@ import (
 
 // hangGuard bounds the waits of these tests: a generous limit that only a
 // hung test reaches, never a timing assertion.
-const hangGuard = 60 * time.Second
+const hangGuard = testenv.HangGuard
 
 // testClock is a clock the test moves by hand; its timers fire, in the
 // goroutine that moves it, when it passes their time.

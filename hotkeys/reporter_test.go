@@ -52,7 +52,7 @@ func newTestReporter(t *testing.T, seeds []string, topic string, cfg ReporterCon
 // closeReporter closes r with a hang guard, requiring success.
 func closeReporter(t *testing.T, r *Reporter) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(t, r.Close(ctx))
 }
@@ -471,7 +471,7 @@ func TestReporterCloseWhileRecording(t *testing.T) {
 		})
 	}
 	// Close once the goroutines are under way.
-	require.Eventually(t, func() bool { return r.Stats().Recorded > 1000 }, time.Minute, time.Millisecond)
+	testenv.Eventually(t, "more than 1,000 events recorded", func() bool { return r.Stats().Recorded > 1000 })
 	closeReporter(t, r)
 	closed.Store(true)
 	wg.Wait()
@@ -499,9 +499,9 @@ func TestReporterProduceErrors(t *testing.T) {
 	for i := range 20 {
 		r.Record("shop", reportedKey(i), "GET", 0)
 	}
-	require.Eventually(t, func() bool { return r.Stats().Failed == 20 }, time.Minute, 5*time.Millisecond)
+	testenv.Eventually(t, "the 20 events failed", func() bool { return r.Stats().Failed == 20 })
 	r.Record("shop", "after", "GET", 0) // still taken
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	err := r.Close(ctx)
 	require.ErrorContains(t, err, "21 of 21 events buffered were not acknowledged by kafka")
