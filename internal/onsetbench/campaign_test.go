@@ -33,7 +33,7 @@ const app = "bench"
 // the follower ready, a planted key seen hot): a campaign waits for
 // conditions, and this only turns a hang into a failure that says what
 // never came.
-const hangGuard = 3 * time.Minute
+const hangGuard = testenv.HangGuard
 
 // broker is a cluster a campaign runs against.
 type broker struct {
