@@ -754,7 +754,7 @@ func TestTailPinsFilesBeforeKafka(t *testing.T) {
 			run := startTail(t, k, fastTail(t, k), []string{path}, func(c *TailConfig) { c.FromStart = fromStart })
 			select {
 			case <-inStart:
-			case <-time.After(30 * time.Second):
+			case <-time.After(testenv.HangGuard):
 				t.Fatal("the tailer never started a transaction")
 			}
 			lw.write(120)
@@ -1066,7 +1066,7 @@ func TestTailFencedBySameID(t *testing.T) {
 		lw.write(1000)
 		select {
 		case <-first.done:
-		case <-time.After(60 * time.Second):
+		case <-time.After(testenv.HangGuard):
 			t.Fatal("the fenced tail kept running")
 		}
 		require.ErrorContains(t, first.err, "another ingest tail with tail_id "+opts.TailID)

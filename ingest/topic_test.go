@@ -39,7 +39,7 @@ func produceRaw(t *testing.T, seeds []string, topic string, from, to int) {
 	for i := from; i < to; i++ {
 		recs = append(recs, &kgo.Record{Key: []byte("host-" + strconv.Itoa(i%5)), Value: []byte(rawLine(i))})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 }
@@ -137,7 +137,7 @@ func requireCommittedAtEnd(t *testing.T, seeds []string, raw, group string) {
 	require.NoError(t, err)
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	ends, err := adm.ListEndOffsets(ctx, raw)
 	require.NoError(t, err)
