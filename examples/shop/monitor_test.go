@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // getCounter counts, with MONITOR, the GETs of one key a Redis server
@@ -91,7 +93,7 @@ func (c *getCounter) sync() int64 {
 	c.next++
 	marker := fmt.Sprintf("keyheat-shop-mark-%d", c.next)
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(c.t, c.echo.Echo(ctx, marker).Err())
 	stop := context.AfterFunc(ctx, func() { c.mu.Lock(); c.cond.Broadcast(); c.mu.Unlock() })
@@ -106,7 +108,7 @@ func (c *getCounter) sync() int64 {
 			c.t.Fatalf("counting GETs: %v", c.readErr)
 		}
 		if ctx.Err() != nil {
-			c.t.Fatalf("MONITOR did not show the marker %s within a minute", marker)
+			c.t.Fatalf("MONITOR did not show the marker %s within %s (hang guard)", marker, testenv.HangGuard)
 		}
 		c.cond.Wait()
 	}
