@@ -48,7 +48,7 @@ func TestClickHouseTLSRun(t *testing.T) {
 	require.NotContains(t, all, s.Password, "detect printed the ClickHouse password")
 
 	var n uint64
-	c, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+	c, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(t, s.Conn(t).QueryRow(c, "SELECT count() FROM "+db+".hotkey_events FINAL WHERE key = @k AND type = 'hot'",
 		clickhouse.Named("k", plantedKey)).Scan(&n))

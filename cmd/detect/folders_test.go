@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +23,7 @@ func TestRunChecksFoldersFirst(t *testing.T) {
 	require.ErrorContains(t, err, "archive.root")
 	require.NotContains(t, err.Error(), "127.0.0.1:1")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	var n uint64
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", db).Scan(&n))

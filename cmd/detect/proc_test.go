@@ -4,7 +4,6 @@ import (
 	"context"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/keyheat/keyheat/internal/testenv"
 )
@@ -26,9 +25,10 @@ func start(t testing.TB, env []string, args ...string) *testenv.Process {
 	return testenv.Start(t, binary(t), args, testenv.Env(env...))
 }
 
-// ctx is a context for the test's own Kafka calls.
+// ctx is a context for the test's own Kafka calls, bounded only by the
+// hang guard.
 func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	c, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	t.Cleanup(cancel)
 	return c
 }

@@ -31,7 +31,7 @@ func execDetect(t *testing.T, args ...string) (string, string, error) {
 	root := newRoot(&stdout)
 	root.SetArgs(append(args, "--log.level=warn"))
 	root.SetErr(&stderr)
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	err := root.ExecuteContext(c)
 	return stdout.String(), stderr.String(), err

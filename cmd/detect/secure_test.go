@@ -63,7 +63,7 @@ func (e *secureEnv) detectFlags(t testing.TB) []string {
 // what ingest printed.
 func (e *secureEnv) gen(t testing.TB, env []string, extra ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testenv.Binary(t, "github.com/keyheat/keyheat/cmd/ingest"), append(append([]string{"gen", "--rate=10000", "--duration=2s", "--keys=100", "--zipf=0",
 		"--ingest.app=shop", "--hot=key=secure:hot,share=30%"}, e.kafkaFlags(t)...), extra...)...)
@@ -123,7 +123,7 @@ func TestSecureKafka(t *testing.T) {
 			f, err := hotkeys.NewFollower(hotkeys.FollowerConfig{ClientOpts: opts, Topic: e.hotkey})
 			require.NoError(t, err)
 			defer f.Close()
-			rctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+			rctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 			defer cancel()
 			require.NoError(t, f.WaitReady(rctx), "the follower reads the registry to its end over TLS and SASL")
 			ent, ok := f.Get("shop", "secure:hot")

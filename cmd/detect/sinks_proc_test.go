@@ -108,7 +108,7 @@ type windowRow struct {
 // window start.
 func (c *chClient) reportRows() map[string]map[int64]windowRow {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	out := map[string]map[int64]windowRow{}
 	require.NoError(c.t, c.with(func(conn driver.Conn) error {
