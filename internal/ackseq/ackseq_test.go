@@ -6,9 +6,10 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/keyheat/keyheat/internal/testenv"
 )
 
 // op is one step of a table case: add an entry ending at end, or ack a
@@ -254,7 +255,7 @@ func TestSeqConcurrent(t *testing.T) {
 	}
 	close(toks)
 	wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(t, s.Wait(ctx))
 	close(stop)

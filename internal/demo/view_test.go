@@ -23,7 +23,7 @@ func produce(t *testing.T, seeds []string, recs ...*kgo.Record) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 }

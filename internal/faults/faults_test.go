@@ -125,10 +125,10 @@ func TestFaults(t *testing.T) {
 	// A stop at the end is clean: both exit 0, having delivered and
 	// committed everything.
 	snap := f.in.pause()
-	if code := f.ingest.stop(2 * time.Minute); code != 0 {
+	if code := f.ingest.stop(testenv.HangGuard); code != 0 {
 		t.Errorf("ingest exited %d on SIGTERM, want 0", code)
 	}
-	if code := f.detect.stop(2 * time.Minute); code != 0 {
+	if code := f.detect.stop(testenv.HangGuard); code != 0 {
 		t.Errorf("detect exited %d on SIGTERM, want 0", code)
 	}
 	f.checkExits(t)

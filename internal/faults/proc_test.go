@@ -89,7 +89,7 @@ func startService(t *testing.T, name, bin, logDir string, args func(metricsAddr 
 	if err := <-first; err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	t.Cleanup(func() { s.stop(2 * time.Minute) })
+	t.Cleanup(func() { s.stop(testenv.HangGuard) })
 	return s
 }
 

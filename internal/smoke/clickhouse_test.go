@@ -24,7 +24,7 @@ func TestClickHouseNative(t *testing.T) {
 	db := testenv.ClickHouseDatabase(t, conn)
 	table := db + ".events"
 
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 
 	require.NoError(t, conn.Exec(ctx, `CREATE TABLE `+table+` (

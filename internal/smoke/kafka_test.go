@@ -66,7 +66,7 @@ func produce(t *testing.T, seeds []string, topic string) []sent {
 			Value: fmt.Appendf(nil, "value-%05d", i),
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	require.NoError(t, cl.ProduceSync(ctx, rs...).FirstErr(), "produce %d records to %s", numRecords, topic)
 
@@ -103,7 +103,7 @@ func consume(t *testing.T, seeds []string, topic, group string) []sent {
 		})
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.HangGuard)
 	defer cancel()
 	for len(got) < numRecords && ctx.Err() == nil {
 		collect(ctx)

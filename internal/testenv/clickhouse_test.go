@@ -32,7 +32,7 @@ func TestPrivateClickHouseStopStart(t *testing.T) {
 	if srv.Addr() == ClickHouseAddr(t) {
 		t.Fatalf("private server on the shared server's address %s", srv.Addr())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
 
 	conn := dial(t, srv.Addr())

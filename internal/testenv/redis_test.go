@@ -44,7 +44,7 @@ func TestRedisAddrRequire(t *testing.T) {
 // test's prefix differs, and the keys are gone when the test ends.
 func TestRedisClientCleansUp(t *testing.T) {
 	outer, _ := RedisClient(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
 	var prefix string
 	t.Run("writer", func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestRedisClientCleansUp(t *testing.T) {
 // keys as Redis Cluster does and refuses cross-slot commands.
 func TestPrivateRedisCluster(t *testing.T) {
 	rdb := PrivateRedisCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
 	slot, err := rdb.ClusterKeySlot(ctx, "foo").Result()
 	if err != nil || slot != 12182 {
