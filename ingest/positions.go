@@ -109,6 +109,9 @@ type positionStore struct {
 	log    *slog.Logger
 	// sayEvery is how often a load that waits says what it waits for.
 	sayEvery time.Duration
+	// stallAfter is how long a load reads nothing, while Kafka says its
+	// marker is readable, before it reads again with a new reader.
+	stallAfter time.Duration
 }
 
 func (s *positionStore) recordKey(k posKey) []byte {
@@ -191,26 +194,64 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 		return nil, fmt.Errorf("write the start marker to %s: %w", s.topic, err)
 	}
 
+	for {
+		out, stalled, err := s.readToMarker(ctx, markerKey, marker, markerAt, waiting)
+		if !stalled {
+			return out, err
+		}
+		// Kafka says the marker is committed and a read_committed reader
+		// may read it, but this reader has not: its fetches came back
+		// without it for stallAfter. A new reader, with a fetch session
+		// of its own, reads the partition again from its start; what it
+		// builds replaces what this one read.
+		if s.log != nil {
+			s.log.Warn(fmt.Sprintf("tail: loading positions: the start marker at offset %d of %s/0 is committed but was not read in %s; reading the positions again with a new reader",
+				markerAt, s.topic, s.stallAfter))
+		}
+	}
+}
+
+// readToMarker reads the positions topic from its start with a new
+// read_committed reader until it meets the marker at markerAt. It reports
+// stalled when, for s.stallAfter, nothing came although Kafka says the
+// marker is readable.
+func (s *positionStore) readToMarker(ctx context.Context, markerKey, marker string, markerAt int64, waiting func(func() string)) (_ map[posKey]filePos, stalled bool, _ error) {
 	rd, err := kgo.NewClient(append(slices.Clone(s.prod.opts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {
-		return nil, fmt.Errorf("positions reader: %w", err)
+		return nil, false, fmt.Errorf("positions reader: %w", err)
 	}
 	defer rd.Close()
 	out := map[posKey]filePos{}
 	var readTo atomic.Int64
 	waiting(func() string { return s.readWait(rd, markerAt, readTo.Load()) })
 	for {
-		fs := rd.PollFetches(ctx)
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if s.stallAfter > 0 {
+			pollCtx, cancel = context.WithTimeout(ctx, s.stallAfter)
+		}
+		fs := rd.PollFetches(pollCtx)
+		timedOut := pollCtx.Err() != nil
+		cancel()
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.topic, err)
+			return nil, false, fmt.Errorf("read %s: %w", s.topic, err)
 		}
 		var ferr error
-		fs.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("read %s/%d: %w", t, p, err)) })
+		fs.EachError(func(t string, p int32, err error) {
+			if !timedOut || !errors.Is(err, context.DeadlineExceeded) {
+				ferr = errors.Join(ferr, fmt.Errorf("read %s/%d: %w", t, p, err))
+			}
+		})
 		if ferr != nil {
-			return nil, ferr
+			return nil, false, ferr
+		}
+		if timedOut && fs.NumRecords() == 0 {
+			if stable, err := s.stableOffset(rd); err == nil && stable > markerAt {
+				return nil, true, nil
+			}
+			continue // held back by an open transaction, or Kafka not answering: the wait is said
 		}
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if n := len(p.Records); n > 0 {
@@ -240,9 +281,28 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 			}
 		})
 		if found {
-			return out, nil
+			return out, false, nil
 		}
 	}
+}
+
+// stableOffset asks Kafka, through rd, for the last stable offset of the
+// positions partition.
+func (s *positionStore) stableOffset(rd *kgo.Client) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	listed, err := kadm.NewClient(rd).ListCommittedOffsets(ctx, s.topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return 0, err
+	}
+	lo, ok := listed.Lookup(s.topic, 0)
+	if !ok {
+		return 0, fmt.Errorf("%s/0 not listed", s.topic)
+	}
+	return lo.Offset, nil
 }
 
 // readWait says what a load reading up to its marker at markerAt, and
@@ -251,22 +311,14 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 // back.
 func (s *positionStore) readWait(rd *kgo.Client, markerAt, readTo int64) string {
 	what := fmt.Sprintf("the positions in %s/0 up to the start marker at offset %d: read to offset %d", s.topic, markerAt, readTo)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	listed, err := kadm.NewClient(rd).ListCommittedOffsets(ctx, s.topic)
-	if err == nil {
-		err = listed.Error()
-	}
-	lo, ok := listed.Lookup(s.topic, 0)
+	stable, err := s.stableOffset(rd)
 	switch {
 	case err != nil:
 		return what + fmt.Sprintf("; the partition's last stable offset not known (%v)", err)
-	case !ok:
-		return what + "; the partition's last stable offset not known"
-	case lo.Offset <= markerAt:
-		return what + fmt.Sprintf("; the partition's last stable offset is %d, in front of the marker: a transaction left open on it holds read_committed readers back until it ends or times out", lo.Offset)
+	case stable <= markerAt:
+		return what + fmt.Sprintf("; the partition's last stable offset is %d, in front of the marker: a transaction left open on it holds read_committed readers back until it ends or times out", stable)
 	default:
-		return what + fmt.Sprintf("; the partition's last stable offset is %d", lo.Offset)
+		return what + fmt.Sprintf("; the partition's last stable offset is %d", stable)
 	}
 }
 
