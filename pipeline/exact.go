@@ -386,101 +386,55 @@ func keyPrefix(key string) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// exactHeap keeps the n entries that rank first by a figure, heaviest
-// first and ties by key, in a heap whose root is the worst of them: most
-// entries are settled by comparing their figure with the root's.
-type exactHeap struct {
-	t *exactTable
-	n int
-	h []exactCand
-}
-
-// worse reports whether a ranks after b.
-func (x *exactHeap) worse(a, b exactCand) bool {
+// before reports whether candidate a ranks before b in a list: by figure,
+// heaviest first, then by key. A list's candidates are distinct keys of
+// one app, so this is a total order.
+func (t *exactTable) before(a, b *exactCand) bool {
 	if a.f != b.f {
-		return a.f < b.f
+		return a.f > b.f
 	}
 	if a.pre != b.pre {
-		return a.pre > b.pre
+		return a.pre < b.pre
 	}
-	return strings.Compare(x.t.key(&x.t.ents[a.i]), x.t.key(&x.t.ents[b.i])) > 0
-}
-
-func (x *exactHeap) down(i, size int) {
-	h := x.h
-	for {
-		l := 2*i + 1
-		if l >= size {
-			return
-		}
-		w := l
-		if r := l + 1; r < size && x.worse(h[r], h[l]) {
-			w = r
-		}
-		if !x.worse(h[w], h[i]) {
-			return
-		}
-		h[i], h[w] = h[w], h[i]
-		i = w
-	}
-}
-
-// push offers c; a figure of 0 ranks nothing.
-func (x *exactHeap) push(c exactCand) {
-	h := x.h
-	switch {
-	case c.f == 0:
-	case len(h) < x.n:
-		x.h = append(h, c)
-		h = x.h
-		for j := len(h) - 1; j > 0; {
-			p := (j - 1) / 2
-			if !x.worse(h[j], h[p]) {
-				break
-			}
-			h[j], h[p] = h[p], h[j]
-			j = p
-		}
-	case c.f < h[0].f:
-		// Below the worst kept: the common case.
-	case x.worse(h[0], c):
-		h[0] = c
-		x.down(0, len(h))
-	}
-}
-
-// sorted returns the kept entries, best first, emptying the heap.
-func (x *exactHeap) sorted() []exactCand {
-	h := x.h
-	for end := len(h) - 1; end > 0; end-- {
-		h[0], h[end] = h[end], h[0]
-		x.down(0, end)
-	}
-	return h
+	return strings.Compare(t.key(&t.ents[a.i]), t.key(&t.ents[b.i])) < 0
 }
 
 // exactLists selects, in one pass over the entries idx (so every entry is
 // read once), the nTop entries that rank first by events and the nBig
-// first by each other figure, each list best first, into the heaps'
-// storage, which the next call reuses.
-func (t *exactTable) exactLists(heaps *[figCount]exactHeap, idx []int32, nTop, nBig int) {
-	for f := range heaps {
-		x := &heaps[f]
-		x.t, x.h, x.n = t, x.h[:0], nBig
+// first by each other figure, and returns each list best first. The lists
+// live in best's storage, which the next call reuses. A figure of 0 ranks
+// nothing.
+func (t *exactTable) exactLists(best *[figCount]bestN[exactCand, *exactTable], idx []int32, nTop, nBig int) [figCount][]exactCand {
+	for f := range best {
+		n := nBig
 		if f == int(figEvents) {
-			x.n = nTop
+			n = nTop
 		}
+		best[f].reset(n, t)
 	}
 	for _, i := range idx {
 		fs := t.figures(i)
 		pre := keyPrefix(t.key(&t.ents[i]))
-		for f := range heaps {
-			if heaps[f].n > 0 {
-				heaps[f].push(exactCand{i, fs[f], pre})
+		for f := range best {
+			b := &best[f]
+			if fs[f] == 0 || b.n == 0 {
+				continue
+			}
+			// Once b is full, an entry is settled here against the
+			// worst kept, most often by its figure alone, rather than
+			// in offer through the order's method.
+			c := exactCand{i, fs[f], pre}
+			switch w := b.worst(); {
+			case w == nil:
+				b.offer(c)
+			case c.f >= w.f && t.before(&c, w):
+				b.replaceWorst(c)
 			}
 		}
 	}
-	for f := range heaps {
-		heaps[f].h = heaps[f].sorted()
+	var lists [figCount][]exactCand
+	for f := range best {
+		lists[f] = best[f].sorted()
 	}
+	return lists
 }

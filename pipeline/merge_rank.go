@@ -56,7 +56,7 @@ type ranker struct {
 	apps []uint32           // by index in keys: the rank of its app
 	pre  []uint64           // by index in keys: its prefix
 	recs []rankRec
-	heap []rankRec
+	best bestN[rankRec, *ranker]
 	cat  []schemas.KeyCount // parts' lists, concatenated
 	seen []string           // distinct apps
 }
@@ -149,60 +149,26 @@ func (r *ranker) selectFigure(n int, f keyFigure) []schemas.KeyCount {
 }
 
 // pick returns copies of the keys of the first n records, in order, as a
-// new slice. It keeps the n best seen so far in a heap whose root is the
-// worst of them, so a scope of many keys costs about one comparison per
-// key rather than a sort.
+// new slice.
 func (r *ranker) pick(n int) []schemas.KeyCount {
-	n = min(n, len(r.recs))
-	h := r.heap[:0]
-	// worse reports whether heap entry i ranks after heap entry j.
-	worse := func(i, j int) bool { return r.before(&h[j], &h[i]) }
+	b := &r.best
+	b.reset(n, r)
 	for i := range r.recs {
 		x := &r.recs[i]
-		switch {
-		case len(h) < n:
-			h = append(h, *x)
-			for j := len(h) - 1; j > 0; {
-				p := (j - 1) / 2
-				if !worse(j, p) {
-					break
-				}
-				h[j], h[p] = h[p], h[j]
-				j = p
-			}
-		case n > 0 && r.before(x, &h[0]):
-			h[0] = *x
-			for j := 0; ; {
-				l := 2*j + 1
-				if l >= len(h) {
-					break
-				}
-				w := l
-				if rr := l + 1; rr < len(h) && worse(rr, l) {
-					w = rr
-				}
-				if !worse(w, j) {
-					break
-				}
-				h[j], h[w] = h[w], h[j]
-				j = w
-			}
+		// Once b is full, r's own inlined before settles each record
+		// against the worst kept, most often for good.
+		switch w := b.worst(); {
+		case w == nil:
+			b.offer(*x)
+		case r.before(x, w):
+			b.replaceWorst(*x)
 		}
 	}
-	slices.SortFunc(h, func(a, b rankRec) int {
-		switch {
-		case a.idx == b.idx:
-			return 0
-		case r.before(&a, &b):
-			return -1
-		}
-		return 1
-	})
+	h := b.sorted()
 	out := make([]schemas.KeyCount, len(h))
 	for i := range h {
 		out[i] = r.keys[h[i].idx]
 	}
-	r.heap = h
 	return out
 }
 

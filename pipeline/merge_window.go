@@ -678,55 +678,30 @@ func (f keyFigure) of(k *schemas.KeyCount) uint64 {
 }
 
 // selectTop returns the first n keys in the order of compare (a total
-// order), sorted, as a new slice that is never nil. It keeps the n best
-// seen so far in a heap whose root is the worst of them, so a window of
-// many candidates costs about one comparison per key rather than a sort.
+// order), sorted, as a new slice that is never nil.
 func selectTop(keys []schemas.KeyCount, n int, compare func(a, b *schemas.KeyCount) int) []schemas.KeyCount {
 	n = min(n, len(keys))
-	h := make([]int32, 0, n)
-	// worse reports whether heap entry i ranks after heap entry j.
-	worse := func(i, j int) bool { return compare(&keys[h[i]], &keys[h[j]]) > 0 }
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			w := l
-			if r := l + 1; r < len(h) && worse(r, l) {
-				w = r
-			}
-			if !worse(w, i) {
-				return
-			}
-			h[i], h[w] = h[w], h[i]
-			i = w
-		}
-	}
+	// Room for n kept and the one offered past them: one allocation.
+	b := bestN[int32, keyOrder]{h: make([]int32, 0, n+1)}
+	b.reset(n, keyOrder{keys, compare})
 	for i := range keys {
-		switch {
-		case len(h) < n:
-			h = append(h, int32(i))
-			for j := len(h) - 1; j > 0; {
-				p := (j - 1) / 2
-				if !worse(j, p) {
-					break
-				}
-				h[j], h[p] = h[p], h[j]
-				j = p
-			}
-		case n > 0 && compare(&keys[i], &keys[h[0]]) < 0:
-			h[0] = int32(i)
-			down(0)
-		}
+		b.offer(int32(i))
 	}
-	slices.SortFunc(h, func(a, b int32) int { return compare(&keys[a], &keys[b]) })
+	h := b.sorted()
 	out := make([]schemas.KeyCount, len(h))
 	for i, k := range h {
 		out[i] = keys[k]
 	}
 	return out
 }
+
+// keyOrder ranks indices into keys by compare of the keys.
+type keyOrder struct {
+	keys    []schemas.KeyCount
+	compare func(a, b *schemas.KeyCount) int
+}
+
+func (o keyOrder) before(a, b *int32) bool { return o.compare(&o.keys[*a], &o.keys[*b]) < 0 }
 
 func compareAppKey(a, b *schemas.KeyCount) int {
 	if c := strings.Compare(a.App, b.App); c != 0 {

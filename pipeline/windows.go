@@ -37,7 +37,7 @@ type windows struct {
 	// entries of each app (by appAgg.idx), an app's lists selected from
 	// them, the top-K items one list selects, and an app's top-K items.
 	byApp [][]int32
-	lists [figCount]exactHeap
+	lists [figCount]bestN[exactCand, *exactTable]
 	sel   []int32
 	items []sketch.Item
 	// distinct is summary's scratch for encoding a distinct-key sketch,
@@ -590,15 +590,16 @@ func (w *windows) summary(t *exactTable, a *appAgg) schemas.AppWindow {
 		return schemas.KeyCount{App: a.app, Key: strings.Clone(t.key(e)), Count: e.events, Bytes: e.bytes,
 			Reads: reads, Writes: writes, LatencyUs: e.latencyUs, Partition: part, Shortened: e.slot&slotShortened != 0}
 	}
+	var lists [figCount][]exactCand
 	if t != nil {
-		t.exactLists(&w.lists, entries, s.TopKeys+1, s.BigKeys)
+		lists = t.exactLists(&w.lists, entries, s.TopKeys+1, s.BigKeys)
 	}
 	pick := func(by exactFigure) []schemas.KeyCount {
 		if t == nil {
 			return nil
 		}
-		out := make([]schemas.KeyCount, 0, len(w.lists[by].h))
-		for _, c := range w.lists[by].h {
+		out := make([]schemas.KeyCount, 0, len(lists[by]))
+		for _, c := range lists[by] {
 			out = append(out, exact(c.i))
 		}
 		return out
