@@ -30,7 +30,10 @@ package ingest
 // first commits a transaction of its own holding a fresh marker, which
 // fences and aborts whatever this tail id left open, and then reads the
 // partition until it meets that marker: everything committed before it is
-// then behind it.
+// then behind it. The reader keeps control records, so a marker whose
+// transaction ended aborted although its commit was answered (franz-go
+// turns a commit it takes for empty into an abort) shows as its abort
+// marker, past the marker's offset: a new marker is then written.
 
 import (
 	"context"
@@ -109,9 +112,6 @@ type positionStore struct {
 	log    *slog.Logger
 	// sayEvery is how often a load that waits says what it waits for.
 	sayEvery time.Duration
-	// stallAfter is how long a load reads nothing, while Kafka says its
-	// marker is readable, before it reads again with a new reader.
-	stallAfter time.Duration
 }
 
 func (s *positionStore) recordKey(k posKey) []byte {
@@ -156,32 +156,53 @@ func (s *positionStore) parseKey(key []byte) (posKey, bool) {
 // transaction of the producer is open. It waits for Kafka as long as ctx
 // allows.
 func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
-	var nonce [12]byte
-	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
-	marker := hex.EncodeToString(nonce[:])
-	markerKey := s.tailID + "/start"
-	cl := s.prod.cl
 	// A start can wait long here (a broker down, or a transaction another
 	// tail left open on the topic holding the read back until it times
 	// out): the wait is said, with what it waits for.
 	var waitingFor atomic.Pointer[func() string]
 	waiting := func(f func() string) { waitingFor.Store(&f) }
+	stopSaying := s.sayWaits(&waitingFor)
+	defer stopSaying()
+	for {
+		markerAt, marker, err := s.writeMarker(ctx, waiting)
+		if err != nil {
+			return nil, err
+		}
+		out, committed, err := s.readToMarker(ctx, marker, markerAt, waiting)
+		if err != nil || committed {
+			return out, err
+		}
+		// The marker's transaction ended aborted although Kafka answered
+		// its commit (franz-go turns a commit it takes for empty into an
+		// abort, and says so only in its log): a new marker is written.
+		if s.log != nil {
+			s.log.Warn(fmt.Sprintf("tail: loading positions: the start marker at offset %d of %s/0 was aborted, not committed; writing a new one", markerAt, s.topic))
+		}
+	}
+}
+
+// writeMarker commits a fresh marker in a transaction of its own, fencing
+// and aborting any transaction this tail id left open, and returns its
+// offset and value.
+func (s *positionStore) writeMarker(ctx context.Context, waiting func(func() string)) (int64, string, error) {
+	var nonce [12]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
+	marker := hex.EncodeToString(nonce[:])
+	cl := s.prod.cl
 	waiting(func() string {
 		return fmt.Sprintf("kafka to fence tail id %s and commit its start marker to %s", s.tailID, s.topic)
 	})
-	stopSaying := s.sayWaits(&waitingFor)
-	defer stopSaying()
 	// A transaction left open by a failed attempt (an abort Kafka did not
 	// confirm) is ended first; with none open this does nothing.
 	if err := abortTxn(ctx, cl); err != nil {
-		return nil, fmt.Errorf("end the open transaction: %w", err)
+		return 0, "", fmt.Errorf("end the open transaction: %w", err)
 	}
 	if err := cl.BeginTransaction(); err != nil {
-		return nil, fmt.Errorf("begin transaction: %w", err)
+		return 0, "", fmt.Errorf("begin transaction: %w", err)
 	}
 	var perr error
 	markerAt := int64(-1)
-	cl.Produce(ctx, &kgo.Record{Topic: s.topic, Key: []byte(markerKey), Value: []byte(marker)}, func(r *kgo.Record, err error) { perr, markerAt = err, r.Offset })
+	cl.Produce(ctx, &kgo.Record{Topic: s.topic, Key: []byte(s.markerKey()), Value: []byte(marker)}, func(r *kgo.Record, err error) { perr, markerAt = err, r.Offset })
 	err := cl.Flush(ctx)
 	if err == nil {
 		err = perr
@@ -191,98 +212,83 @@ func (s *positionStore) load(ctx context.Context) (map[posKey]filePos, error) {
 	}
 	if err != nil {
 		_ = abortTxn(ctx, cl)
-		return nil, fmt.Errorf("write the start marker to %s: %w", s.topic, err)
+		return 0, "", fmt.Errorf("write the start marker to %s: %w", s.topic, err)
 	}
-
-	for {
-		out, stalled, err := s.readToMarker(ctx, markerKey, marker, markerAt, waiting)
-		if !stalled {
-			return out, err
-		}
-		// Kafka says the marker is committed and a read_committed reader
-		// may read it, but this reader has not: its fetches came back
-		// without it for stallAfter. A new reader, with a fetch session
-		// of its own, reads the partition again from its start; what it
-		// builds replaces what this one read.
-		if s.log != nil {
-			s.log.Warn(fmt.Sprintf("tail: loading positions: the start marker at offset %d of %s/0 is committed but was not read in %s; reading the positions again with a new reader",
-				markerAt, s.topic, s.stallAfter))
-		}
-	}
+	return markerAt, marker, nil
 }
 
-// readToMarker reads the positions topic from its start with a new
-// read_committed reader until it meets the marker at markerAt. It reports
-// stalled when, for s.stallAfter, nothing came although Kafka says the
-// marker is readable.
-func (s *positionStore) readToMarker(ctx context.Context, markerKey, marker string, markerAt int64, waiting func(func() string)) (_ map[posKey]filePos, stalled bool, _ error) {
+func (s *positionStore) markerKey() string { return s.tailID + "/start" }
+
+// readToMarker reads the positions topic from its start with a
+// read_committed reader until it meets the marker at markerAt, or learns
+// the marker was aborted: the reader keeps control records, so the
+// marker's abort, or anything else past the marker, shows that it was not
+// committed (a committed marker is always read first).
+func (s *positionStore) readToMarker(ctx context.Context, marker string, markerAt int64, waiting func(func() string)) (_ map[posKey]filePos, committed bool, _ error) {
 	rd, err := kgo.NewClient(append(slices.Clone(s.prod.opts),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {
 		return nil, false, fmt.Errorf("positions reader: %w", err)
 	}
 	defer rd.Close()
+	markerKey := s.markerKey()
 	out := map[posKey]filePos{}
 	var readTo atomic.Int64
 	waiting(func() string { return s.readWait(rd, markerAt, readTo.Load()) })
 	for {
-		pollCtx, cancel := ctx, context.CancelFunc(func() {})
-		if s.stallAfter > 0 {
-			pollCtx, cancel = context.WithTimeout(ctx, s.stallAfter)
-		}
-		fs := rd.PollFetches(pollCtx)
-		timedOut := pollCtx.Err() != nil
-		cancel()
+		fs := rd.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return nil, false, fmt.Errorf("read %s: %w", s.topic, err)
 		}
 		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if !timedOut || !errors.Is(err, context.DeadlineExceeded) {
-				ferr = errors.Join(ferr, fmt.Errorf("read %s/%d: %w", t, p, err))
-			}
-		})
+		fs.EachError(func(t string, p int32, err error) { ferr = errors.Join(ferr, fmt.Errorf("read %s/%d: %w", t, p, err)) })
 		if ferr != nil {
 			return nil, false, ferr
-		}
-		if timedOut && fs.NumRecords() == 0 {
-			if stable, err := s.stableOffset(rd); err == nil && stable > markerAt {
-				return nil, true, nil
-			}
-			continue // held back by an open transaction, or Kafka not answering: the wait is said
 		}
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if n := len(p.Records); n > 0 {
 				readTo.Store(p.Records[n-1].Offset + 1)
 			}
 		})
-		found := false
+		found, past := false, false
 		fs.EachRecord(func(r *kgo.Record) {
-			if found {
-				return
-			}
-			if string(r.Key) == markerKey {
-				found = string(r.Value) == marker
-				return
-			}
-			k, ok := s.parseKey(r.Key)
-			if !ok {
-				return
-			}
-			if r.Value == nil {
-				delete(out, k)
-				return
-			}
-			var p filePos
-			if json.Unmarshal(r.Value, &p) == nil && p.key() == k {
-				out[k] = p
+			switch {
+			case found || past:
+			case r.Offset > markerAt:
+				past = true
+			case r.Attrs.IsControl():
+			case string(r.Key) == markerKey:
+				found = r.Offset == markerAt && string(r.Value) == marker
+			default:
+				s.apply(out, r)
 			}
 		})
-		if found {
-			return out, false, nil
+		switch {
+		case found:
+			return out, true, nil
+		case past:
+			return nil, false, nil
 		}
+	}
+}
+
+// apply applies a position record of this tail id to out; other records
+// are passed over.
+func (s *positionStore) apply(out map[posKey]filePos, r *kgo.Record) {
+	k, ok := s.parseKey(r.Key)
+	if !ok {
+		return
+	}
+	if r.Value == nil {
+		delete(out, k)
+		return
+	}
+	var p filePos
+	if json.Unmarshal(r.Value, &p) == nil && p.key() == k {
+		out[k] = p
 	}
 }
 
