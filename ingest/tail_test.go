@@ -785,19 +785,29 @@ func TestTailPinsFilesBeforeKafka(t *testing.T) {
 	}
 }
 
-// TestTailAbortedTransaction: when Kafka refuses a commit, the tailer
-// aborts the transaction, reads its positions back and reads the lines
-// again: still each exactly once.
-func TestTailAbortedTransaction(t *testing.T) {
+// tailOnKFake starts a one-broker kfake cluster, writes lines lines to a
+// file and tails it until they are committed, for a test that then
+// controls the broker's answers.
+func tailOnKFake(t *testing.T, lines int) (*kfake.Cluster, *kafkaEnv, string, *lineWriter, TailOptions, *tailRun) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	k := newKafkaEnv(t, c.ListenAddrs(), 2)
 	path := filepath.Join(t.TempDir(), "access.log")
 	lw := newLineWriter(t, path)
-	lw.write(1000)
-	run := startTail(t, k, fastTail(t, k), []string{path})
+	lw.write(lines)
+	opts := fastTail(t, k)
+	run := startTail(t, k, opts, []string{path})
 	waitCaughtUp(t, run.tl, path)
+	return c, k, path, lw, opts, run
+}
+
+// TestTailAbortedTransaction: when Kafka refuses a commit, the tailer
+// aborts the transaction, reads its positions back and reads the lines
+// again: still each exactly once.
+func TestTailAbortedTransaction(t *testing.T) {
+	c, k, path, lw, _, run := tailOnKFake(t, 1000)
 
 	// The next three commits fail as a coordinator that lost the
 	// transaction would answer.
@@ -870,16 +880,7 @@ func TestTailStartSaysWhatItWaitsFor(t *testing.T) {
 // sent twice. Here kfake aborts the marker's commit and answers it as a
 // success.
 func TestTailStartMarkerAbortedIsWrittenAgain(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	k := newKafkaEnv(t, c.ListenAddrs(), 2)
-	path := filepath.Join(t.TempDir(), "access.log")
-	lw := newLineWriter(t, path)
-	lw.write(500)
-	opts := fastTail(t, k)
-	run := startTail(t, k, opts, []string{path})
-	waitCaughtUp(t, run.tl, path)
+	c, k, path, lw, opts, run := tailOnKFake(t, 500)
 	require.NoError(t, run.stop())
 
 	var aborted atomic.Bool
